@@ -1,0 +1,65 @@
+-- name: tables
+-- kind: schema
+-- params: none
+-- returns: creates the core tables of a ranktrace store (idempotent).
+-- All times are UTC, stored as TIMESTAMP (no zone) so that what you see does
+-- not depend on the time zone of the machine that runs the query.
+
+CREATE TABLE IF NOT EXISTS meta (
+    key   VARCHAR PRIMARY KEY,
+    value VARCHAR
+);
+
+-- One row per input file (a file on disk, or a member of an archive).
+CREATE TABLE IF NOT EXISTS files (
+    file_id     BIGINT PRIMARY KEY,  -- stable: derived from sha256
+    path        VARCHAR NOT NULL,    -- as given; archive members as archive!member
+    format      VARCHAR,             -- the format that claimed most lines
+    envelope    VARCHAR,             -- envelopes peeled (file-scoped first)
+    compression VARCHAR,
+    bytes       BIGINT,              -- bytes as found (compressed size if compressed)
+    lines_read  BIGINT,
+    events      BIGINT,
+    unparsed    BIGINT,              -- non-blank lines no format claimed (kept as format 'raw')
+    errors      VARCHAR[],           -- problems met reading this file
+    sha256      VARCHAR NOT NULL UNIQUE,
+    host        VARCHAR,             -- hints from the path
+    rank        INTEGER,
+    local_rank  INTEGER,
+    pod         VARCHAR,
+    ingested_at TIMESTAMP
+);
+
+-- One row per event: a line, or a multi-line block (traceback, summary).
+CREATE TABLE IF NOT EXISTS events (
+    event_id    BIGINT PRIMARY KEY,  -- file_id << 32 | line: stable across stores
+    file_id     BIGINT NOT NULL,
+    file        VARCHAR NOT NULL,
+    line        BIGINT NOT NULL,     -- 1-based first line
+    end_line    BIGINT NOT NULL,     -- last line (= line for one-line events)
+    byte_offset BIGINT,
+    ts          TIMESTAMP,           -- UTC
+    ts_kind     VARCHAR NOT NULL,    -- exact|local|year_inferred|envelope|interpolated|none
+    ts_text     VARCHAR,             -- the time as written in the log
+    format      VARCHAR NOT NULL,    -- 'raw' when no format claimed the line
+    pattern     VARCHAR,             -- format.pattern (or format.block)
+    envelopes   VARCHAR,             -- peeled envelopes, outermost first, '>'-joined
+    host        VARCHAR,
+    rank        INTEGER,
+    local_rank  INTEGER,
+    pid         BIGINT,
+    tid         BIGINT,
+    job_id      VARCHAR,
+    step_id     VARCHAR,
+    pod         VARCHAR,
+    namespace   VARCHAR,
+    container   VARCHAR,
+    gpu         VARCHAR,
+    program     VARCHAR,             -- slurmd, kubelet, kernel, torchrun, nccl, ...
+    level       VARCHAR,             -- the level as written (W, WARN, error, ...)
+    severity    VARCHAR NOT NULL,    -- debug|info|notice|warning|error|critical
+    kind        VARCHAR,             -- event kind from parsers/kinds.toml
+    role        VARCHAR NOT NULL,    -- cause|symptom|lifecycle|info
+    message     VARCHAR,
+    raw         VARCHAR NOT NULL     -- the original line or block
+);

@@ -1,0 +1,510 @@
+"""Load, validate and order the declarative log formats of parsers/.
+
+A format file (parsers/formats/*.toml) declares line patterns, multi-line
+blocks, typed facts, classification rules and SAMPLES. An envelope file
+(parsers/envelopes/*.toml) declares a prefix peeled off lines before the
+formats see them. parsers/kinds.toml is the catalogue of event kinds.
+
+The loader refuses a format without samples, a sample that its declared
+pattern does not claim (after precedence), and a rule no sample exercises.
+Precedence between patterns is derived from the samples: a pattern that
+matches another pattern's samples while that one does not match its own is
+more generic and goes after it.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+import regex as pyregex
+
+from .resources import data_dir
+
+# Capture names that fill columns of the events table. Any other capture is
+# kept for facts only.
+IDENTITY_COLUMNS = (
+    "host", "rank", "local_rank", "pid", "tid", "job_id", "step_id",
+    "pod", "namespace", "container", "gpu", "program",
+)
+INT_IDENTITY = ("rank", "local_rank", "pid", "tid")
+RESERVED = IDENTITY_COLUMNS + ("ts", "level", "message")
+SEVERITIES = ("debug", "info", "notice", "warning", "error", "critical")
+ROLES = ("cause", "symptom", "lifecycle", "info")
+TAXONOMY = (
+    "none", "exception", "crash", "killed", "oom", "gpu_oom", "gpu_fault",
+    "cuda_error", "hang", "node_failure", "rendezvous_timeout", "network_error",
+    "desync", "time_limit", "cancelled", "scheduling", "unknown",
+)
+FACT_TYPES = ("str", "int", "float")
+ZONES = ("utc", "offset", "naive")
+
+FORMATS_ENV = "RANKTRACE_FORMATS"
+
+
+class FormatError(ValueError):
+    """A format or envelope file is invalid; the message names file and problem."""
+
+
+@dataclass(frozen=True)
+class TimeSpec:
+    field: str
+    layout: str              # polars/chrono strftime layout of the captured text
+    zone: str = "naive"      # utc | offset | naive
+    year: str = "given"      # given | infer (the text carries no year)
+
+
+@dataclass(frozen=True)
+class Pattern:
+    format: str
+    id: str
+    regex: str
+    prefilter: str | None = None
+    ts: TimeSpec | None = None
+    kind: str | None = None        # default event kind of lines of this pattern
+    carry: tuple[str, ...] = ()    # identity captures forward-filled in the file
+    program: str | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.format}.{self.id}"
+
+    @cached_property
+    def compiled(self):
+        return pyregex.compile(self.regex)
+
+    @cached_property
+    def groups(self) -> tuple[str, ...]:
+        return tuple(self.compiled.groupindex)
+
+
+@dataclass(frozen=True)
+class Block:
+    """Consecutive lines of one stream that form one event (a traceback)."""
+    format: str
+    id: str
+    start: str
+    cont: str
+    end: str | None = None
+    message: str = "last"          # which line becomes the message: first | last
+    max_lines: int = 400
+    kind: str | None = None
+    program: str | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.format}.{self.id}"
+
+
+@dataclass(frozen=True)
+class Fact:
+    format: str
+    table: str
+    regex: str
+    on: str | None = None            # pattern/block id it applies to (None: any of the format)
+    types: dict = field(default_factory=dict)
+    identity: tuple[str, ...] = ()   # captures that also fill event identity
+    multi: bool = False              # every match in a block, not just the first
+
+    @cached_property
+    def compiled(self):
+        return pyregex.compile(self.regex, pyregex.MULTILINE)
+
+    @cached_property
+    def columns(self) -> tuple[str, ...]:
+        return tuple(self.compiled.groupindex)
+
+
+@dataclass(frozen=True)
+class Rule:
+    format: str
+    index: int
+    regex: str
+    kind: str
+    on: str | None = None
+    field: str = "message"           # message | raw
+    severity: str | None = None
+    role: str | None = None
+
+    @cached_property
+    def compiled(self):
+        return pyregex.compile(self.regex)
+
+
+@dataclass(frozen=True)
+class Sample:
+    format: str
+    text: str
+    pattern: str                      # pattern or block id expected to claim it
+    expect: dict
+    kind: str | None = None
+    facts: dict = field(default_factory=dict)
+    envelope: bool = False            # text carries envelopes: peel first
+
+
+@dataclass
+class Format:
+    name: str
+    path: Path
+    description: str
+    provenance: str
+    levels: dict
+    patterns: list[Pattern]
+    blocks: list[Block]
+    facts: list[Fact]
+    rules: list[Rule]
+    samples: list[Sample]
+
+
+@dataclass(frozen=True)
+class Envelope:
+    name: str
+    path: Path
+    regex: str                        # must have a `rest` group
+    scope: str                        # line | file
+    ts: TimeSpec | None
+    prefilter: str | None
+    samples: tuple[tuple[str, dict], ...]
+    order: int = 100
+    deny: tuple[str, ...] = ()        # bodies starting with these are never peeled
+
+    @cached_property
+    def compiled(self):
+        return pyregex.compile(self.regex)
+
+
+@dataclass(frozen=True)
+class KindInfo:
+    name: str
+    role: str
+    severity: str
+    failure: str | None
+    description: str
+
+
+@dataclass
+class Catalog:
+    formats: list[Format]
+    envelopes: list[Envelope]
+    kinds: dict[str, KindInfo]
+    patterns: list[Pattern]          # in precedence order
+    blocks: list[Block]
+    facts: list[Fact]
+    rules: list[Rule]
+    warnings: list[str] = field(default_factory=list)
+
+    def format(self, name: str) -> Format:
+        for f in self.formats:
+            if f.name == name:
+                return f
+        raise KeyError(name)
+
+    @cached_property
+    def fact_tables(self) -> dict[str, dict[str, str]]:
+        """table -> {column: type}; types agree across formats (checked at load)."""
+        out: dict[str, dict[str, str]] = {}
+        for fact in self.facts:
+            cols = out.setdefault(fact.table, {})
+            for c in fact.columns:
+                cols.setdefault(c, fact.types.get(c, "str"))
+        return out
+
+    @cached_property
+    def levels(self) -> dict[str, dict[str, str]]:
+        return {f.name: f.levels for f in self.formats}
+
+
+def _req(doc: dict, key: str, where: str):
+    if key not in doc:
+        raise FormatError(f"{where}: missing required key {key!r}")
+    return doc[key]
+
+
+def _compile_check(rx: str, where: str) -> None:
+    try:
+        pyregex.compile(rx)
+    except pyregex.error as exc:
+        raise FormatError(f"{where}: invalid regex: {exc}") from None
+    # The portable subset: no look-around, no back-references (RE2 and Rust
+    # regex refuse them).
+    for bad in ("(?=", "(?!", "(?<=", "(?<!", "\\1", "(?P="):
+        if bad in rx:
+            raise FormatError(f"{where}: {bad!r} is not in the portable regex subset (RE2/Rust)")
+
+
+def _time_spec(doc: dict | None, where: str) -> TimeSpec | None:
+    if doc is None:
+        return None
+    spec = TimeSpec(
+        field=doc.get("field", "ts"),
+        layout=_req(doc, "layout", where),
+        zone=doc.get("zone", "naive"),
+        year=doc.get("year", "given"),
+    )
+    if spec.zone not in ZONES:
+        raise FormatError(f"{where}: ts.zone must be one of {ZONES}, not {spec.zone!r}")
+    if spec.year not in ("given", "infer"):
+        raise FormatError(f"{where}: ts.year must be 'given' or 'infer'")
+    return spec
+
+
+def load_kinds(path: Path) -> dict[str, KindInfo]:
+    doc = tomllib.loads(path.read_text())
+    kinds = {}
+    for name, k in doc.get("kind", {}).items():
+        where = f"{path}: kind {name}"
+        role = k.get("role", "info")
+        sev = k.get("severity", "info")
+        failure = k.get("failure")
+        if role not in ROLES:
+            raise FormatError(f"{where}: role must be one of {ROLES}")
+        if sev not in SEVERITIES:
+            raise FormatError(f"{where}: severity must be one of {SEVERITIES}")
+        if failure is not None and failure not in TAXONOMY:
+            raise FormatError(f"{where}: failure {failure!r} is not in the taxonomy {TAXONOMY}")
+        kinds[name] = KindInfo(name, role, sev, failure, k.get("description", ""))
+    return kinds
+
+
+def load_format(path: Path) -> Format:
+    try:
+        doc = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise FormatError(f"{path}: not valid TOML: {exc}") from None
+    name = _req(doc, "name", str(path))
+    where = f"{path} (format {name})"
+    program = doc.get("program")
+    patterns = []
+    for i, p in enumerate(doc.get("pattern", [])):
+        pid = _req(p, "id", f"{where} pattern #{i}")
+        rx = _req(p, "regex", f"{where} pattern {pid}")
+        _compile_check(rx, f"{where} pattern {pid}")
+        patterns.append(Pattern(
+            format=name, id=pid, regex=rx, prefilter=p.get("prefilter"),
+            ts=_time_spec(p.get("ts"), f"{where} pattern {pid}"),
+            kind=p.get("kind"), carry=tuple(p.get("carry", ())),
+            program=p.get("program", program),
+        ))
+    blocks = []
+    for i, b in enumerate(doc.get("block", [])):
+        bid = _req(b, "id", f"{where} block #{i}")
+        bw = f"{where} block {bid}"
+        for key in ("start", "continue"):
+            _compile_check(_req(b, key, bw), bw)
+        if b.get("end"):
+            _compile_check(b["end"], bw)
+        blocks.append(Block(
+            format=name, id=bid, start=b["start"], cont=b["continue"], end=b.get("end"),
+            message=b.get("message", "last"), max_lines=int(b.get("max_lines", 400)),
+            kind=b.get("kind"), program=b.get("program", program),
+        ))
+    ids = [p.id for p in patterns] + [b.id for b in blocks]
+    if len(set(ids)) != len(ids):
+        raise FormatError(f"{where}: pattern/block ids must be unique: {ids}")
+    facts = []
+    for i, f in enumerate(doc.get("fact", [])):
+        fw = f"{where} fact #{i}"
+        rx = _req(f, "regex", fw)
+        _compile_check(rx, fw)
+        fact = Fact(
+            format=name, table=_req(f, "table", fw), regex=rx, on=f.get("on"),
+            types=dict(f.get("types", {})), identity=tuple(f.get("identity", ())),
+            multi=bool(f.get("multi", False)),
+        )
+        for c, t in fact.types.items():
+            if t not in FACT_TYPES:
+                raise FormatError(f"{fw}: type of {c} must be one of {FACT_TYPES}")
+            if c not in fact.columns:
+                raise FormatError(f"{fw}: typed column {c!r} is not a capture of the regex")
+        for c in fact.identity:
+            if c not in IDENTITY_COLUMNS or c not in fact.columns:
+                raise FormatError(f"{fw}: identity {c!r} must be a capture and one of {IDENTITY_COLUMNS}")
+        if fact.on is not None and fact.on not in ids:
+            raise FormatError(f"{fw}: on={fact.on!r} names no pattern or block of this format")
+        facts.append(fact)
+    rules = []
+    for i, r in enumerate(doc.get("rule", [])):
+        rw = f"{where} rule #{i}"
+        rx = _req(r, "regex", rw)
+        _compile_check(rx, rw)
+        rule = Rule(format=name, index=i, regex=rx, kind=_req(r, "kind", rw), on=r.get("on"),
+                    field=r.get("field", "message"), severity=r.get("severity"), role=r.get("role"))
+        if rule.on is not None and rule.on not in ids:
+            raise FormatError(f"{rw}: on={rule.on!r} names no pattern or block of this format")
+        if rule.field not in ("message", "raw"):
+            raise FormatError(f"{rw}: field must be 'message' or 'raw'")
+        if rule.severity is not None and rule.severity not in SEVERITIES:
+            raise FormatError(f"{rw}: severity must be one of {SEVERITIES}")
+        if rule.role is not None and rule.role not in ROLES:
+            raise FormatError(f"{rw}: role must be one of {ROLES}")
+        rules.append(rule)
+    samples = []
+    for i, s in enumerate(doc.get("sample", [])):
+        sw = f"{where} sample #{i}"
+        text = _req(s, "text", sw)
+        pid = s.get("pattern", patterns[0].id if len(ids) == 1 and patterns else None)
+        if pid is None or pid not in ids:
+            raise FormatError(f"{sw}: pattern={pid!r} must name a pattern or block of this format")
+        samples.append(Sample(
+            format=name, text=text.rstrip("\n"), pattern=pid,
+            expect={k: str(v) for k, v in s.get("expect", {}).items()},
+            kind=s.get("kind"), facts=s.get("facts", {}), envelope=bool(s.get("envelope", False)),
+        ))
+    if not samples:
+        raise FormatError(f"{where}: a format must have samples (at least one [[sample]])")
+    levels = {str(k): str(v) for k, v in doc.get("levels", {}).items()}
+    for lv, sev in levels.items():
+        if sev not in SEVERITIES:
+            raise FormatError(f"{where}: level {lv!r} maps to {sev!r}, not one of {SEVERITIES}")
+    return Format(
+        name=name, path=path, description=doc.get("description", ""),
+        provenance=doc.get("provenance", ""), levels=levels, patterns=patterns,
+        blocks=blocks, facts=facts, rules=rules, samples=samples,
+    )
+
+
+def load_envelope(path: Path) -> Envelope:
+    try:
+        doc = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise FormatError(f"{path}: not valid TOML: {exc}") from None
+    name = _req(doc, "name", str(path))
+    where = f"{path} (envelope {name})"
+    rx = _req(doc, "regex", where)
+    _compile_check(rx, where)
+    if "rest" not in pyregex.compile(rx).groupindex:
+        raise FormatError(f"{where}: an envelope regex needs a (?P<rest>...) group")
+    scope = doc.get("scope", "line")
+    if scope not in ("line", "file"):
+        raise FormatError(f"{where}: scope must be 'line' or 'file'")
+    samples = tuple((s["text"], {k: str(v) for k, v in s.get("expect", {}).items()})
+                    for s in doc.get("sample", []))
+    if not samples:
+        raise FormatError(f"{where}: an envelope must have samples")
+    env = Envelope(name=name, path=path, regex=rx, scope=scope,
+                   ts=_time_spec(doc.get("ts"), where), prefilter=doc.get("prefilter"),
+                   samples=samples, order=int(doc.get("order", 100)),
+                   deny=tuple(doc.get("deny", ())))
+    for text, expect in samples:
+        m = env.compiled.match(text)
+        if not m:
+            raise FormatError(f"{where}: sample does not match: {text!r}")
+        got = {k: v for k, v in m.groupdict().items() if v is not None}
+        for k, v in expect.items():
+            if got.get(k) != v:
+                raise FormatError(f"{where}: sample {text!r}: {k} = {got.get(k)!r}, expected {v!r}")
+    return env
+
+
+def _precedence(patterns: list[Pattern], samples: list[Sample]) -> tuple[list[Pattern], list[str]]:
+    """Order patterns so that specific ones come before generic ones.
+
+    P must precede Q when Q matches a sample of P but P matches none of Q's
+    samples (Q is the more generic). Ties keep file order (format name, then
+    position), which makes the order deterministic."""
+    by_key = {p.key: p for p in patterns}
+    own: dict[str, list[str]] = {p.key: [] for p in patterns}
+    for s in samples:
+        k = f"{s.format}.{s.pattern}"
+        if k in own and not s.envelope:
+            own[k].append(s.text.split("\n")[0])
+    before: dict[str, set[str]] = {p.key: set() for p in patterns}  # q -> {p that must precede q}
+    warnings = []
+    for p in patterns:
+        for q in patterns:
+            if p is q:
+                continue
+            q_eats_p = any(q.compiled.search(t) for t in own[p.key])
+            p_eats_q = any(p.compiled.search(t) for t in own[q.key])
+            if q_eats_p and not p_eats_q:
+                before[q.key].add(p.key)
+            elif q_eats_p and p_eats_q and p.key < q.key:
+                warnings.append(f"patterns {p.key} and {q.key} match each other's samples; "
+                                "file order decides between them")
+    # Kahn's algorithm with a stable tie-break on the original position.
+    pos = {p.key: i for i, p in enumerate(patterns)}
+    order: list[str] = []
+    remaining = dict(before)
+    while remaining:
+        ready = sorted((k for k, deps in remaining.items() if not deps - set(order)), key=pos.get)
+        if not ready:  # a cycle: break it at the earliest pattern, and say so
+            k = min(remaining, key=pos.get)
+            warnings.append(f"precedence cycle around {k}; file order decides")
+            ready = [k]
+        order.append(ready[0])
+        del remaining[ready[0]]
+    return [by_key[k] for k in order], warnings
+
+
+def format_dirs(extra: list[str | Path] | None = None) -> list[Path]:
+    dirs = [data_dir("parsers")]
+    env = os.environ.get(FORMATS_ENV)
+    if env:
+        dirs += [Path(p) for p in env.split(os.pathsep) if p]
+    dirs += [Path(p) for p in (extra or [])]
+    return dirs
+
+
+def load_catalog(extra_dirs: list[str | Path] | None = None, *, check_samples: bool = True) -> Catalog:
+    """Load every format, envelope and kind. Raises FormatError on a bad file.
+
+    User directories may hold formats/*.toml and envelopes/*.toml, or the
+    .toml files directly (an envelope file says `envelope = true`)."""
+    formats: list[Format] = []
+    envelopes: list[Envelope] = []
+    kinds: dict[str, KindInfo] = {}
+    for d in format_dirs(extra_dirs):
+        if not d.is_dir():
+            raise FormatError(f"{d}: formats directory does not exist")
+        for kpath in sorted(d.glob("kinds*.toml")):
+            kinds.update(load_kinds(kpath))
+        for path in sorted(d.glob("envelopes/*.toml")):
+            envelopes.append(load_envelope(path))
+        for path in sorted(d.glob("formats/*.toml")):
+            formats.append(load_format(path))
+        for path in sorted(d.glob("*.toml")):
+            if path.name.startswith("kinds") or path.name == "path_hints.toml":
+                continue
+            doc = tomllib.loads(path.read_text())
+            (envelopes.append(load_envelope(path)) if doc.get("envelope")
+             else formats.append(load_format(path)))
+    names = [f.name for f in formats]
+    dup = {n for n in names if names.count(n) > 1}
+    if dup:
+        raise FormatError(f"duplicate format names: {sorted(dup)} (a user format must use a new name)")
+    patterns = [p for f in formats for p in f.patterns]
+    samples = [s for f in formats for s in f.samples]
+    for f in formats:
+        for item in (*f.patterns, *f.blocks, *f.rules):
+            if item.kind is not None and item.kind not in kinds:
+                raise FormatError(f"{f.path}: kind {item.kind!r} is not in parsers/kinds.toml")
+    ordered, warnings = _precedence(patterns, samples)
+    envelopes.sort(key=lambda e: (e.order, e.name))
+    cat = Catalog(
+        formats=formats, envelopes=envelopes, kinds=kinds, patterns=ordered,
+        blocks=[b for f in formats for b in f.blocks],
+        facts=[x for f in formats for x in f.facts],
+        rules=[r for f in formats for r in f.rules], warnings=warnings,
+    )
+    _check_fact_types(cat)
+    if check_samples:
+        from .samples import check_catalog  # late: samples uses the pipeline
+        problems = check_catalog(cat)
+        if problems:
+            raise FormatError("format samples failed:\n  " + "\n  ".join(problems))
+    return cat
+
+
+def _check_fact_types(cat: Catalog) -> None:
+    seen: dict[tuple[str, str], tuple[str, str]] = {}
+    for fact in cat.facts:
+        for c in fact.columns:
+            t = fact.types.get(c, "str")
+            prev = seen.setdefault((fact.table, c), (t, fact.format))
+            if prev[0] != t:
+                raise FormatError(
+                    f"fact table {fact.table}.{c} is {prev[0]} in format {prev[1]} "
+                    f"but {t} in format {fact.format}; make them agree")

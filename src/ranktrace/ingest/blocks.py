@@ -1,0 +1,67 @@
+"""blocks: join multi-line blocks (tracebacks, torchrun failure summaries)
+into one event, per stream, vectorized.
+
+A stream is the lines of one file that share an envelope identity (rank,
+local rank, host), so the interleaved tracebacks of two ranks stay apart.
+A block starts at a `start` line and takes the following `continue` lines
+of its stream, up to and including an `end` line.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from ..formats import Block
+
+STREAM = ["host", "rank", "local_rank"]
+
+
+def find_blocks(df: pl.DataFrame, blocks: list[Block]) -> pl.DataFrame:
+    """Add columns block (pattern key or null) and block_start (first line of its block)."""
+    df = df.with_columns(pl.lit(None, pl.String).alias("block"), pl.lit(None, pl.Int64).alias("block_start"))
+    if not blocks or len(df) == 0:
+        return df
+    for b in blocks:
+        free = pl.col("block").is_null()
+        start = free & pl.col("body").str.contains(b.start)
+        # Cheap exit: no start line in this batch for this block kind.
+        if not df.select(start.any()).item():
+            continue
+        cont = free & pl.col("body").str.contains(b.cont)
+        end = free & pl.col("body").str.contains(b.end) if b.end else pl.lit(False)
+        g = df.with_columns(_s=start, _c=cont, _e=end).sort("line")
+        g = g.with_columns(
+            _brk=(~pl.col("_c") | pl.col("_s")
+                  | pl.col("_e").shift(1).over(STREAM).fill_null(False)
+                  | pl.col("block").is_not_null()),
+        ).with_columns(_seg=pl.col("_brk").cum_sum().over(STREAM))
+        g = g.with_columns(
+            _isblk=pl.col("_s").first().over(STREAM + ["_seg"]) & pl.col("block").is_null(),
+            _first=pl.col("line").first().over(STREAM + ["_seg"]),
+            _pos=pl.int_range(pl.len()).over(STREAM + ["_seg"]),
+        )
+        inblk = pl.col("_isblk") & (pl.col("_pos") < b.max_lines)
+        g = g.with_columns(
+            pl.when(inblk).then(pl.lit(b.key)).otherwise(pl.col("block")).alias("block"),
+            pl.when(inblk).then(pl.col("_first")).otherwise(pl.col("block_start")).alias("block_start"),
+        )
+        df = g.drop("_s", "_c", "_e", "_brk", "_seg", "_isblk", "_first", "_pos")
+    return df
+
+
+def open_block_start(df: pl.DataFrame, block_ends: dict[str, str | None]) -> int | None:
+    """First line of a block still open at the end of the batch, if any.
+
+    A block is open when it holds the last line of its stream in the batch
+    and has not seen its end line; its lines are carried into the next batch.
+    """
+    if "block" not in df.columns or df["block"].null_count() == len(df):
+        return None
+    last = df.sort("line").group_by(STREAM, maintain_order=True).agg(
+        pl.col("block").last(), pl.col("block_start").last(), pl.col("body").last())
+    open_starts = []
+    for row in last.filter(pl.col("block").is_not_null()).iter_rows(named=True):
+        end = block_ends.get(row["block"])
+        if end is None or not pl.Series([row["body"]]).str.contains(end)[0]:
+            open_starts.append(row["block_start"])
+    return min(open_starts) if open_starts else None

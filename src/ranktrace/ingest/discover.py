@@ -1,0 +1,273 @@
+"""discover: turn the user's PATHs into FileRefs, and open them as streams.
+
+Archives are read member by member straight from the archive: nothing is
+extracted to disk, so a hostile member name (../x, /etc/x, a symlink) can
+never write anywhere. Decompression is bounded: a member or file that
+expands past the limits is refused with a message (a decompression bomb).
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import lzma
+import os
+import stat
+import sys
+import tarfile
+import tomllib
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO, Callable, Iterator
+
+import regex as pyregex
+
+from ..resources import data_dir
+
+COMPRESSED = {".gz": "gzip", ".tgz": "gzip", ".bz2": "bz2", ".xz": "xz", ".zst": "zstd", ".zstd": "zstd"}
+MAGIC = (
+    (b"\x1f\x8b", "gzip"), (b"BZh", "bz2"), (b"\xfd7zXZ\x00", "xz"), (b"\x28\xb5\x2f\xfd", "zstd"),
+)
+MAX_EXPANDED = 64 << 30          # bytes one input may expand to
+MAX_RATIO = 1000                 # expanded/compressed beyond MIN_RATIO_CHECK
+MIN_RATIO_CHECK = 256 << 20
+
+
+class InputError(Exception):
+    """A problem with one input; the message names it. Other inputs go on."""
+
+
+@dataclass
+class FileRef:
+    path: str                       # what the user sees: a path, or archive!member
+    opener: Callable[[], BinaryIO]  # opens the raw (possibly compressed) bytes
+    size: int                       # bytes as found (compressed size for .gz)
+    compression: str | None = None
+    hints: dict = field(default_factory=dict)
+
+
+class BoundedReader(io.RawIOBase):
+    """Wraps a decompressing stream and refuses to expand past the limits."""
+
+    def __init__(self, inner: BinaryIO, name: str, compressed_size: int,
+                 max_expanded: int = MAX_EXPANDED, max_ratio: int = MAX_RATIO):
+        self.inner, self.name = inner, name
+        self.limit = max_expanded
+        if compressed_size:
+            self.limit = min(max_expanded, max(MIN_RATIO_CHECK, compressed_size * max_ratio))
+        self.total = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, n: int = -1) -> bytes:
+        data = self.inner.read(n)
+        self.total += len(data)
+        if self.total > self.limit:
+            raise InputError(
+                f"{self.name}: refused: decompresses past {self.limit >> 20} MiB "
+                "(a decompression bomb?); unpack it yourself if it is genuine")
+        return data
+
+    def close(self) -> None:
+        self.inner.close()
+        super().close()
+
+
+def _decompressor(kind: str | None, raw: BinaryIO) -> BinaryIO:
+    if kind is None:
+        return raw
+    if kind == "gzip":
+        return gzip.GzipFile(fileobj=raw)
+    if kind == "bz2":
+        return bz2.BZ2File(raw)
+    if kind == "xz":
+        return lzma.LZMAFile(raw)
+    if kind == "zstd":
+        import zstandard
+        return zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
+    raise InputError(f"unknown compression {kind}")
+
+
+def open_text_stream(ref: FileRef) -> BinaryIO:
+    raw = ref.opener()
+    if ref.compression is None:
+        return raw
+    return BoundedReader(_decompressor(ref.compression, raw), ref.path, ref.size)
+
+
+def sniff_compression(name: str, head: bytes) -> str | None:
+    for magic, kind in MAGIC:
+        if head.startswith(magic):
+            return kind
+    return None  # no magic: plain text, whatever the name says
+
+
+# ---------------------------------------------------------------- path hints
+
+@dataclass(frozen=True)
+class PathHint:
+    regex: str
+    deny: str | None
+
+    def apply(self, path: str) -> dict:
+        m = pyregex.search(self.regex, path)
+        if not m:
+            return {}
+        got = {k: v for k, v in m.groupdict().items() if v is not None}
+        if self.deny and any(pyregex.fullmatch(self.deny, v) for v in got.values()):
+            return {}
+        return got
+
+
+def load_path_hints(path: Path | None = None) -> list[PathHint]:
+    """parsers/path_hints.toml; every hint's samples are checked here."""
+    path = path or data_dir("parsers") / "path_hints.toml"
+    doc = tomllib.loads(path.read_text())
+    hints = []
+    for i, h in enumerate(doc.get("hint", [])):
+        hint = PathHint(h["regex"], h.get("deny"))
+        samples = h.get("sample", [])
+        if not samples:
+            raise ValueError(f"{path}: hint #{i} has no samples")
+        for s in samples:
+            got = hint.apply(s["path"])
+            if got != {k: str(v) for k, v in s.get("expect", {}).items()}:
+                raise ValueError(f"{path}: hint #{i} on {s['path']!r} gives {got}, expected {s.get('expect')}")
+        hints.append(hint)
+    return hints
+
+
+def path_hints(path: str, hints: list[PathHint]) -> dict:
+    """Every hint contributes; an earlier hint wins a key."""
+    out: dict = {}
+    for h in hints:
+        for k, v in h.apply(path).items():
+            out.setdefault(k, v)
+    return out
+
+
+# ---------------------------------------------------------------- walking
+
+def _file_ref(path: Path, display: str) -> FileRef:
+    with open(path, "rb") as fh:
+        head = fh.read(8)
+    comp = sniff_compression(path.name, head)
+    return FileRef(display, lambda p=path: open(p, "rb"), path.stat().st_size, comp)
+
+
+def _is_tar(path: Path) -> bool:
+    name = path.name.lower()
+    if name.endswith((".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz", ".tar.zst")):
+        return True
+    return False
+
+
+def _tar_members(path: Path, display: str, warn: Callable[[str], None]) -> Iterator[FileRef]:
+    mode = "r:*"
+    fileobj = None
+    if path.name.lower().endswith((".tar.zst", ".tar.zstd")):
+        import zstandard
+        fileobj = zstandard.ZstdDecompressor().stream_reader(open(path, "rb"), read_across_frames=True)
+        mode = "r|"
+    total = 0
+    try:
+        tf = tarfile.open(path, mode) if fileobj is None else tarfile.open(fileobj=fileobj, mode=mode)
+    except (tarfile.TarError, OSError, EOFError) as exc:
+        raise InputError(f"{display}: cannot read archive: {exc}") from None
+    with tf:
+        # Streamed tars (zstd) can only be read in order: members are read
+        # here, into memory, one at a time, and bounded.
+        for member in tf:
+            name = f"{display}!{member.name}"
+            if member.issym() or member.islnk():
+                warn(f"{name}: skipped: a link inside an archive is never followed")
+                continue
+            if not member.isfile():
+                continue
+            total += member.size
+            if total > MAX_EXPANDED:
+                raise InputError(f"{display}: refused: members add up past {MAX_EXPANDED >> 30} GiB")
+            try:
+                data = tf.extractfile(member).read()
+            except (tarfile.TarError, OSError, EOFError) as exc:
+                warn(f"{name}: archive is truncated or damaged ({exc}); the rest is skipped")
+                return
+            head = data[:8]
+            comp = sniff_compression(member.name, head)
+            yield FileRef(name, lambda d=data: io.BytesIO(d), len(data), comp)
+
+
+def _zip_members(path: Path, display: str, warn: Callable[[str], None]) -> Iterator[FileRef]:
+    try:
+        zf = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise InputError(f"{display}: cannot read zip archive: {exc}") from None
+    total = 0
+    for info in zf.infolist():
+        if info.is_dir():
+            continue
+        name = f"{display}!{info.filename}"
+        if stat.S_ISLNK(info.external_attr >> 16):
+            warn(f"{name}: skipped: a link inside an archive is never followed")
+            continue
+        total += info.file_size
+        if total > MAX_EXPANDED or (info.compress_size and info.file_size > MIN_RATIO_CHECK
+                                    and info.file_size / info.compress_size > MAX_RATIO):
+            raise InputError(f"{name}: refused: expands to {info.file_size >> 20} MiB "
+                             "(a decompression bomb?)")
+        with zf.open(info) as fh:
+            head = fh.read(8)
+        comp = sniff_compression(info.filename, head)
+        yield FileRef(name, lambda i=info: BoundedReader(zf.open(i), name, i.compress_size),
+                      info.file_size, comp)
+
+
+def discover(paths: list[str], warn: Callable[[str], None], *, hints: list[PathHint] | None = None,
+             stdin: BinaryIO | None = None) -> Iterator[FileRef]:
+    """Yield a FileRef per input file, in a deterministic (sorted) order."""
+    hints = load_path_hints() if hints is None else hints
+
+    def hinted(ref: FileRef) -> FileRef:
+        ref.hints = path_hints(ref.path.replace("!", "/"), hints)
+        return ref
+
+    for arg in paths:
+        if arg == "-":
+            data = (stdin or sys.stdin.buffer).read()
+            comp = sniff_compression("stdin", data[:8])
+            yield hinted(FileRef("<stdin>", lambda d=data: io.BytesIO(d), len(data), comp))
+            continue
+        p = Path(arg)
+        if not p.exists():
+            warn(f"{arg}: no such file or directory")
+            continue
+        if p.is_dir():
+            files = sorted(x for x in p.rglob("*") if x.is_file() and not x.is_symlink())
+            for link in sorted(x for x in p.rglob("*") if x.is_symlink()):
+                target = link.resolve()
+                if not target.is_relative_to(p.resolve()):
+                    warn(f"{link}: skipped: symlink points outside {arg}")
+                elif target.is_file():
+                    files.append(link)
+            roots = [(f, str(f)) for f in sorted(set(files))]
+        else:
+            roots = [(p, str(p))]
+        for f, display in roots:
+            try:
+                if not os.access(f, os.R_OK):
+                    raise InputError(f"{display}: permission denied")
+                if _is_tar(f):
+                    for ref in _tar_members(f, display, warn):
+                        yield hinted(ref)
+                elif zipfile.is_zipfile(f) and f.suffix.lower() == ".zip":
+                    for ref in _zip_members(f, display, warn):
+                        yield hinted(ref)
+                else:
+                    yield hinted(_file_ref(f, display))
+            except InputError as exc:
+                warn(str(exc))
+            except OSError as exc:
+                warn(f"{display}: cannot read: {exc.strerror or exc}")

@@ -1,0 +1,326 @@
+"""pipeline: discover -> read -> sniff -> peel -> blocks -> extract ->
+timestamps -> normalize -> classify -> facts -> store.
+
+`process_batch` is a pure function of a batch of lines and its file context;
+`ingest` is the driver that owns the I/O (reading inputs, writing the store).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Callable
+
+import polars as pl
+
+from .. import store
+from ..formats import IDENTITY_COLUMNS, INT_IDENTITY, Catalog
+from . import blocks as blk
+from . import classify, envelope, extract, read, timeparse
+from .discover import FileRef, InputError, discover, open_text_stream
+
+EVENT_COLUMNS = [
+    "event_id", "file_id", "file", "line", "end_line", "byte_offset", "ts", "ts_kind", "ts_text",
+    "format", "pattern", "envelopes", *IDENTITY_COLUMNS, "level", "severity", "kind", "role",
+    "message", "raw",
+]
+
+
+@dataclass(frozen=True)
+class FileContext:
+    file_id: int
+    file: str
+    hints: dict
+    tz: str = "UTC"
+
+
+@dataclass
+class BatchResult:
+    events: pl.DataFrame
+    facts: dict[str, pl.DataFrame]
+    carry: pl.DataFrame | None        # lines of a block still open: next batch
+    last_ts: datetime | None
+
+
+@dataclass
+class FileResult:
+    path: str
+    status: str = "ingested"          # ingested | duplicate | failed | empty
+    bytes: int = 0
+    lines: int = 0
+    events: int = 0
+    unparsed: int = 0
+    formats: Counter = field(default_factory=Counter)
+    problems: list[str] = field(default_factory=list)
+
+
+def _identity(df: pl.DataFrame, hints: dict) -> pl.DataFrame:
+    exprs = []
+    for c in IDENTITY_COLUMNS:
+        parts = [pl.col(c)]
+        if f"p_{c}" in df.columns:
+            parts.append(pl.col(f"p_{c}"))
+        if c in hints:
+            parts.append(pl.lit(str(hints[c])))
+        e = pl.coalesce(parts) if len(parts) > 1 else parts[0]
+        if c in INT_IDENTITY:
+            e = e.str.strip_chars().cast(pl.Int64, strict=False)
+        exprs.append(e.alias(c))
+    return df.with_columns(exprs).drop([f"p_{c}" for c in IDENTITY_COLUMNS if f"p_{c}" in df.columns])
+
+
+def _times(ev: pl.DataFrame, prev_ts: datetime | None) -> pl.DataFrame:
+    rank = timeparse.KIND_RANK
+    own = pl.col("ts_kind").replace_strict(rank, default=9, return_dtype=pl.Int32)
+    env = pl.col("env_ts_kind").replace_strict(rank, default=9, return_dtype=pl.Int32)
+    use_env = pl.col("env_ts").is_not_null() & (pl.col("ts").is_null() | (env < own))
+    ev = ev.with_columns(
+        pl.when(use_env).then(pl.col("env_ts")).otherwise(pl.col("ts")).alias("ts"),
+        pl.when(use_env).then(pl.lit("envelope")).otherwise(pl.col("ts_kind")).alias("ts_kind"),
+        pl.when(use_env).then(pl.col("env_ts_text")).otherwise(pl.col("ts_text")).alias("ts_text"),
+    ).sort("line")
+    # Lines with no time take the previous timed line's (a lower bound).
+    filled = pl.col("ts").forward_fill()
+    if prev_ts is not None:
+        filled = filled.fill_null(pl.lit(prev_ts, timeparse.UTC))
+    return ev.with_columns(
+        pl.when(pl.col("ts").is_null() & filled.is_not_null()).then(pl.lit("interpolated"))
+          .when(pl.col("ts").is_null()).then(pl.lit("none"))
+          .otherwise(pl.col("ts_kind")).alias("ts_kind"),
+        filled.alias("ts"),
+    )
+
+
+def process_batch(batch: pl.DataFrame, ctx: FileContext, cat: Catalog, envelopes: list,
+                  *, final: bool, prev_ts: datetime | None = None) -> BatchResult:
+    """Turn a batch of (line, offset, raw) into events and facts. Pure."""
+    df = envelope.peel(batch, envelopes, ctx.tz).with_row_index("_i")
+    df = blk.find_blocks(df, cat.blocks)
+    carry = None
+    if not final:
+        start = blk.open_block_start(df, {b.key: b.end for b in cat.blocks})
+        if start is not None and start > df["line"].min():
+            carry = batch.filter(pl.col("line") >= start)
+            df = df.filter(pl.col("line") < start)
+    # Lines that are blank once their envelopes are peeled carry nothing.
+    df = df.filter((pl.col("body").str.strip_chars() != "") | pl.col("block").is_not_null())
+
+    caps = extract.match_lines(df, cat.patterns, ctx.tz)
+    lines = df.filter(pl.col("block").is_null()).join(caps, on="_i", how="left").with_columns(
+        pl.col("line").alias("end_line"),
+        pl.col("format").fill_null("raw"),
+        pl.coalesce("message", "body").alias("message"),
+    )
+    parts = [lines]
+    bl = extract.collapse_blocks(df, {b.key: b for b in cat.blocks})
+    if len(bl):
+        bl = bl.with_columns(
+            pl.col("block").str.split(".").list.first().alias("format"),
+            pl.col("block").alias("pattern"),
+            *[pl.lit(None, pl.String).alias(c) for c in ("level", "ts_kind", "ts_text")],
+            pl.lit(None, timeparse.UTC).alias("ts"),
+        )
+        prog = {b.key: b.program for b in cat.blocks if b.program}
+        bl = bl.with_columns(pl.col("block").replace_strict(prog, default=None, return_dtype=pl.String)
+                             .alias("p_program"))
+        parts.append(bl)
+    cols = ["line", "end_line", "offset", "raw", "message", "format", "pattern", "level", "ts", "ts_kind",
+            "ts_text", "env_ts", "env_ts_kind", "env_ts_text", "envelopes", *IDENTITY_COLUMNS,
+            *[f"p_{c}" for c in IDENTITY_COLUMNS]]
+    ev = pl.concat([p.select([c for c in cols if c in p.columns]) for p in parts], how="diagonal_relaxed")
+    ev = _identity(ev, ctx.hints)
+    ev = _times(ev, prev_ts)
+    last_ts = ev["ts"].drop_nulls().tail(1)
+    ev = ev.with_columns(
+        ((pl.lit(ctx.file_id, pl.Int64) * (1 << 32)) + pl.col("line")).alias("event_id"),
+        pl.lit(ctx.file_id, pl.Int64).alias("file_id"),
+        pl.lit(ctx.file).alias("file"),
+        pl.col("offset").alias("byte_offset"),
+    )
+    ev = classify.classify(ev, cat)
+    facts, ev = classify.extract_facts(ev, cat)
+    facts = {t: f.join(ev.select("event_id", "file_id"), on="event_id", how="left") for t, f in facts.items()}
+    ev = ev.with_columns(pl.col("ts").dt.replace_time_zone(None)).select(EVENT_COLUMNS)
+    return BatchResult(ev, facts, carry, last_ts[0] if len(last_ts) else prev_ts)
+
+
+# ---------------------------------------------------------------- driver
+
+@dataclass
+class Progress:
+    """Called as work advances; the CLI draws a bar from it."""
+    on_file: Callable[[str], None] = lambda path: None
+    on_batch: Callable[[int, int], None] = lambda nbytes, nlines: None
+
+
+def _looks_binary(head: bytes) -> bool:
+    if not head:
+        return False
+    ctrl = sum(1 for b in head if b < 9 or (13 < b < 32 and b != 27))
+    return head.count(b"\x00") > len(head) // 10 or ctrl > len(head) // 5
+
+
+def ingest_file(con, ref: FileRef, cat: Catalog, *, tz: str = "UTC", progress: Progress | None = None,
+                batch_bytes: int = read.BATCH_BYTES, max_line: int = read.MAX_LINE) -> FileResult:
+    progress = progress or Progress()
+    res = FileResult(ref.path)
+    try:
+        sha = store.sha256_file(ref.opener)
+    except OSError as exc:
+        res.status, res.problems = "failed", [f"{ref.path}: cannot read: {exc}"]
+        return res
+    if store.known_sha(con, sha):
+        res.status = "duplicate"
+        return res
+    file_id = store.free_file_id(con, sha)
+    ctx = FileContext(file_id, ref.path, ref.hints, tz)
+    stats = read.ReadStats()
+    con.begin()
+    try:
+        with open_text_stream(ref) as stream:
+            head = stream.read(8192)
+            if _looks_binary(head):
+                res.status = "failed"
+                res.problems.append(f"{ref.path}: binary data, not a text log; skipped "
+                                    "(if it is a compressed log, give it its real extension)")
+                stream = None
+            else:
+                import io
+                stream = io.BufferedReader(_Prepend(head, stream), buffer_size=1 << 16)
+            carry = None
+            envs = None
+            prev_ts = None
+            if stream is not None:
+                batches = read.iter_batches(stream, stats, batch_bytes=batch_bytes, max_line=max_line)
+                pending = next(batches, None)
+                while pending is not None:
+                    nxt = next(batches, None)
+                    batch = pending if carry is None else pl.concat([carry, pending])
+                    if envs is None:
+                        envs = [e for e in cat.envelopes if e.scope == "line"] + \
+                               envelope.sniff(batch["raw"], cat.envelopes)
+                        envs.sort(key=lambda e: (e.order, e.name))
+                    out = process_batch(batch, ctx, cat, envs, final=nxt is None, prev_ts=prev_ts)
+                    carry, prev_ts = out.carry, out.last_ts
+                    _store_batch(con, out, res)
+                    progress.on_batch(stats.bytes - res.bytes, len(pending))
+                    res.bytes = stats.bytes
+                    pending = nxt
+        res.lines = stats.lines
+        if stats.invalid_utf8:
+            res.problems.append(f"{ref.path}: invalid UTF-8 (shown as U+FFFD)")
+        if stats.nul_bytes:
+            res.problems.append(f"{ref.path}: {stats.nul_bytes} NUL bytes (shown as U+FFFD)")
+        if stats.truncated_lines:
+            res.problems.append(f"{ref.path}: {stats.truncated_lines} line(s) longer than "
+                                f"{max_line >> 10} KiB kept truncated")
+        if res.status == "ingested" and stats.lines == 0:
+            res.status = "empty"
+            res.problems.append(f"{ref.path}: empty file")
+        _insert_file_row(con, ref, res, file_id, sha, envs or [])
+        con.commit()
+    except (InputError, EOFError, OSError, ValueError) as exc:
+        con.rollback()
+        what = str(exc) if isinstance(exc, InputError) else f"{ref.path}: {type(exc).__name__}: {exc}"
+        if isinstance(exc, EOFError) or "Compressed file ended" in str(exc):
+            what = f"{ref.path}: compressed data is truncated ({exc}); nothing of it was stored"
+        res.status, res.problems = "failed", res.problems + [what]
+        res.events = res.unparsed = 0
+        res.formats.clear()
+    except BaseException:
+        con.rollback()
+        raise
+    return res
+
+
+class _Prepend:
+    """A raw stream that first returns `head`, then the rest of `inner`."""
+
+    def __init__(self, head: bytes, inner):
+        self.head, self.inner = head, inner
+
+    def readable(self):
+        return True
+
+    @property
+    def closed(self):
+        return False
+
+    def readinto(self, buf) -> int:
+        if self.head:
+            n = min(len(buf), len(self.head))
+            buf[:n] = self.head[:n]
+            self.head = self.head[n:]
+            return n
+        data = self.inner.read(len(buf))
+        buf[:len(data)] = data
+        return len(data)
+
+
+def _store_batch(con, out: BatchResult, res: FileResult) -> None:
+    ev = out.events
+    if len(ev):
+        store.insert_events(con, ev)
+    for table, facts in out.facts.items():
+        store.insert_facts(con, table, facts)
+    res.events += len(ev)
+    counts = ev.group_by("format").len()
+    for fmt, n in counts.iter_rows():
+        res.formats[fmt] += n
+    res.unparsed = res.formats.get("raw", 0)
+
+
+def _insert_file_row(con, ref: FileRef, res: FileResult, file_id: int, sha: str, envs: list) -> None:
+    claimed = [(n, f) for f, n in res.formats.items() if f != "raw"]
+    fmt = max(claimed)[1] if claimed else ("raw" if res.events else None)
+    env_names = ",".join(e.name for e in envs if e.scope == "file") or None
+    hints = ref.hints
+    def as_int(v):
+        try:
+            return int(v)
+        except (TypeError, ValueError):
+            return None
+    con.execute(
+        "INSERT INTO files VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        [file_id, ref.path, fmt, env_names, ref.compression, ref.size, res.lines, res.events,
+         res.unparsed, res.problems or None, sha, hints.get("host"), as_int(hints.get("rank")),
+         as_int(hints.get("local_rank")), hints.get("pod"),
+         datetime.now(timezone.utc).replace(tzinfo=None, microsecond=0)],
+    )
+
+
+@dataclass
+class IngestSummary:
+    files: list[FileResult]
+    warnings: list[str]
+    seconds: float
+    reference_year: int | None
+
+
+def ingest(paths: list[str], db: str, cat: Catalog, *, tz: str = "UTC", progress: Progress | None = None,
+           warn: Callable[[str], None] | None = None, stdin=None) -> IngestSummary:
+    warnings: list[str] = []
+
+    def _warn(msg: str) -> None:
+        warnings.append(msg)
+        if warn:
+            warn(msg)
+
+    t0 = time.perf_counter()
+    con = store.open_store(db, cat)
+    results = []
+    try:
+        refs = list(discover(paths, _warn, stdin=stdin))
+        for ref in refs:
+            if progress:
+                progress.on_file(ref.path)
+            r = ingest_file(con, ref, cat, tz=tz, progress=progress)
+            for p in r.problems:
+                _warn(p)
+            results.append(r)
+        year = store.infer_years(con)
+    finally:
+        con.close()
+    return IngestSummary(results, warnings, time.perf_counter() - t0, year)

@@ -1,0 +1,130 @@
+"""store: the DuckDB file. The only writer of the store.
+
+Each input file goes in with one transaction: a store interrupted mid-ingest
+opens with every file either complete or absent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+from .formats import Catalog
+from .resources import data_dir
+
+DEFAULT_DB = "ranktrace.duckdb"
+FACT_SQL_TYPES = {"str": "VARCHAR", "int": "BIGINT", "float": "DOUBLE"}
+SCHEMA_VERSION = "1"
+
+
+def schema_files() -> list[Path]:
+    return sorted((data_dir("queries") / "schema").glob("*.sql"))
+
+
+def open_store(path: str | Path, cat: Catalog | None = None) -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect(str(path))
+    con.execute("SET TimeZone = 'UTC'")
+    init_schema(con, cat)
+    return con
+
+
+def open_readonly(path: str | Path) -> duckdb.DuckDBPyConnection:
+    p = Path(path)
+    if not p.exists():
+        raise FileNotFoundError(f"{p}: no such store; create it with `ranktrace ingest PATH --db {p}`")
+    con = duckdb.connect(str(p), read_only=True)
+    con.execute("SET TimeZone = 'UTC'")
+    return con
+
+
+def init_schema(con: duckdb.DuckDBPyConnection, cat: Catalog | None) -> None:
+    con.execute("CREATE TABLE IF NOT EXISTS kinds (kind VARCHAR PRIMARY KEY, role VARCHAR, "
+                "severity VARCHAR, failure VARCHAR, description VARCHAR)")
+    for f in schema_files():
+        con.execute(f.read_text())
+    con.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", [SCHEMA_VERSION])
+    if cat is None:
+        return
+    kinds = pl.DataFrame(
+        [(k.name, k.role, k.severity, k.failure, k.description) for k in cat.kinds.values()],
+        schema=["kind", "role", "severity", "failure", "description"], orient="row")
+    con.execute("INSERT OR REPLACE INTO kinds SELECT * FROM kinds")
+    for table, cols in cat.fact_tables.items():
+        con.execute(f'CREATE TABLE IF NOT EXISTS "{table}" (event_id BIGINT NOT NULL, file_id BIGINT NOT NULL)')
+        have = {r[0] for r in con.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = ?", [table]).fetchall()}
+        for c, t in cols.items():
+            if c not in have:
+                con.execute(f'ALTER TABLE "{table}" ADD COLUMN "{c}" {FACT_SQL_TYPES[t]}')
+
+
+def file_id_for(sha256: str) -> int:
+    # 31 bits so that file_id << 32 | line fits a signed BIGINT.
+    return int(sha256[:8], 16) & 0x7FFFFFFF
+
+
+def known_sha(con: duckdb.DuckDBPyConnection, sha: str) -> bool:
+    return con.execute("SELECT 1 FROM files WHERE sha256 = ?", [sha]).fetchone() is not None
+
+
+def free_file_id(con: duckdb.DuckDBPyConnection, sha: str) -> int:
+    """The file id for sha; on the (rare) collision with another file, probe on."""
+    fid = file_id_for(sha)
+    while con.execute("SELECT 1 FROM files WHERE file_id = ?", [fid]).fetchone():
+        fid = (fid + 1) & 0x7FFFFFFF
+    return fid
+
+
+def sha256_file(opener, chunk: int = 8 << 20) -> str:
+    h = hashlib.sha256()
+    with opener() as fh:
+        while True:
+            b = fh.read(chunk)
+            if not b:
+                break
+            h.update(b)
+    return h.hexdigest()
+
+
+def insert_events(con: duckdb.DuckDBPyConnection, events: pl.DataFrame) -> None:
+    arrow = events.to_arrow()  # noqa: F841 - referenced by name in SQL
+    con.execute("INSERT INTO events BY NAME SELECT * FROM arrow")
+
+
+def insert_facts(con: duckdb.DuckDBPyConnection, table: str, facts: pl.DataFrame) -> None:
+    arrow = facts.to_arrow()  # noqa: F841
+    con.execute(f'INSERT INTO "{table}" BY NAME SELECT * FROM arrow')
+
+
+def infer_years(con: duckdb.DuckDBPyConnection) -> int | None:
+    """Move year-less times to the year that puts them nearest the bundle's
+    fully dated events. Returns the reference year used (None: nothing to do).
+
+    The reference is the median of the exactly/locally dated events; each
+    year-less time takes, of the reference year and its neighbours, the year
+    that lands it closest to that median (a December glog line in a January
+    bundle goes to the year before)."""
+    n = con.execute("SELECT count(*) FROM events WHERE ts_kind = 'year_inferred'").fetchone()[0]
+    if not n:
+        return None
+    ref = con.execute("SELECT median(epoch(ts)) FROM events WHERE ts_kind IN ('exact','local','envelope') "
+                      "AND ts IS NOT NULL").fetchone()[0]
+    if ref is None:
+        ref = con.execute("SELECT epoch(CAST(value AS TIMESTAMP)) FROM meta WHERE key = 'fallback_time'").fetchone()
+        ref = ref[0] if ref else None
+    if ref is None:
+        return None
+    cand = {d: f"ts + to_years(r.y + ({d}) - year(ts))" for d in (-1, 0, 1)}
+    dist = {d: f"abs(epoch({c}) - $ref)" for d, c in cand.items()}
+    con.execute(f"""
+        UPDATE events SET ts = CASE
+            WHEN {dist[0]} <= least({dist[-1]}, {dist[1]}) THEN {cand[0]}
+            WHEN {dist[-1]} <= {dist[1]} THEN {cand[-1]}
+            ELSE {cand[1]} END
+        FROM (SELECT year(to_timestamp($ref)) AS y) r
+        WHERE ts_kind = 'year_inferred' AND ts IS NOT NULL
+    """, {"ref": ref})
+    return int(con.execute("SELECT year(to_timestamp(?))", [ref]).fetchone()[0])
