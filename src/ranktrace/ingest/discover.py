@@ -113,8 +113,11 @@ class PathHint:
     deny: str | None
 
     def apply(self, path: str) -> dict:
-        m = pyregex.search(self.regex, path)
-        if not m:
+        # The match nearest the file name wins (node3/trn-node07.log: trn-node07).
+        m = None
+        for m in pyregex.finditer(self.regex, path, overlapped=True):
+            pass
+        if m is None:
             return {}
         got = {k: v for k, v in m.groupdict().items() if v is not None}
         if self.deny and any(pyregex.fullmatch(self.deny, v) for v in got.values()):
@@ -230,8 +233,14 @@ def discover(paths: list[str], warn: Callable[[str], None], *, hints: list[PathH
     """Yield a FileRef per input file, in a deterministic (sorted) order."""
     hints = load_path_hints() if hints is None else hints
 
-    def hinted(ref: FileRef) -> FileRef:
-        ref.hints = path_hints(ref.path.replace("!", "/"), hints)
+    def hinted(ref: FileRef, root: Path | None = None) -> FileRef:
+        # Hints read only the part of the path the user named (the given
+        # directory's name and below), never /tmp/... above it.
+        shown = ref.path
+        if root is not None and Path(shown.split("!")[0]).is_absolute():
+            base = str(root.parent)
+            shown = shown[len(base):].lstrip("/") if shown.startswith(base) else shown
+        ref.hints = path_hints(shown.replace("!", "/"), hints)
         return ref
 
     for arg in paths:
@@ -244,6 +253,7 @@ def discover(paths: list[str], warn: Callable[[str], None], *, hints: list[PathH
         if not p.exists():
             warn(f"{arg}: no such file or directory")
             continue
+        root = p.resolve() if p.is_dir() else p.resolve().parent
         if p.is_dir():
             files = sorted(x for x in p.rglob("*") if x.is_file() and not x.is_symlink())
             for link in sorted(x for x in p.rglob("*") if x.is_symlink()):
@@ -252,21 +262,23 @@ def discover(paths: list[str], warn: Callable[[str], None], *, hints: list[PathH
                     warn(f"{link}: skipped: symlink points outside {arg}")
                 elif target.is_file():
                     files.append(link)
-            roots = [(f, str(f)) for f in sorted(set(files))]
+            # Shown as the given directory's name and below: the same bundle
+            # gives the same paths wherever it lies.
+            roots = [(f, str(Path(p.resolve().name) / f.relative_to(p))) for f in sorted(set(files))]
         else:
-            roots = [(p, str(p))]
+            roots = [(p, arg)]
         for f, display in roots:
             try:
                 if not os.access(f, os.R_OK):
                     raise InputError(f"{display}: permission denied")
                 if _is_tar(f):
                     for ref in _tar_members(f, display, warn):
-                        yield hinted(ref)
+                        yield hinted(ref, root)
                 elif zipfile.is_zipfile(f) and f.suffix.lower() == ".zip":
                     for ref in _zip_members(f, display, warn):
-                        yield hinted(ref)
+                        yield hinted(ref, root)
                 else:
-                    yield hinted(_file_ref(f, display))
+                    yield hinted(_file_ref(f, display), root)
             except InputError as exc:
                 warn(str(exc))
             except OSError as exc:

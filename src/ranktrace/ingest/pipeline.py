@@ -213,6 +213,9 @@ def ingest_file(con, ref: FileRef, cat: Catalog, *, tz: str = "UTC", progress: P
             res.problems.append(f"{ref.path}: invalid UTF-8 (shown as U+FFFD)")
         if stats.nul_bytes:
             res.problems.append(f"{ref.path}: {stats.nul_bytes} NUL bytes (shown as U+FFFD)")
+        if stats.damaged:
+            res.problems.append(f"{ref.path}: compressed data is truncated ({stats.damaged}); "
+                                f"kept the {stats.lines} lines before the damage")
         if stats.truncated_lines:
             res.problems.append(f"{ref.path}: {stats.truncated_lines} line(s) longer than "
                                 f"{max_line >> 10} KiB kept truncated")

@@ -24,6 +24,7 @@ class ReadStats:
     nul_bytes: int = 0
     truncated_lines: int = 0
     crlf: bool = False
+    damaged: str | None = None   # the compressed stream ended early: why
 
 
 def _decode(chunk: bytes, stats: ReadStats) -> str:
@@ -56,7 +57,12 @@ def iter_batches(stream: BinaryIO, stats: ReadStats, *, batch_bytes: int = BATCH
     line_no = 1
     offset = 0
     while True:
-        chunk = stream.read(batch_bytes)
+        try:
+            chunk = stream.read(batch_bytes)
+        except EOFError as exc:
+            # A truncated .gz/.xz/.bz2: keep what was readable, say so.
+            stats.damaged = str(exc)
+            chunk = b""
         eof = not chunk
         stats.bytes += len(chunk)
         buf = pending + chunk

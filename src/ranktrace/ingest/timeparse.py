@@ -31,6 +31,8 @@ def parse_expr(text: pl.Expr, spec: TimeSpec, tz: str) -> pl.Expr:
         text = pl.lit(f"{PLACEHOLDER_YEAR} ") + text
         layout = "%Y " + layout
     if spec.zone == "offset":
+        # RFC 3339 writes UTC as "Z"; chrono's %:z wants an offset.
+        text = text.str.replace(r"Z$", "+00:00")
         return text.str.to_datetime(layout, strict=False, time_unit="us").dt.convert_time_zone("UTC")
     parsed = text.str.to_datetime(layout, strict=False, time_unit="us")
     zone = "UTC" if spec.zone == "utc" else tz

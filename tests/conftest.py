@@ -1,0 +1,48 @@
+"""Shared fixtures: a catalog, an ingest helper that builds a real DuckDB store."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from ranktrace.formats import load_catalog
+from ranktrace.ingest.pipeline import ingest
+
+REPO = Path(__file__).resolve().parent.parent
+SHAPES = Path(os.environ.get("RANKTRACE_SHAPES", REPO.parent / "shared" / "real_log_shapes"))
+
+
+@pytest.fixture(scope="session")
+def catalog():
+    # Samples are checked by tests/formats/test_samples.py, one failure per
+    # sample, rather than by every test that needs a catalog.
+    return load_catalog(check_samples=False)
+
+
+@pytest.fixture
+def ingest_to(tmp_path, catalog):
+    """ingest_to(paths) -> (summary, read-only connection) on a fresh store."""
+    cons = []
+
+    def run(paths, db=None, **kw):
+        db = db or str(tmp_path / "store.duckdb")
+        summary = ingest([str(p) for p in paths], db, catalog, **kw)
+        con = duckdb.connect(db, read_only=True)
+        cons.append(con)
+        return summary, con
+
+    yield run
+    for c in cons:
+        c.close()
+
+
+def write(path: Path, text: str | bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text)
+    return path

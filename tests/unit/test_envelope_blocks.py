@@ -1,0 +1,57 @@
+"""peel and blocks on tiny tables, through the real catalog."""
+
+from ranktrace.samples import run_text
+
+
+def events(catalog, text, envelopes=True):
+    return run_text(catalog, text, envelopes=envelopes).events
+
+
+def test_nested_envelopes_give_outer_identity_and_inner_body(catalog):
+    text = "2026-03-02T03:17:41.200311002Z stderr F [rank13]:calefo8:55154:55833 [0] NCCL INFO proxy.cc:698 -> 6"
+    ev = events(catalog, text).row(0, named=True)
+    assert ev["rank"] == 13 and ev["host"] == "calefo8" and ev["format"] == "nccl"
+    assert ev["envelopes"] == "cri>rank_prefix"
+    assert ev["ts_kind"] == "envelope" and ev["ts"].isoformat().startswith("2026-03-02T03:17:41.200311")
+
+
+def test_file_scoped_envelope_needs_to_dominate_the_file(catalog):
+    labelled = "\n".join(f"{i % 4}: step {i} loss 0.5" for i in range(20))
+    ev = events(catalog, labelled)
+    assert ev["rank"].to_list() == [i % 4 for i in range(20)]
+    plain = "step 1 loss 0.5\n" * 10 + "10: work = default_pg.broadcast([tensor], opts)\n"
+    ev = events(catalog, plain)
+    assert ev["rank"].null_count() == len(ev), "one stray 'N: ' line is not an srun label"
+
+
+def test_interleaved_tracebacks_of_two_ranks_stay_apart(catalog):
+    text = "\n".join([
+        "[rank0]:Traceback (most recent call last):",
+        "[rank1]:Traceback (most recent call last):",
+        '[rank0]:  File "a.py", line 1, in <module>',
+        '[rank1]:  File "b.py", line 2, in <module>',
+        "[rank1]:RuntimeError: rank one failed",
+        "[rank0]:ValueError: rank zero failed",
+        "[rank0]:after the traceback",
+    ])
+    ev = events(catalog, text)
+    tb = ev.filter(ev["pattern"] == "python_traceback.traceback").sort("rank")
+    assert tb["rank"].to_list() == [0, 1]
+    assert tb["message"].to_list() == ["ValueError: rank zero failed", "RuntimeError: rank one failed"]
+    assert tb["line"].to_list() == [1, 2] and tb["end_line"].to_list() == [6, 5]
+    assert "after the traceback" in ev["message"].to_list()
+
+
+def test_lines_without_time_inherit_the_previous_time(catalog):
+    text = "\n".join([
+        "2020-03-24T14:09:46.884Z: [1,12]<stdout>:host1:1:2 [0] NCCL INFO a -> 3",
+        "no time here",
+    ])
+    ev = events(catalog, text).sort("line")
+    assert ev["ts_kind"].to_list() == ["envelope", "interpolated"]
+    assert ev["ts"][0] == ev["ts"][1]
+
+
+def test_unclaimed_lines_are_kept_raw(catalog):
+    ev = events(catalog, "something no format knows about 12345")
+    assert ev["format"].to_list() == ["raw"] and ev["raw"][0] == "something no format knows about 12345"

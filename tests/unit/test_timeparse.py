@@ -1,0 +1,43 @@
+from datetime import datetime, timezone
+
+import polars as pl
+import pytest
+
+from ranktrace.formats import TimeSpec
+from ranktrace.ingest.timeparse import parse_expr
+
+
+def parse(text, spec, tz="UTC"):
+    return pl.DataFrame({"t": [text]}).select(parse_expr(pl.col("t"), spec, tz))["t"][0]
+
+
+def test_offset_zone_converts_to_utc():
+    got = parse("2022-12-13T18:33:43.201611+01:00", TimeSpec("ts", "%Y-%m-%dT%H:%M:%S%.f%:z", "offset"))
+    assert got == datetime(2022, 12, 13, 17, 33, 43, 201611, tzinfo=timezone.utc)
+
+
+def test_naive_time_takes_the_given_zone():
+    spec = TimeSpec("ts", "%Y-%m-%d %H:%M:%S", "naive")
+    assert parse("2026-07-02 21:00:08", spec, "Asia/Shanghai") == datetime(2026, 7, 2, 13, 0, 8, tzinfo=timezone.utc)
+    assert parse("2026-07-02 21:00:08", spec, "UTC") == datetime(2026, 7, 2, 21, 0, 8, tzinfo=timezone.utc)
+
+
+def test_yearless_glog_time_parses_in_placeholder_year_with_nanoseconds():
+    got = parse("1108 10:52:31.512781555", TimeSpec("ts", "%m%d %H:%M:%S%.f", "naive", "infer"))
+    assert (got.month, got.day, got.hour, got.microsecond) == (11, 8, 10, 512781)
+
+
+def test_syslog_single_digit_day_with_double_space():
+    got = parse("Mar  2 07:56:01", TimeSpec("ts", "%b %d %H:%M:%S", "naive", "infer"))
+    assert (got.month, got.day, got.second) == (3, 2, 1)
+
+
+def test_garbage_gives_null_not_an_error():
+    assert parse("not a time", TimeSpec("ts", "%Y-%m-%d", "naive")) is None
+
+
+@pytest.mark.parametrize("tz", ["UTC", "America/New_York"])
+def test_result_does_not_depend_on_machine_tz(monkeypatch, tz):
+    monkeypatch.setenv("TZ", tz)
+    spec = TimeSpec("ts", "%Y-%m-%dT%H:%M:%S%.fZ", "utc")
+    assert parse("2020-03-24T14:09:46.884Z", spec) == datetime(2020, 3, 24, 14, 9, 46, 884000, tzinfo=timezone.utc)
