@@ -27,9 +27,13 @@ The store is a plain DuckDB file: `duckdb inc.duckdb` works too (schema in READM
 
 def _catalog(args):
     try:
-        return load_catalog(getattr(args, "formats", None) or [])
+        cat = load_catalog(getattr(args, "formats", None) or [], check_samples="drop")
     except FormatError as exc:
         sys.exit(f"ranktrace: {exc}")
+    for w in cat.warnings:
+        if "left out" in w:
+            _err(w)
+    return cat
 
 
 def _err(msg: str) -> None:

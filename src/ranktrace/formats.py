@@ -448,8 +448,12 @@ def format_dirs(extra: list[str | Path] | None = None) -> list[Path]:
     return dirs
 
 
-def load_catalog(extra_dirs: list[str | Path] | None = None, *, check_samples: bool = True) -> Catalog:
+def load_catalog(extra_dirs: list[str | Path] | None = None, *, check_samples: bool | str = True) -> Catalog:
     """Load every format, envelope and kind. Raises FormatError on a bad file.
+
+    check_samples: True refuses the catalog when any sample fails; "drop"
+    leaves out each format whose samples fail (named in `warnings`) and goes
+    on with the rest; False skips the sample run (tests run it themselves).
 
     User directories may hold formats/*.toml and envelopes/*.toml, or the
     .toml files directly (an envelope file says `envelope = true`)."""
@@ -475,12 +479,27 @@ def load_catalog(extra_dirs: list[str | Path] | None = None, *, check_samples: b
     dup = {n for n in names if names.count(n) > 1}
     if dup:
         raise FormatError(f"duplicate format names: {sorted(dup)} (a user format must use a new name)")
-    patterns = [p for f in formats for p in f.patterns]
-    samples = [s for f in formats for s in f.samples]
     for f in formats:
         for item in (*f.patterns, *f.blocks, *f.rules):
             if item.kind is not None and item.kind not in kinds:
                 raise FormatError(f"{f.path}: kind {item.kind!r} is not in parsers/kinds.toml")
+    cat = _assemble(formats, envelopes, kinds)
+    if check_samples:
+        from .samples import check_catalog  # late: samples uses the pipeline
+        problems = check_catalog(cat)
+        if problems and check_samples == "drop":
+            bad = sorted({p.split()[1] for p in problems if p.startswith("format ")})
+            cat = _assemble([f for f in formats if f.name not in bad], envelopes, kinds)
+            cat.warnings += [f"format {name} left out: its samples fail "
+                             f"(`ranktrace formats check` says why)" for name in bad]
+        elif problems:
+            raise FormatError("format samples failed:\n  " + "\n  ".join(problems))
+    return cat
+
+
+def _assemble(formats: list[Format], envelopes: list[Envelope], kinds: dict) -> Catalog:
+    patterns = [p for f in formats for p in f.patterns]
+    samples = [s for f in formats for s in f.samples]
     ordered, warnings = _precedence(patterns, samples)
     envelopes.sort(key=lambda e: (e.order, e.name))
     cat = Catalog(
@@ -490,11 +509,6 @@ def load_catalog(extra_dirs: list[str | Path] | None = None, *, check_samples: b
         rules=[r for f in formats for r in f.rules], warnings=warnings,
     )
     _check_fact_types(cat)
-    if check_samples:
-        from .samples import check_catalog  # late: samples uses the pipeline
-        problems = check_catalog(cat)
-        if problems:
-            raise FormatError("format samples failed:\n  " + "\n  ".join(problems))
     return cat
 
 

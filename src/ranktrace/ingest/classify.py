@@ -15,34 +15,39 @@ from ..formats import INT_IDENTITY, SEVERITIES, Catalog, Fact
 SEV_RANK = {s: i for i, s in enumerate(SEVERITIES)}
 
 
-def classify(ev: pl.DataFrame, cat: Catalog) -> pl.DataFrame:
-    kind = pl.lit(None, pl.String)
-    rule_sev = pl.lit(None, pl.String)
-    rule_role = pl.lit(None, pl.String)
-    # Build one when/then chain: the first rule that matches wins.
-    chain_kind = chain_sev = chain_role = None
-    for r in cat.rules:
-        cond = pl.col("format") == r.format
+def _rule_kinds(part: pl.DataFrame, rules: list) -> pl.DataFrame:
+    """Apply one format's rules to that format's rows (first match wins)."""
+    kind = sev = role = None
+    for r in rules:
+        cond = pl.col(r.field).str.contains(r.regex)
         if r.on is not None:
-            cond = cond & (pl.col("pattern") == f"{r.format}.{r.on}")
-        cond = cond & pl.col(r.field).str.contains(r.regex)
-        if chain_kind is None:
-            chain_kind = pl.when(cond).then(pl.lit(r.kind))
-            chain_sev = pl.when(cond).then(pl.lit(r.severity, pl.String))
-            chain_role = pl.when(cond).then(pl.lit(r.role, pl.String))
+            cond = (pl.col("pattern") == f"{r.format}.{r.on}") & cond
+        if kind is None:
+            kind, sev, role = (pl.when(cond).then(pl.lit(r.kind)), pl.when(cond).then(pl.lit(r.severity, pl.String)),
+                               pl.when(cond).then(pl.lit(r.role, pl.String)))
         else:
-            chain_kind = chain_kind.when(cond).then(pl.lit(r.kind))
-            chain_sev = chain_sev.when(cond).then(pl.lit(r.severity, pl.String))
-            chain_role = chain_role.when(cond).then(pl.lit(r.role, pl.String))
+            kind, sev, role = (kind.when(cond).then(pl.lit(r.kind)), sev.when(cond).then(pl.lit(r.severity, pl.String)),
+                               role.when(cond).then(pl.lit(r.role, pl.String)))
+    return part.with_columns(kind.otherwise(pl.col("kind")).alias("kind"),
+                             sev.otherwise(None).alias("_rsev"), role.otherwise(None).alias("_rrole"))
+
+
+def classify(ev: pl.DataFrame, cat: Catalog) -> pl.DataFrame:
     defaults = {p.key: p.kind for p in cat.patterns if p.kind} | {b.key: b.kind for b in cat.blocks if b.kind}
-    default_kind = pl.col("pattern").replace_strict(defaults, default=None, return_dtype=pl.String)
-    if chain_kind is not None:
-        kind = chain_kind.otherwise(default_kind)
-        rule_sev = chain_sev.otherwise(None)
-        rule_role = chain_role.otherwise(None)
-    else:
-        kind = default_kind
-    ev = ev.with_columns(kind.alias("kind"), rule_sev.alias("_rsev"), rule_role.alias("_rrole"))
+    ev = ev.with_columns(
+        pl.col("pattern").replace_strict(defaults, default=None, return_dtype=pl.String).alias("kind"),
+        pl.lit(None, pl.String).alias("_rsev"), pl.lit(None, pl.String).alias("_rrole"))
+    # Rules of a format only ever see that format's rows: the cost is the sum
+    # over formats of rules x rows, not all rules x all rows.
+    by_format: dict[str, list] = {}
+    for r in cat.rules:
+        by_format.setdefault(r.format, []).append(r)
+    present = set(ev["format"].unique().to_list())
+    parts = [ev.filter(~pl.col("format").is_in(list(by_format)))]
+    for fmt, rules in by_format.items():
+        if fmt in present:
+            parts.append(_rule_kinds(ev.filter(pl.col("format") == fmt), rules))
+    ev = pl.concat(parts, how="vertical_relaxed")
 
     # Severity: the strongest of the level map, the kind's and the rule's.
     level_map = {(f, lv): sev for f, m in cat.levels.items() for lv, sev in m.items()}

@@ -78,7 +78,10 @@ def _times(ev: pl.DataFrame, prev_ts: datetime | None) -> pl.DataFrame:
     use_env = pl.col("env_ts").is_not_null() & (pl.col("ts").is_null() | (env < own))
     ev = ev.with_columns(
         pl.when(use_env).then(pl.col("env_ts")).otherwise(pl.col("ts")).alias("ts"),
-        pl.when(use_env).then(pl.lit("envelope")).otherwise(pl.col("ts_kind")).alias("ts_kind"),
+        # An envelope's year-less time (journald) stays year_inferred: the
+        # year is fixed after ingest like any other.
+        pl.when(use_env & (pl.col("env_ts_kind") == "year_inferred")).then(pl.lit("year_inferred"))
+          .when(use_env).then(pl.lit("envelope")).otherwise(pl.col("ts_kind")).alias("ts_kind"),
         pl.when(use_env).then(pl.col("env_ts_text")).otherwise(pl.col("ts_text")).alias("ts_text"),
     ).sort("line")
     # Lines with no time take the previous timed line's (a lower bound).
@@ -316,6 +319,7 @@ def ingest(paths: list[str], db: str, cat: Catalog, *, tz: str = "UTC", progress
     results = []
     try:
         refs = list(discover(paths, _warn, stdin=stdin))
+        _remember_fallback_time(con, paths)
         for ref in refs:
             if progress:
                 progress.on_file(ref.path)
@@ -327,3 +331,27 @@ def ingest(paths: list[str], db: str, cat: Catalog, *, tz: str = "UTC", progress
     finally:
         con.close()
     return IngestSummary(results, warnings, time.perf_counter() - t0, year)
+
+
+def _remember_fallback_time(con, paths: list[str]) -> None:
+    """Year-less times need a year: when no log line carries one, the newest
+    modification time of the inputs stands in (deterministic for the same
+    files; never the machine's clock)."""
+    import os
+    newest = 0.0
+    for p in paths:
+        if p == "-" or not os.path.exists(p):
+            continue
+        if os.path.isdir(p):
+            for root, _, names in os.walk(p):
+                for n in names:
+                    try:
+                        newest = max(newest, os.path.getmtime(os.path.join(root, n)))
+                    except OSError:
+                        pass
+        else:
+            newest = max(newest, os.path.getmtime(p))
+    if newest:
+        when = datetime.fromtimestamp(newest, timezone.utc).replace(tzinfo=None).isoformat()
+        con.execute("INSERT INTO meta VALUES ('fallback_time', ?) ON CONFLICT (key) DO UPDATE SET "
+                    "value = greatest(value, excluded.value)", [when])

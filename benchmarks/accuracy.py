@@ -1,0 +1,249 @@
+"""Verdict accuracy over incidents with ground truth, beside a naive baseline.
+
+    python benchmarks/accuracy.py                      # sample_logs/*/ + ../shared/real_log_shapes
+    python benchmarks/accuracy.py /tmp/cap/all ...     # more incident directories (each subdir one
+                                                        # incident with expected_verdict.json/truth.json)
+    python benchmarks/accuracy.py --no-shapes -v       # per-incident lines
+
+An incident is a directory holding expected_verdict.json (or truth.json); every other file
+in it (truth files and README.md excepted, so the answer never reaches the store) is
+ingested into a fresh store, then `ranktrace.correlate.diagnose` runs on it.
+
+Counts per set:
+  located        the verdict names the culprit the truth names (rank when the truth gives a
+                 rank, host when it gives a host; a job-level truth with neither is located
+                 when the verdict names no wrong rank)
+  kind           the verdict kind equals the truth kind
+  confident-wrong  not located or wrong kind, with confidence >= 0.8 (must be 0)
+Baseline: "trust the earliest torchrun Root Cause block, else the first srun task error,
+else the first error line" (rank/host from that line; kind from its exit code).
+
+real_log_shapes (one incident per file): scored only where the manifest names a
+first_failure; located = every identity field it gives (rank, host, pod, pid, srun task)
+that the verdict also gives agrees; kind is checked against a map of the manifest's kinds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import duckdb
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(REPO / "src"))
+
+from ranktrace.correlate import diagnose  # noqa: E402
+from ranktrace.correlate.clock import align  # noqa: E402
+from ranktrace.correlate.detectors.base import query, signal_kind  # noqa: E402
+from ranktrace.correlate.util import ensure_kind_catalog  # noqa: E402
+from ranktrace.formats import load_catalog  # noqa: E402
+from ranktrace.ingest.pipeline import ingest  # noqa: E402
+
+TRUTH_FILES = {"truth.json", "expected_verdict.json", "README.md"}
+SHAPES = REPO.parent / "shared" / "real_log_shapes"
+
+# manifest failure_kind -> acceptable verdict kinds
+SHAPE_KINDS = {
+    "nccl_error": {"network_error", "unknown", "crash", "exception", "cuda_error"},
+    "nccl_timeout": {"hang", "network_error", "unknown", "desync"},
+    "python_exception": {"exception"},
+    "oom_gpu": {"gpu_oom"}, "oom_host": {"oom"}, "oom_k8s": {"oom"},
+    "xid": {"gpu_fault"}, "sigkill": {"killed", "oom"},
+    "time_limit": {"time_limit"}, "cancelled": {"cancelled"},
+    "socket_timeout": {"rendezvous_timeout", "network_error", "unknown"},
+    "connection_refused": {"rendezvous_timeout", "network_error", "unknown"},
+    "image_pull": {"scheduling"}, "rendezvous_timeout": {"rendezvous_timeout"},
+}
+
+
+def incident_files(d: Path) -> list[str]:
+    return sorted(str(p) for p in d.rglob("*") if p.is_file() and p.name not in TRUTH_FILES)
+
+
+def load_truth(d: Path) -> dict | None:
+    for name in ("expected_verdict.json", "truth.json"):
+        p = d / name
+        if p.exists():
+            t = json.loads(p.read_text())
+            return t.get("verdict", t)
+    return None
+
+
+def baseline(con) -> dict:
+    """Trust the earliest Root Cause block / first srun task error / first error line."""
+    ensure_kind_catalog(con)
+    align(con)
+    rc = [r for r in query(con, "worker_exits") if r["source"] == "root_cause"]
+    rc.sort(key=lambda r: (r["ats"] is None, r["ats"] or 0))
+    if rc:
+        r = rc[0]
+        return {"kind": signal_kind(r["signal"]) or "exception", "rank": r["rank"], "host": r["host"]}
+    te = [r for r in query(con, "task_exits") if "Terminated" not in (r["state"] or "")]
+    if te:
+        r = te[0]
+        first = r["ranges"].split(",")[0].split("-")[0]
+        return {"kind": "oom" if "memory" in r["state"].lower() else "exception",
+                "rank": int(first) if first.isdigit() else None, "host": r["node"]}
+    row = con.execute("SELECT rank, host FROM aligned_events WHERE severity IN ('error', 'critical') "
+                      "ORDER BY ats NULLS LAST, file, line LIMIT 1").fetchone()
+    if row:
+        return {"kind": "exception", "rank": row[0], "host": row[1]}
+    return {"kind": "none", "rank": None, "host": None}
+
+
+def located(v: dict, t: dict) -> bool:
+    checks = []
+    if t.get("rank") is not None:
+        checks.append(v.get("rank") == t["rank"])
+    if t.get("host") is not None:
+        checks.append(v.get("host") == t["host"])
+    if not checks:
+        return v.get("rank") is None or t.get("kind") in ("none",) and v.get("kind") == "none"
+    return all(checks)
+
+
+def score_incident(d: Path, cat, verbose: bool) -> dict | None:
+    truth = load_truth(d)
+    if truth is None:
+        return None
+    files = incident_files(d)
+    with tempfile.TemporaryDirectory() as td:
+        db = os.path.join(td, "s.duckdb")
+        ingest(files, db, cat)
+        con = duckdb.connect(db, read_only=True)
+        t0 = time.perf_counter()
+        out = diagnose(con)
+        dt_s = time.perf_counter() - t0
+        con.close()
+        con = duckdb.connect(db, read_only=True)
+        base = baseline(con)
+        con.close()
+    v = out["verdict"]
+    res = {"name": d.name, "truth": truth, "verdict": v, "baseline": base, "seconds": dt_s,
+           "located": located(v, truth), "kind": v["kind"] == truth["kind"],
+           "b_located": located(base, truth), "b_kind": base["kind"] == truth["kind"]}
+    res["confident_wrong"] = (not res["located"] or not res["kind"]) and v["confidence"] >= 0.8
+    if verbose:
+        mark = "ok " if res["located"] and res["kind"] else "MISS"
+        print(f"  {mark} {d.name:<32} truth {truth['kind']}/{truth.get('rank')}/{truth.get('host')}  "
+              f"got {v['kind']}/{v['rank']}/{v['host']} conf {v['confidence']:.2f}  "
+              f"baseline {base['kind']}/{base['rank']}/{base['host']}")
+    return res
+
+
+def shape_located(v: dict, ff: dict) -> bool | None:
+    checks = []
+    if ff.get("rank") is not None:
+        checks.append(v.get("rank") == ff["rank"])
+    if ff.get("srun_task") is not None:
+        checks.append(v.get("rank") == ff["srun_task"])
+    if ff.get("host"):
+        h = ff["host"].replace("...", "")
+        checks.append(bool(v.get("host")) and (v["host"] == ff["host"] or h in v["host"]))
+    if ff.get("pod"):
+        checks.append(bool(v.get("pod")) and v["pod"] == ff["pod"])
+    if ff.get("pid") is not None and ff.get("rank") is None and not ff.get("host"):
+        checks.append(v.get("pid") == ff["pid"])
+    if not checks:
+        return None
+    return all(checks)
+
+
+def score_shapes(cat, verbose: bool) -> list[dict]:
+    man = json.loads((SHAPES / "manifest.json").read_text())
+    out = []
+    for e in man:
+        x = e["expected"]
+        ff = x.get("first_failure")
+        if not ff:
+            continue
+        with tempfile.TemporaryDirectory() as td:
+            db = os.path.join(td, "s.duckdb")
+            ingest([str(SHAPES / e["file"])], db, cat)
+            con = duckdb.connect(db, read_only=True)
+            d = diagnose(con)
+            con.close()
+            con = duckdb.connect(db, read_only=True)
+            base = baseline(con)
+            con.close()
+        v = d["verdict"]
+        loc = shape_located(v, ff)
+        bloc = shape_located(base, ff)
+        ok_kinds = SHAPE_KINDS.get(x.get("failure_kind"))
+        kind_ok = None if ok_kinds is None else v["kind"] in ok_kinds
+        r = {"name": e["file"], "located": loc, "kind": kind_ok, "b_located": bloc,
+             "b_kind": None if ok_kinds is None else base["kind"] in ok_kinds, "verdict": v, "ff": ff,
+             "confident_wrong": (loc is False or kind_ok is False) and v["confidence"] >= 0.8}
+        out.append(r)
+        if verbose:
+            mark = "ok " if loc is not False and kind_ok is not False else "MISS"
+            print(f"  {mark} {e['file'][:44]:<44} want {x.get('failure_kind')}/"
+                  f"{ {k: v2 for k, v2 in ff.items() if k != 'basis'} }  got {v['kind']}/r{v['rank']}/{v['host']}/"
+                  f"{v['pod']}/{v['pid']} conf {v['confidence']:.2f}")
+    return out
+
+
+def report(title: str, rs: list[dict]) -> None:
+    n = len(rs)
+    if not n:
+        print(f"{title}: no incidents")
+        return
+
+    def cnt(k):
+        return sum(1 for r in rs if r[k] is True), sum(1 for r in rs if r[k] is not None)
+
+    loc, nl = cnt("located")
+    kind, nk = cnt("kind")
+    bl, nbl = cnt("b_located")
+    bk, nbk = cnt("b_kind")
+    cw = sum(1 for r in rs if r["confident_wrong"])
+    print(f"{title}: {n} incidents")
+    print(f"  {'':<14}{'located':>10}{'kind':>10}{'confident-wrong':>17}")
+    print(f"  {'ranktrace':<14}{f'{loc}/{nl}':>10}{f'{kind}/{nk}':>10}{cw:>17}")
+    print(f"  {'baseline':<14}{f'{bl}/{nbl}':>10}{f'{bk}/{nbk}':>10}{'-':>17}")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("dirs", nargs="*", help="directories of incidents (or one incident directory)")
+    ap.add_argument("--no-shapes", action="store_true", help="skip ../shared/real_log_shapes")
+    ap.add_argument("--no-samples", action="store_true", help="skip sample_logs/")
+    ap.add_argument("-v", "--verbose", action="store_true")
+    ap.add_argument("--json", metavar="FILE", help="write per-incident results")
+    a = ap.parse_args(argv)
+    cat = load_catalog(check_samples=False)
+    sets: list[tuple[str, list[Path]]] = []
+    if not a.no_samples:
+        sets.append(("sample_logs", sorted(p for p in (REPO / "sample_logs").iterdir() if p.is_dir())))
+    for d in a.dirs:
+        p = Path(d)
+        inc = [p] if load_truth(p) else sorted(q for q in p.iterdir() if q.is_dir())
+        sets.append((str(p), inc))
+    results = {}
+    for title, incs in sets:
+        if a.verbose:
+            print(f"{title}:")
+        rs = [r for r in (score_incident(d, cat, a.verbose) for d in incs) if r]
+        results[title] = rs
+        report(title, rs)
+    if not a.no_shapes and SHAPES.exists():
+        if a.verbose:
+            print("real_log_shapes:")
+        rs = score_shapes(cat, a.verbose)
+        results["real_log_shapes"] = rs
+        report("real_log_shapes (where the manifest names a first failure)", rs)
+    if a.json:
+        Path(a.json).write_text(json.dumps(results, indent=1, default=str))
+    bad = sum(r["confident_wrong"] for rs in results.values() for r in rs)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
