@@ -150,7 +150,12 @@ def test_killed_ingest_leaves_complete_files_only(tmp_path):
         write(d / f"node{i:02d}.log", line * 800)   # ~2 MB each
     db = tmp_path / "s.duckdb"
     proc = subprocess.Popen([sys.executable, "-m", "ranktrace.cli", "ingest", str(d), "--db", str(db), "-q"])
-    time.sleep(4)
+    deadline = time.time() + 120
+    # Kill it once it has written a good part of the store, mid-way.
+    while time.time() < deadline and proc.poll() is None:
+        if db.exists() and db.stat().st_size > 8 << 20:
+            break
+        time.sleep(0.05)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     import duckdb

@@ -8,7 +8,7 @@ from ranktrace.ingest.timeparse import parse_expr
 
 
 def parse(text, spec, tz="UTC"):
-    return pl.DataFrame({"t": [text]}).select(parse_expr(pl.col("t"), spec, tz))["t"][0]
+    return pl.DataFrame({"t": [text]}).select(parse_expr(pl.col("t"), spec, tz).alias("t"))["t"][0]
 
 
 def test_offset_zone_converts_to_utc():

@@ -12,6 +12,7 @@ import polars as pl
 
 from ..formats import IDENTITY_COLUMNS, Block, Pattern
 from . import timeparse
+from .dispatch import NON_ASCII, first_chars, required_literal
 
 OUT = ["_i", "format", "pattern", "level", "message", "ts", "ts_kind", "ts_text", *[f"p_{c}" for c in IDENTITY_COLUMNS]]
 
@@ -40,20 +41,35 @@ def _claim(matched: pl.DataFrame, p: Pattern, tz: str) -> pl.DataFrame:
 
 
 def match_lines(df: pl.DataFrame, patterns: list[Pattern], tz: str) -> pl.DataFrame:
-    """Claim rows that are not part of a block. Returns per-row captures (OUT columns)."""
-    left = df.filter(pl.col("block").is_null()).select("_i", "body")
+    """Claim rows that are not part of a block. Returns per-row captures (OUT columns).
+
+    Each pattern only sees the lines that no earlier pattern claimed and
+    that can start its match (dispatch.py); a pattern none of whose first
+    characters occurs in the batch costs nothing, not even its compilation
+    (which, for polars, happens on every call and dominates small calls)."""
+    fc = pl.col("body").str.slice(0, 1)
+    left = df.filter(pl.col("block").is_null()).select(
+        "_i", "body", pl.when(fc.str.len_bytes() > 1).then(pl.lit(NON_ASCII)).otherwise(fc).alias("_fc"))
+    present = set(left["_fc"].unique().to_list())
     parts = []
     for p in patterns:
         if len(left) == 0:
             break
-        hit = pl.col("body").str.contains(p.regex)
-        if p.prefilter:
-            hit = pl.col("body").str.contains(p.prefilter, literal=True) & hit
-        matched = left.filter(hit)
+        first = first_chars(p.regex)
+        if first is not None and not (first & present):
+            continue
+        cand = left if first is None else left.filter(pl.col("_fc").is_in(list(first & present)))
+        lit = p.prefilter or required_literal(p.regex)
+        if lit:
+            cand = cand.filter(pl.col("body").str.contains(lit, literal=True))
+            if len(cand) == 0:
+                continue
+        matched = cand.filter(pl.col("body").str.contains(p.regex))
         if len(matched) == 0:
             continue
         parts.append(_claim(matched, p, tz))
-        left = left.filter(~hit)
+        left = left.join(matched.select("_i"), on="_i", how="anti")
+        present = set(left["_fc"].unique().to_list())
     if not parts:
         return pl.DataFrame(schema={c: (pl.UInt32 if c == "_i" else timeparse.UTC if c == "ts" else pl.String)
                                     for c in OUT})

@@ -158,11 +158,17 @@ class Progress:
     on_batch: Callable[[int, int], None] = lambda nbytes, nlines: None
 
 
+_CTRL = bytes(b for b in range(32) if b not in (9, 10, 12, 13, 27))
+
+
 def _looks_binary(head: bytes) -> bool:
-    if not head:
+    """A log may hold a stray NUL or a Latin-1 byte; a binary file is mostly
+    control bytes and invalid UTF-8."""
+    if len(head) < 32:
         return False
-    ctrl = sum(1 for b in head if b < 9 or (13 < b < 32 and b != 27))
-    return head.count(b"\x00") > len(head) // 10 or ctrl > len(head) // 5
+    ctrl = len(head) - len(head.translate(None, _CTRL))
+    bad = head.decode("utf-8", errors="replace").count("\ufffd")
+    return (ctrl + bad) / len(head) > 0.3
 
 
 def ingest_file(con, ref: FileRef, cat: Catalog, *, tz: str = "UTC", progress: Progress | None = None,
@@ -183,7 +189,7 @@ def ingest_file(con, ref: FileRef, cat: Catalog, *, tz: str = "UTC", progress: P
     con.begin()
     try:
         with open_text_stream(ref) as stream:
-            head = stream.read(8192)
+            head = read._read_some(stream, 8192, stats)
             if _looks_binary(head):
                 res.status = "failed"
                 res.problems.append(f"{ref.path}: binary data, not a text log; skipped "

@@ -12,7 +12,7 @@ from typing import BinaryIO, Iterator
 
 import polars as pl
 
-BATCH_BYTES = 8 << 20
+BATCH_BYTES = 32 << 20
 MAX_LINE = 1 << 20
 
 
@@ -25,6 +25,27 @@ class ReadStats:
     truncated_lines: int = 0
     crlf: bool = False
     damaged: str | None = None   # the compressed stream ended early: why
+
+
+def _read_some(stream: BinaryIO, n: int, stats: ReadStats) -> bytes:
+    """Up to n bytes. Reads in small steps so that a truncated .gz/.xz/.bz2
+    gives up everything before the damage (a big read() loses its whole
+    chunk when the stream ends early)."""
+    if stats.damaged:
+        return b""
+    parts, got = [], 0
+    step = getattr(stream, "read1", None) or stream.read
+    while got < n:
+        try:
+            b = step(min(1 << 20, n - got))
+        except EOFError as exc:
+            stats.damaged = str(exc)
+            break
+        if not b:
+            break
+        parts.append(b)
+        got += len(b)
+    return b"".join(parts)
 
 
 def _decode(chunk: bytes, stats: ReadStats) -> str:
@@ -57,12 +78,7 @@ def iter_batches(stream: BinaryIO, stats: ReadStats, *, batch_bytes: int = BATCH
     line_no = 1
     offset = 0
     while True:
-        try:
-            chunk = stream.read(batch_bytes)
-        except EOFError as exc:
-            # A truncated .gz/.xz/.bz2: keep what was readable, say so.
-            stats.damaged = str(exc)
-            chunk = b""
+        chunk = _read_some(stream, batch_bytes, stats)
         eof = not chunk
         stats.bytes += len(chunk)
         buf = pending + chunk
@@ -95,6 +111,12 @@ def iter_batches(stream: BinaryIO, stats: ReadStats, *, batch_bytes: int = BATCH
             if not stats.crlf and b"\r\n" in body[:65536]:
                 stats.crlf = True
             df = _frame(_decode(body, stats), line_no, offset)
+            long = df["raw"].str.len_bytes() > max_line
+            n_long = int(long.sum())
+            if n_long:
+                stats.truncated_lines += n_long
+                df = df.with_columns(pl.when(long).then(pl.col("raw").str.slice(0, max_line))
+                                     .otherwise(pl.col("raw")).alias("raw"))
             line_no += len(df)
             offset += len(body)
             stats.lines += len(df)

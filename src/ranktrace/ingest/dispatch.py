@@ -1,0 +1,136 @@
+"""Cheap tests that decide which lines a pattern must really be tried on.
+
+first_chars: the characters a regex can start a match with.
+required_literal: a string every match must contain (memmem is far cheaper
+than a regex, and a pattern whose literal is absent from a batch is never
+compiled at all).
+
+A line is only tried against the patterns that can start with its first
+character: one cheap pass buckets the lines, and each pattern then runs on
+its buckets only. For anchored patterns that cuts the regex work by the
+number of distinct first characters. Non-ASCII first characters share one
+bucket, NON_ASCII; a pattern that can start with anything (or with nothing)
+returns None: every bucket."""
+
+from __future__ import annotations
+
+import re
+import string
+from functools import lru_cache
+
+try:  # Python 3.11+
+    from re import _constants as C, _parser as P
+except ImportError:  # pragma: no cover
+    import sre_constants as C
+    import sre_parse as P
+
+NON_ASCII = "\x80"
+_WORD = frozenset(string.ascii_letters + string.digits + "_" + NON_ASCII)
+_DIGIT = frozenset(string.digits + NON_ASCII)
+_SPACE = frozenset(" \t\n\r\f\v" + NON_ASCII)
+_CATEGORY = {C.CATEGORY_WORD: _WORD, C.CATEGORY_DIGIT: _DIGIT, C.CATEGORY_SPACE: _SPACE}
+
+
+class _Any(Exception):
+    pass
+
+
+def _char(code: int) -> str:
+    return chr(code) if code < 128 else NON_ASCII
+
+
+def _in_set(items) -> set[str]:
+    out: set[str] = set()
+    for op, av in items:
+        if op is C.NEGATE:
+            raise _Any
+        if op is C.LITERAL:
+            out.add(_char(av))
+        elif op is C.RANGE:
+            lo, hi = av
+            if hi - lo > 200:
+                raise _Any
+            out.update(_char(c) for c in range(lo, hi + 1))
+        elif op is C.CATEGORY and av in _CATEGORY:
+            out |= _CATEGORY[av]
+        else:
+            raise _Any
+    return out
+
+
+def _first(seq) -> tuple[set[str], bool]:
+    """(possible first chars, whether seq can match the empty string)."""
+    out: set[str] = set()
+    for op, av in seq:
+        if op is C.AT:
+            continue  # ^, $, \b: zero-width
+        if op is C.LITERAL:
+            out.add(_char(av))
+            return out, False
+        if op is C.IN:
+            out |= _in_set(av)
+            return out, False
+        if op is C.SUBPATTERN:
+            f, nullable = _first(av[-1])
+        elif op is C.BRANCH:
+            f, nullable = set(), False
+            for alt in av[1]:
+                fa, na = _first(alt)
+                f |= fa
+                nullable = nullable or na
+        elif op in (C.MAX_REPEAT, C.MIN_REPEAT, getattr(C, "POSSESSIVE_REPEAT", None)):
+            lo, _hi, sub = av
+            f, n = _first(sub)
+            nullable = lo == 0 or n
+        else:
+            raise _Any  # ANY, NOT_LITERAL, groupref, asserts: anything goes
+        out |= f
+        if not nullable:
+            return out, False
+    return out, True
+
+
+@lru_cache(maxsize=None)
+def first_chars(regex: str) -> frozenset[str] | None:
+    try:
+        parsed = P.parse(regex)
+        if parsed.state.flags & re.IGNORECASE:
+            return None
+        chars, nullable = _first(parsed)
+    except (_Any, re.error):
+        return None
+    if nullable:
+        return None
+    return frozenset(chars)
+
+
+def _literal_runs(seq) -> list[str]:
+    """Literal strings every match of seq contains (top-level, non-optional)."""
+    runs, cur = [], []
+    for op, av in seq:
+        if op is C.LITERAL and av < 128:
+            cur.append(chr(av))
+            continue
+        if cur:
+            runs.append("".join(cur))
+            cur = []
+        if op is C.SUBPATTERN:
+            runs += _literal_runs(av[-1])
+        elif op in (C.MAX_REPEAT, C.MIN_REPEAT) and av[0] >= 1:
+            runs += _literal_runs(av[2])
+    if cur:
+        runs.append("".join(cur))
+    return runs
+
+
+@lru_cache(maxsize=None)
+def required_literal(regex: str, min_len: int = 3) -> str | None:
+    """The longest literal every match contains, if at least min_len long."""
+    try:
+        parsed = P.parse(regex)
+    except re.error:
+        return None
+    if parsed.state.flags & re.IGNORECASE:
+        return None
+    runs = [r for r in _literal_runs(parsed) if len(r.strip()) >= min_len or len(r) >= min_len + 1]
+    return max(runs, key=len) if runs else None

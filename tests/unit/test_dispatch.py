@@ -1,0 +1,58 @@
+import pytest
+
+from ranktrace.ingest.dispatch import NON_ASCII, first_chars
+
+
+@pytest.mark.parametrize("rx,expect", [
+    (r"^NCCL (?P<x>\w+)", {"N"}),
+    (r"^(?:srun|slurmstepd)(?:-\w+)?: ", {"s"}),
+    (r"^.*foo", None),
+    (r"^(?i)abc", None),
+    (r"^x?", None),                                                  # can match empty
+])
+def test_first_chars(rx, expect):
+    got = first_chars(rx)
+    assert got == (None if expect is None else frozenset(expect))
+
+
+def test_optional_prefix_and_classes():
+    got = first_chars(r"^(?:\[(?P<ts>\d+)\] )?(?P<host>[\w.-]+):")
+    assert {"[", ".", "-", "a", "Z", "0", "_"} <= got and NON_ASCII in got
+    assert "/" not in got and " " not in got
+    got = first_chars(r"^\s*(?P<rank>\d+): ")
+    assert {" ", "\t", "0", "9"} <= got and "a" not in got
+
+
+def test_every_pattern_agrees_with_its_samples(catalog):
+    """A sample's first character must be in its pattern's first-char set."""
+    for f in catalog.formats:
+        for s in f.samples:
+            p = next((p for p in f.patterns if p.id == s.pattern), None)
+            if p is None or s.envelope:
+                continue
+            fc = first_chars(p.regex)
+            c = s.text[:1] if s.text[:1].isascii() else NON_ASCII
+            assert fc is None or c in fc, (p.key, s.text[:40])
+
+
+@pytest.mark.parametrize("rx,lit", [
+    (r"^(?P<host>[\w.-]+):(?P<pid>\d+) \[(?P<gpu>\d+)\] NCCL (?P<level>INFO|WARN) (?P<message>.*)$", "] NCCL "),
+    (r"^srun: error: (?P<node>\S+): tasks? ", "srun: error: "),
+    (r"^(?:foo|bar)baz", "baz"),
+    (r"^(?:foo|bar)ba", None),
+    (r"^(?:optional text)?x", None),
+])
+def test_required_literal(rx, lit):
+    from ranktrace.ingest.dispatch import required_literal
+    assert required_literal(rx) == lit
+
+
+def test_required_literal_is_in_every_sample(catalog):
+    from ranktrace.ingest.dispatch import required_literal
+    for f in catalog.formats:
+        for s in f.samples:
+            p = next((p for p in f.patterns if p.id == s.pattern), None)
+            if p is None or s.envelope:
+                continue
+            lit = required_literal(p.regex)
+            assert lit is None or lit in s.text, (p.key, lit, s.text[:60])
