@@ -41,3 +41,9 @@ def test_result_does_not_depend_on_machine_tz(monkeypatch, tz):
     monkeypatch.setenv("TZ", tz)
     spec = TimeSpec("ts", "%Y-%m-%dT%H:%M:%S%.fZ", "utc")
     assert parse("2020-03-24T14:09:46.884Z", spec) == datetime(2020, 3, 24, 14, 9, 46, 884000, tzinfo=timezone.utc)
+
+
+def test_comma_fraction_and_iso_t_are_accepted_by_the_spaced_layout():
+    spec = TimeSpec("ts", "%Y-%m-%d %H:%M:%S%.f", "naive")
+    assert parse("2021-12-06 17:10:08,943", spec) == datetime(2021, 12, 6, 17, 10, 8, 943000, tzinfo=timezone.utc)
+    assert parse("2021-12-06T17:10:08.5", spec) == datetime(2021, 12, 6, 17, 10, 8, 500000, tzinfo=timezone.utc)

@@ -27,6 +27,12 @@ def parse_expr(text: pl.Expr, spec: TimeSpec, tz: str) -> pl.Expr:
     """Expression turning captured time text into a UTC datetime (null if it does not parse)."""
     text = text.str.replace_all(r"\s+", " ").str.strip_chars()
     layout = " ".join(spec.layout.split())
+    # Python logging writes "17:10:08,943"; ISO writers "2026-03-02T03:12": one
+    # layout with "%.f" / "%d %H" takes both.
+    if "%.f" in layout:
+        text = text.str.replace(r"(\d),(\d)", "${1}.${2}")
+    if "%d %H" in layout:
+        text = text.str.replace(r"(\d)T(\d)", "${1} ${2}")
     if spec.year == "infer":
         text = pl.lit(f"{PLACEHOLDER_YEAR} ") + text
         layout = "%Y " + layout

@@ -1,0 +1,24 @@
+"""Year-less times take their year from the bundle's dated evidence."""
+
+from conftest import write
+
+
+def test_december_glog_in_a_january_bundle_goes_to_the_year_before(tmp_path, ingest_to):
+    d = tmp_path / "bundle"
+    write(d / "slurmd.log", "[2026-01-03T00:10:00.000] launch task StepId=7.0 request from UID:0\n")
+    write(d / "node1" / "syslog", "Dec 31 23:59:58 node1 slurmd[12]: something late in the year\n"
+                                  "Jan  3 00:09:00 node1 slurmd[12]: something early in the new year\n")
+    s, con = ingest_to([d])
+    rows = con.execute("SELECT strftime(ts, '%Y-%m-%d %H:%M:%S'), ts_kind FROM events "
+                       "WHERE file LIKE '%syslog' ORDER BY line").fetchall()
+    assert rows == [("2025-12-31 23:59:58", "year_inferred"), ("2026-01-03 00:09:00", "year_inferred")]
+    assert s.reference_year == 2026
+
+
+def test_without_any_dated_line_the_inputs_mtime_gives_the_year(tmp_path, ingest_to):
+    import os
+    f = write(tmp_path / "in" / "syslog", "Mar  2 07:56:01 node-5 kubelet[38510]: hello\n")
+    stamp = 1_741_000_000  # 2025-03-03 UTC
+    os.utime(f, (stamp, stamp))
+    s, con = ingest_to([f])
+    assert con.execute("SELECT year(ts) FROM events").fetchone()[0] == 2025
