@@ -32,7 +32,9 @@ CREATE TABLE IF NOT EXISTS files (
 
 -- One row per event: a line, or a multi-line block (traceback, summary).
 CREATE TABLE IF NOT EXISTS events (
-    event_id    BIGINT PRIMARY KEY,  -- file_id << 32 | line: stable across stores
+    -- No PRIMARY KEY: its index doubles the cost of every insert, and the id
+    -- is unique by construction (file_id is unique in files, line in a file).
+    event_id    BIGINT NOT NULL,     -- file_id << 32 | line: stable across stores
     file_id     BIGINT NOT NULL,
     file        VARCHAR NOT NULL,
     line        BIGINT NOT NULL,     -- 1-based first line

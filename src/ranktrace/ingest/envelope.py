@@ -17,6 +17,7 @@ import polars as pl
 
 from ..formats import IDENTITY_COLUMNS, Envelope
 from . import timeparse
+from .dispatch import NON_ASCII, first_chars, required_literal
 
 MAX_DEPTH = 4
 SNIFF_LINES = 200
@@ -42,8 +43,27 @@ def empty_identity() -> list[pl.Expr]:
     return [pl.lit(None, pl.String).alias(c) for c in IDENTITY_COLUMNS]
 
 
+def _candidates(env: Envelope) -> pl.Expr:
+    """Cheap test for lines the envelope can match (first char, literal)."""
+    cand = pl.lit(True)
+    first = first_chars(env.regex)
+    if first is not None:
+        fc = pl.col("body").str.slice(0, 1)
+        key = pl.when(fc.str.len_bytes() > 1).then(pl.lit(NON_ASCII)).otherwise(fc)
+        cand = key.is_in(list(first))
+    lit = env.prefilter or required_literal(env.regex)
+    if lit:
+        cand = cand & pl.col("body").str.contains(lit, literal=True)
+    for d in env.deny:
+        cand = cand & ~pl.col("body").str.starts_with(d)
+    return cand
+
+
 def peel(df: pl.DataFrame, envelopes: list[Envelope], tz: str) -> pl.DataFrame:
-    """Add body, identity columns, env_ts / env_ts_kind / env_ts_text, envelopes."""
+    """Add body, identity columns, env_ts / env_ts_kind / env_ts_text, envelopes.
+
+    Columns are updated in place with when/then (no joins); an envelope's
+    regex only runs on its candidate lines (the others are null for it)."""
     df = df.with_columns(
         pl.col("raw").alias("body"), *empty_identity(),
         pl.lit(None, timeparse.UTC).alias("env_ts"),
@@ -53,52 +73,45 @@ def peel(df: pl.DataFrame, envelopes: list[Envelope], tz: str) -> pl.DataFrame:
     )
     if not envelopes:
         return df
-    df = df.with_row_index("_i")
-    work = df
     for _ in range(MAX_DEPTH):
-        updates = []
-        left = work.select("_i", "body")
+        df = df.with_columns(pl.lit(False).alias("_done"))
+        peeled = False
         for env in envelopes:
-            if len(left) == 0:
-                break
-            hit = pl.col("body").str.contains(env.regex)
-            if env.prefilter:
-                hit = pl.col("body").str.contains(env.prefilter, literal=True) & hit
-            for d in env.deny:
-                hit = hit & ~pl.col("body").str.starts_with(d)
-            matched = left.filter(hit)
-            if len(matched) == 0:
+            cand = _candidates(env) & ~pl.col("_done")
+            df = df.with_columns(cand.alias("_cand"))
+            if not df["_cand"].any():
                 continue
-            left = left.join(matched.select("_i"), on="_i", how="anti")
-            caps = matched.select("_i", pl.col("body").str.extract_groups(env.regex).alias("m")).unnest("m")
-            cols = [pl.col("_i"), pl.col("rest").alias("body"), pl.lit(env.name).alias("_env")]
-            for c in IDENTITY_COLUMNS:
-                cols.append(pl.col(c) if c in caps.columns else pl.lit(None, pl.String).alias(c))
+            caps = df.select(pl.when(pl.col("_cand")).then(pl.col("body")).str.extract_groups(env.regex)
+                             .alias("m")).unnest("m")
+            hit = caps["rest"].is_not_null()
+            if not hit.any():
+                continue
+            peeled = True
+            h = pl.lit(hit)
+            new_ts = None
             if env.ts is not None and env.ts.field in caps.columns:
-                cols += [timeparse.parse_expr(pl.col(env.ts.field), env.ts, tz).alias("_ts"),
-                         pl.lit(timeparse.kind_of(env.ts)).alias("_tsk"),
-                         pl.col(env.ts.field).alias("_tst")]
-            else:
-                cols += [pl.lit(None, timeparse.UTC).alias("_ts"), pl.lit(None, pl.String).alias("_tsk"),
-                         pl.lit(None, pl.String).alias("_tst")]
-            updates.append(caps.select(cols))
-        if not updates:
+                new_ts = caps.select(timeparse.parse_expr(pl.col(env.ts.field), env.ts, tz).alias("t"))["t"]
+            take_ts = h & pl.col("env_ts").is_null() & (pl.lit(new_ts).is_not_null() if new_ts is not None
+                                                        else pl.lit(False))
+            updates = [
+                pl.when(h).then(pl.lit(caps["rest"])).otherwise(pl.col("body")).alias("body"),
+                pl.when(h).then(pl.concat_str([pl.col("envelopes"), pl.lit(env.name)], separator=">",
+                                              ignore_nulls=True)).otherwise(pl.col("envelopes")).alias("envelopes"),
+                (pl.col("_done") | h).alias("_done"),
+            ]
+            for c in IDENTITY_COLUMNS:
+                if c in caps.columns:
+                    updates.append(pl.coalesce(pl.col(c), pl.when(h).then(pl.lit(caps[c])))
+                                   .alias(c))
+            if new_ts is not None:
+                updates += [
+                    pl.when(take_ts).then(pl.lit(new_ts)).otherwise(pl.col("env_ts")).alias("env_ts"),
+                    pl.when(take_ts).then(pl.lit(timeparse.kind_of(env.ts))).otherwise(pl.col("env_ts_kind"))
+                      .alias("env_ts_kind"),
+                    pl.when(take_ts).then(pl.lit(caps[env.ts.field])).otherwise(pl.col("env_ts_text"))
+                      .alias("env_ts_text"),
+                ]
+            df = df.with_columns(updates)
+        if not peeled:
             break
-        upd = pl.concat(updates)
-        merged = df.join(upd, on="_i", how="left", suffix="_new")
-        has = pl.col("_env").is_not_null()
-        merged = merged.with_columns(
-            pl.when(has).then(pl.col("body_new")).otherwise(pl.col("body")).alias("body"),
-            *[pl.coalesce(c, f"{c}_new").alias(c) for c in IDENTITY_COLUMNS],
-            pl.when(pl.col("env_ts").is_null() & pl.col("_ts").is_not_null())
-              .then(pl.col("_ts")).otherwise(pl.col("env_ts")).alias("env_ts"),
-            pl.when(pl.col("env_ts").is_null() & pl.col("_ts").is_not_null())
-              .then(pl.col("_tsk")).otherwise(pl.col("env_ts_kind")).alias("env_ts_kind"),
-            pl.when(pl.col("env_ts").is_null() & pl.col("_ts").is_not_null())
-              .then(pl.col("_tst")).otherwise(pl.col("env_ts_text")).alias("env_ts_text"),
-            pl.when(has).then(pl.concat_str([pl.col("envelopes"), pl.col("_env")], separator=">",
-                                             ignore_nulls=True)).otherwise(pl.col("envelopes")).alias("envelopes"),
-        )
-        df = merged.select(df.columns)
-        work = df.join(upd.select("_i"), on="_i", how="semi")
-    return df.drop("_i")
+    return df.drop("_done", "_cand", strict=False)
