@@ -71,6 +71,23 @@ def _identity(df: pl.DataFrame, hints: dict) -> pl.DataFrame:
     return df.with_columns(exprs).drop([f"p_{c}" for c in IDENTITY_COLUMNS if f"p_{c}" in df.columns])
 
 
+def _carry(ev: pl.DataFrame, cat: Catalog) -> pl.DataFrame:
+    """`carry = ["pod"]` on a pattern: the value it captured fills that
+    column on the following lines of the file that have none (the `Name:`
+    line of a `kubectl describe` dump names the pod of every line below)."""
+    carriers = [(p.key, c) for p in cat.patterns for c in p.carry]
+    if not carriers:
+        return ev
+    ev = ev.sort("line")
+    exprs = []
+    for col in {c for _, c in carriers}:
+        keys = [k for k, c in carriers if c == col]
+        src = pl.when(pl.col("pattern").is_in(keys)).then(pl.col(col))
+        # A new carrier line starts a new section: fill forward from it.
+        exprs.append(pl.coalesce(pl.col(col), src.forward_fill()).alias(col))
+    return ev.with_columns(exprs)
+
+
 def _times(ev: pl.DataFrame, prev_ts: datetime | None) -> pl.DataFrame:
     rank = timeparse.KIND_RANK
     own = pl.col("ts_kind").replace_strict(rank, default=9, return_dtype=pl.Int32)
@@ -134,6 +151,7 @@ def process_batch(batch: pl.DataFrame, ctx: FileContext, cat: Catalog, envelopes
             *[f"p_{c}" for c in IDENTITY_COLUMNS]]
     ev = pl.concat([p.select([c for c in cols if c in p.columns]) for p in parts], how="diagonal_relaxed")
     ev = _identity(ev, ctx.hints)
+    ev = _carry(ev, cat)
     ev = _times(ev, prev_ts)
     last_ts = ev["ts"].drop_nulls().tail(1)
     ev = ev.with_columns(
