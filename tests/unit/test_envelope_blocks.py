@@ -55,3 +55,19 @@ def test_lines_without_time_inherit_the_previous_time(catalog):
 def test_unclaimed_lines_are_kept_raw(catalog):
     ev = events(catalog, "something no format knows about 12345")
     assert ev["format"].to_list() == ["raw"] and ev["raw"][0] == "something no format knows about 12345"
+
+
+def test_carried_identity_fills_the_section_and_stops_at_a_blank_line(catalog):
+    text = "\n".join([
+        "Name:           trainer-worker-3",
+        "Namespace:      ml",
+        "Containers:",
+        "  pytorch:",
+        "    Restart Count:  1",
+        "",
+        "unrelated line after the dump",
+    ])
+    ev = events(catalog, text).sort("line")
+    section = ev.filter(ev["line"] <= 5)
+    assert len(section) >= 3 and set(section["pod"].to_list()) == {"trainer-worker-3"}
+    assert ev.filter(ev["line"] == 7)["pod"].to_list() == [None]

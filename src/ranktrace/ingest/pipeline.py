@@ -78,14 +78,16 @@ def _carry(ev: pl.DataFrame, cat: Catalog) -> pl.DataFrame:
     carriers = [(p.key, c) for p in cat.patterns for c in p.carry]
     if not carriers:
         return ev
-    ev = ev.sort("line")
+    # A section ends at a blank line (a gap in line numbers): one dump of
+    # `kubectl describe` per pod, separated by blank lines.
+    ev = ev.sort("line").with_columns(
+        _sec=(pl.col("line") > pl.col("end_line").shift(1).fill_null(0) + 1).cum_sum())
     exprs = []
-    for col in {c for _, c in carriers}:
+    for col in sorted({c for _, c in carriers}):
         keys = [k for k, c in carriers if c == col]
         src = pl.when(pl.col("pattern").is_in(keys)).then(pl.col(col))
-        # A new carrier line starts a new section: fill forward from it.
-        exprs.append(pl.coalesce(pl.col(col), src.forward_fill()).alias(col))
-    return ev.with_columns(exprs)
+        exprs.append(pl.coalesce(pl.col(col), src.forward_fill().over("_sec")).alias(col))
+    return ev.with_columns(exprs).drop("_sec")
 
 
 def _times(ev: pl.DataFrame, prev_ts: datetime | None) -> pl.DataFrame:
