@@ -13,6 +13,7 @@ import duckdb
 import polars as pl
 
 from .formats import Catalog
+from .ingest.timeparse import PLACEHOLDER_YEAR
 from .resources import data_dir
 
 DEFAULT_DB = "ranktrace.duckdb"
@@ -125,6 +126,8 @@ def infer_years(con: duckdb.DuckDBPyConnection) -> int | None:
             WHEN {dist[-1]} <= {dist[1]} THEN {cand[-1]}
             ELSE {cand[1]} END
         FROM (SELECT year(to_timestamp($ref)) AS y) r
-        WHERE ts_kind = 'year_inferred' AND ts IS NOT NULL
+        WHERE ts IS NOT NULL AND (ts_kind = 'year_inferred'
+              -- lines that inherited a year-less time from the line before
+              OR (ts_kind = 'interpolated' AND year(ts) = {PLACEHOLDER_YEAR}))
     """, {"ref": ref})
     return int(con.execute("SELECT year(to_timestamp(?))", [ref]).fetchone()[0])

@@ -65,11 +65,8 @@ def run(args) -> int:
         finally:
             con.close()
         print("== diagnosis")
-        try:
-            from .diagnose import render_text
-            print(render_text(verdict))
-        except ImportError:
-            print(json.dumps(verdict, indent=2, default=str))
+        from ..correlate.render import render_text
+        print(render_text(verdict, color=sys.stdout.isatty()))
         expected = json.loads((bundle / "expected_verdict.json").read_text()).get("verdict", {})
         print(f"== expected (from the capture's ground truth): kind={expected.get('kind')} "
               f"rank={expected.get('rank')} host={expected.get('host')}")
