@@ -47,12 +47,23 @@ def test_required_literal(rx, lit):
     assert required_literal(rx) == lit
 
 
-def test_required_literal_is_in_every_sample(catalog):
-    from ranktrace.ingest.dispatch import required_literal
+def test_required_literals_any_of_an_alternation():
+    from ranktrace.ingest.dispatch import required_literals
+    # The parser factors the common "s" out of the alternation; any of the
+    # rest still has to be there.
+    lits = required_literals(r"^(?P<program>srun|salloc|sbatch): (?P<m>.*)$")
+    assert lits == ("alloc", "batch", "run")
+    assert required_literals(r"^(?:CUDA kernel errors.*|For debugging consider.*)$") == (
+        "CUDA kernel errors", "For debugging consider")
+    assert required_literals(r"^(?:ab|abcdef)x") is None
+
+
+def test_required_literals_are_in_every_sample(catalog):
+    from ranktrace.ingest.dispatch import required_literals
     for f in catalog.formats:
         for s in f.samples:
             p = next((p for p in f.patterns if p.id == s.pattern), None)
             if p is None or s.envelope:
                 continue
-            lit = required_literal(p.regex)
-            assert lit is None or lit in s.text, (p.key, lit, s.text[:60])
+            lits = required_literals(p.regex)
+            assert lits is None or any(x in s.text for x in lits), (p.key, lits, s.text[:60])

@@ -104,33 +104,52 @@ def first_chars(regex: str) -> frozenset[str] | None:
     return frozenset(chars)
 
 
-def _literal_runs(seq) -> list[str]:
-    """Literal strings every match of seq contains (top-level, non-optional)."""
-    runs, cur = [], []
+def _candidates(seq) -> list[frozenset[str]]:
+    """Sets of literals such that every match of seq contains one of the set
+    (a literal run gives a set of one; a required alternation gives the
+    union of one literal per branch)."""
+    out, cur = [], []
     for op, av in seq:
         if op is C.LITERAL and av < 128:
             cur.append(chr(av))
             continue
         if cur:
-            runs.append("".join(cur))
+            out.append(frozenset(["".join(cur)]))
             cur = []
         if op is C.SUBPATTERN:
-            runs += _literal_runs(av[-1])
+            out += _candidates(av[-1])
         elif op in (C.MAX_REPEAT, C.MIN_REPEAT) and av[0] >= 1:
-            runs += _literal_runs(av[2])
+            out += _candidates(av[2])
+        elif op is C.BRANCH:
+            per_branch = [_best(_candidates(alt)) for alt in av[1]]
+            if per_branch and all(per_branch):
+                out.append(frozenset().union(*per_branch))
     if cur:
-        runs.append("".join(cur))
-    return runs
+        out.append(frozenset(["".join(cur)]))
+    return out
+
+
+def _best(cands: list[frozenset[str]], min_len: int = 3) -> frozenset[str] | None:
+    good = [c for c in cands if c and min(len(x.strip()) for x in c) >= min_len]
+    if not good:
+        return None
+    return max(good, key=lambda c: (min(len(x) for x in c), -len(c)))
 
 
 @lru_cache(maxsize=None)
-def required_literal(regex: str, min_len: int = 3) -> str | None:
-    """The longest literal every match contains, if at least min_len long."""
+def required_literals(regex: str) -> tuple[str, ...] | None:
+    """Literals one of which every match contains (sorted), or None."""
     try:
         parsed = P.parse(regex)
     except re.error:
         return None
     if parsed.state.flags & re.IGNORECASE:
         return None
-    runs = [r for r in _literal_runs(parsed) if len(r.strip()) >= min_len or len(r) >= min_len + 1]
-    return max(runs, key=len) if runs else None
+    best = _best(_candidates(parsed))
+    return tuple(sorted(best)) if best else None
+
+
+def required_literal(regex: str) -> str | None:
+    """The single literal every match contains, if there is one."""
+    lits = required_literals(regex)
+    return lits[0] if lits and len(lits) == 1 else None

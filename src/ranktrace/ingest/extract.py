@@ -12,7 +12,7 @@ import polars as pl
 
 from ..formats import IDENTITY_COLUMNS, Block, Pattern
 from . import timeparse
-from .dispatch import NON_ASCII, first_chars, required_literal
+from .dispatch import NON_ASCII, first_chars, required_literals
 
 OUT = ["_i", "format", "pattern", "level", "message", "ts", "ts_kind", "ts_text", *[f"p_{c}" for c in IDENTITY_COLUMNS]]
 
@@ -59,9 +59,11 @@ def match_lines(df: pl.DataFrame, patterns: list[Pattern], tz: str) -> pl.DataFr
         if first is not None and not (first & present):
             continue
         cand = left if first is None else left.filter(pl.col("_fc").is_in(list(first & present)))
-        lit = p.prefilter or required_literal(p.regex)
-        if lit:
-            cand = cand.filter(pl.col("body").str.contains(lit, literal=True))
+        lits = (p.prefilter,) if p.prefilter else required_literals(p.regex)
+        if lits:
+            has = (pl.col("body").str.contains(lits[0], literal=True) if len(lits) == 1
+                   else pl.col("body").str.contains_any(list(lits)))
+            cand = cand.filter(has)
             if len(cand) == 0:
                 continue
         matched = cand.filter(pl.col("body").str.contains(p.regex))
