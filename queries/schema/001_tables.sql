@@ -12,8 +12,9 @@ CREATE TABLE IF NOT EXISTS meta (
 
 -- One row per input file (a file on disk, or a member of an archive).
 CREATE TABLE IF NOT EXISTS files (
-    file_id     BIGINT PRIMARY KEY,  -- stable: derived from sha256
+    file_id     BIGINT PRIMARY KEY,  -- stable: derived from sha256 and path
     path        VARCHAR NOT NULL,    -- as given; archive members as archive!member
+    source      VARCHAR,             -- absolute path it was read from (archive!member)
     format      VARCHAR,             -- the format that claimed most lines
     envelope    VARCHAR,             -- envelopes peeled (file-scoped first)
     compression VARCHAR,
@@ -22,12 +23,13 @@ CREATE TABLE IF NOT EXISTS files (
     events      BIGINT,
     unparsed    BIGINT,              -- non-blank lines no format claimed (kept as format 'raw')
     errors      VARCHAR[],           -- problems met reading this file
-    sha256      VARCHAR NOT NULL UNIQUE,
+    sha256      VARCHAR NOT NULL,    -- of the bytes as found; (sha256, path) is unique
     host        VARCHAR,             -- hints from the path
     rank        INTEGER,
     local_rank  INTEGER,
     pod         VARCHAR,
-    ingested_at TIMESTAMP
+    ingested_at TIMESTAMP,
+    UNIQUE (sha256, path)
 );
 
 -- One row per event: a line, or a multi-line block (traceback, summary).

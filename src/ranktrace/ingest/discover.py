@@ -46,6 +46,7 @@ class FileRef:
     size: int                       # bytes as found (compressed size for .gz)
     compression: str | None = None
     hints: dict = field(default_factory=dict)
+    source: str = ""                # absolute path (archive!member): the same file however it was named
 
 
 class BoundedReader(io.RawIOBase):
@@ -158,7 +159,7 @@ def _file_ref(path: Path, display: str) -> FileRef:
     with open(path, "rb") as fh:
         head = fh.read(8)
     comp = sniff_compression(path.name, head)
-    return FileRef(display, lambda p=path: open(p, "rb"), path.stat().st_size, comp)
+    return FileRef(display, lambda p=path: open(p, "rb"), path.stat().st_size, comp, source=str(path.resolve()))
 
 
 def _is_tar(path: Path) -> bool:
@@ -200,7 +201,8 @@ def _tar_members(path: Path, display: str, warn: Callable[[str], None]) -> Itera
                 return
             head = data[:8]
             comp = sniff_compression(member.name, head)
-            yield FileRef(name, lambda d=data: io.BytesIO(d), len(data), comp)
+            yield FileRef(name, lambda d=data: io.BytesIO(d), len(data), comp,
+                          source=f"{path.resolve()}!{member.name}")
 
 
 def _zip_members(path: Path, display: str, warn: Callable[[str], None]) -> Iterator[FileRef]:
@@ -225,7 +227,7 @@ def _zip_members(path: Path, display: str, warn: Callable[[str], None]) -> Itera
             head = fh.read(8)
         comp = sniff_compression(info.filename, head)
         yield FileRef(name, lambda i=info: BoundedReader(zf.open(i), name, i.compress_size),
-                      info.file_size, comp)
+                      info.file_size, comp, source=f"{path.resolve()}!{info.filename}")
 
 
 def discover(paths: list[str], warn: Callable[[str], None], *, hints: list[PathHint] | None = None,

@@ -200,10 +200,10 @@ def ingest_file(con, ref: FileRef, cat: Catalog, *, tz: str = "UTC", progress: P
     except OSError as exc:
         res.status, res.problems = "failed", [f"{ref.path}: cannot read: {exc}"]
         return res
-    if store.known_sha(con, sha):
+    if store.known_file(con, sha, ref.path, ref.source):
         res.status = "duplicate"
         return res
-    file_id = store.free_file_id(con, sha)
+    file_id = store.free_file_id(con, sha, ref.path)
     ctx = FileContext(file_id, ref.path, ref.hints, tz)
     stats = read.ReadStats()
     con.begin()
@@ -315,8 +315,8 @@ def _insert_file_row(con, ref: FileRef, res: FileResult, file_id: int, sha: str,
         except (TypeError, ValueError):
             return None
     con.execute(
-        "INSERT INTO files VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-        [file_id, ref.path, fmt, env_names, ref.compression, ref.size, res.lines, res.events,
+        "INSERT INTO files VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        [file_id, ref.path, ref.source or None, fmt, env_names, ref.compression, ref.size, res.lines, res.events,
          res.unparsed, res.problems or None, sha, hints.get("host"), as_int(hints.get("rank")),
          as_int(hints.get("local_rank")), hints.get("pod"),
          datetime.now(timezone.utc).replace(tzinfo=None, microsecond=0)],
