@@ -165,3 +165,10 @@ def test_killed_ingest_leaves_complete_files_only(tmp_path):
     per = dict(con.execute("SELECT file_id, count(*) FROM events GROUP BY 1").fetchall())
     assert {fid: n for fid, n in files} == per, "every stored file is complete, no orphan events"
     assert len(files) < 30, "the ingest was killed before the end (make the input bigger)"
+
+
+def test_a_file_named_twice_goes_in_once_even_in_parallel(tmp_path, ingest_to):
+    a = write(tmp_path / "in" / "a.log", TEXT)
+    s, con = ingest_to([a, a, tmp_path / "in"], workers=3)
+    assert sorted(f.status for f in s.files) == ["duplicate", "duplicate", "ingested"]
+    assert counts(con) == (1, 4)

@@ -7,8 +7,11 @@ timestamps -> normalize -> classify -> facts -> store.
 
 from __future__ import annotations
 
+import os
+import threading
 import time
-from collections import Counter
+from collections import Counter, deque
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Callable
@@ -191,8 +194,30 @@ def _looks_binary(head: bytes) -> bool:
     return (ctrl + bad) / len(head) > 0.3
 
 
+class Claims:
+    """Files being ingested right now by other threads: a file named twice on
+    the command line goes in once, and two files never share an id."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.keys: set[tuple[str, str]] = set()
+        self.ids: set[int] = set()
+
+    def claim(self, con, sha: str, ref: FileRef) -> int | None:
+        with self.lock:
+            if {(sha, ref.path), (sha, ref.source)} & self.keys or store.known_file(con, sha, ref.path, ref.source):
+                return None
+            fid = store.free_file_id(con, sha, ref.path)
+            while fid in self.ids:
+                fid = (fid + 1) & 0x7FFFFFFF
+            self.keys |= {(sha, ref.path), (sha, ref.source)}
+            self.ids.add(fid)
+            return fid
+
+
 def ingest_file(con, ref: FileRef, cat: Catalog, *, tz: str = "UTC", progress: Progress | None = None,
-                batch_bytes: int = read.BATCH_BYTES, max_line: int = read.MAX_LINE) -> FileResult:
+                batch_bytes: int = read.BATCH_BYTES, max_line: int = read.MAX_LINE,
+                claims: Claims | None = None) -> FileResult:
     progress = progress or Progress()
     res = FileResult(ref.path)
     try:
@@ -200,10 +225,12 @@ def ingest_file(con, ref: FileRef, cat: Catalog, *, tz: str = "UTC", progress: P
     except OSError as exc:
         res.status, res.problems = "failed", [f"{ref.path}: cannot read: {exc}"]
         return res
-    if store.known_file(con, sha, ref.path, ref.source):
+    claim = claims.claim(con, sha, ref) if claims else (
+        None if store.known_file(con, sha, ref.path, ref.source) else store.free_file_id(con, sha, ref.path))
+    if claim is None:
         res.status = "duplicate"
         return res
-    file_id = store.free_file_id(con, sha, ref.path)
+    file_id = claim
     ctx = FileContext(file_id, ref.path, ref.hints, tz)
     stats = read.ReadStats()
     con.begin()
@@ -332,7 +359,8 @@ class IngestSummary:
 
 
 def ingest(paths: list[str], db: str, cat: Catalog, *, tz: str = "UTC", progress: Progress | None = None,
-           warn: Callable[[str], None] | None = None, stdin=None) -> IngestSummary:
+           warn: Callable[[str], None] | None = None, stdin=None, workers: int | None = None) -> IngestSummary:
+    workers = workers or min(4, os.cpu_count() or 1)
     warnings: list[str] = []
 
     def _warn(msg: str) -> None:
@@ -343,16 +371,38 @@ def ingest(paths: list[str], db: str, cat: Catalog, *, tz: str = "UTC", progress
     t0 = time.perf_counter()
     con = store.open_store(db, cat)
     results = []
+    claims = Claims()
+
+    def one(ref: FileRef) -> FileResult:
+        # Each thread has its own cursor, so its own transaction: a file is
+        # in the store completely or not at all. polars and DuckDB release
+        # the GIL, so two files parse on two cores.
+        cur = con.cursor()
+        try:
+            return ingest_file(cur, ref, cat, tz=tz, progress=progress, claims=claims)
+        finally:
+            cur.close()
+
+    def collect(fut) -> None:
+        r = fut.result()
+        for p in r.problems:
+            _warn(p)
+        results.append(r)
+
     try:
-        refs = list(discover(paths, _warn, stdin=stdin))
         _remember_fallback_time(con, paths)
-        for ref in refs:
-            if progress:
-                progress.on_file(ref.path)
-            r = ingest_file(con, ref, cat, tz=tz, progress=progress)
-            for p in r.problems:
-                _warn(p)
-            results.append(r)
+        # discover() is consumed lazily: archive members are held in memory
+        # only while in flight.
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            inflight: deque = deque()
+            for ref in discover(paths, _warn, stdin=stdin):
+                if progress:
+                    progress.on_file(ref.path)
+                inflight.append(pool.submit(one, ref))
+                while len(inflight) > workers:
+                    collect(inflight.popleft())
+            while inflight:
+                collect(inflight.popleft())
         year = store.infer_years(con)
     finally:
         con.close()
@@ -363,7 +413,6 @@ def _remember_fallback_time(con, paths: list[str]) -> None:
     """Year-less times need a year: when no log line carries one, the newest
     modification time of the inputs stands in (deterministic for the same
     files; never the machine's clock)."""
-    import os
     newest = 0.0
     for p in paths:
         if p == "-" or not os.path.exists(p):
