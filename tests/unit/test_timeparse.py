@@ -47,3 +47,10 @@ def test_comma_fraction_and_iso_t_are_accepted_by_the_spaced_layout():
     spec = TimeSpec("ts", "%Y-%m-%d %H:%M:%S%.f", "naive")
     assert parse("2021-12-06 17:10:08,943", spec) == datetime(2021, 12, 6, 17, 10, 8, 943000, tzinfo=timezone.utc)
     assert parse("2021-12-06T17:10:08.5", spec) == datetime(2021, 12, 6, 17, 10, 8, 500000, tzinfo=timezone.utc)
+
+
+def test_torch_glog_unpadded_month():
+    spec = TimeSpec("ts", "%m%d %H:%M:%S%.f", "naive", "infer")
+    assert (parse("519 02:44:06.569754537", spec).month, parse("519 02:44:06.5", spec).day) == (5, 19)
+    assert (parse("1108 10:52:31.5", spec).month, parse("1108 10:52:31.5", spec).day) == (11, 8)
+    assert (parse("101 13:40:12.26", spec).month, parse("101 13:40:12.26", spec).day) == (1, 1)

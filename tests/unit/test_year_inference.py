@@ -27,7 +27,7 @@ def test_without_any_dated_line_the_inputs_mtime_gives_the_year(tmp_path, ingest
 def test_lines_interpolated_from_a_yearless_time_move_with_it(tmp_path, ingest_to):
     d = tmp_path / "bundle"
     write(d / "slurmd.log", "[2026-01-03T00:10:00.000] launch task StepId=7.0 request from UID:0\n")
-    write(d / "node1.log", "[rank0]:[E0103 00:10:05.000000000 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught "
+    write(d / "node1.log", "[rank0]:[E103 00:10:05.000000000 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught "
                            "collective operation timeout: WorkNCCL(SeqNum=3, OpType=ALLREDUCE, NumelIn=1, "
                            "NumelOut=1, Timeout(ms)=600000) ran for 600010 milliseconds before timing out.\n"
                            "a line without a time of its own\n")
