@@ -98,7 +98,8 @@ def cmd_ingest(args) -> int:
 
     if args.jobs is not None and args.jobs < 1:
         sys.exit("ranktrace ingest: --jobs must be at least 1")
-    summary = ingest(args.paths, args.db, cat, tz=tz, progress=progress, warn=warn, workers=args.jobs)
+    summary = ingest(args.paths, args.db, cat, tz=tz, progress=progress, warn=warn, workers=args.jobs,
+                     exclude=args.exclude)
     bar.done()
     files = summary.files
     ingested = [f for f in files if f.status in ("ingested", "empty")]
@@ -249,6 +250,8 @@ def build_parser() -> argparse.ArgumentParser:
     db_arg(sp)
     formats_arg(sp)
     sp.add_argument("--tz", default="UTC", help="time zone of times written without one (default UTC)")
+    sp.add_argument("--exclude", action="append", default=[], metavar="GLOB",
+                    help="skip files whose name or path matches (repeatable), e.g. --exclude '*.json'")
     sp.add_argument("-j", "--jobs", type=int, default=None,
                     help="files parsed at once (default: the number of cores, at most 4)")
     sp.add_argument("-q", "--quiet", action="store_true", help="no progress, no summary")

@@ -36,6 +36,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -46,6 +47,9 @@ JOB_DIR = "/srv/train/job"            # neutral place the job files are copied t
 RUNTIME = "/var/tmp/trainjobs"       # per-run pid files, log dirs, job output
 FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
 SLURM_LOGDIR = "/var/log/rtcap-slurm"
+SLURM_STATE = "/run/ranktrace-capture-slurm"   # PIDs recorded by slurm_up.sh
+SLURM_CONF = "/etc/ranktrace-capture/slurm.conf"  # our cluster's config (slurm_up.sh)
+os.environ["SLURM_CONF"] = SLURM_CONF
 SLURM_NODES = ["n1", "n2", "n3", "n4"]
 
 # design.md section 4: `kind` is exactly one of these
@@ -74,75 +78,75 @@ def scenario(name, **kw):
 
 
 scenario("tr_clean", launcher="torchrun", kind="none",
-         description="Clean run: 4 nodes x 2 ranks, static rendezvous, 30 steps, every rank exits 0.",
-         hosts=["trn-a17", "trn-a18", "trn-a19", "trn-a20"], rdzv="static", port=29511,
-         logdir=True, env={"RT_STEPS": "30"})
+         description="Clean run: 4 nodes x 2 ranks, static rendezvous, 12 steps, every rank exits 0.",
+         hosts=["trn-a17", "trn-a18", "trn-a19", "trn-a20"], rdzv="static", port=38511,
+         logdir=True, env={"RT_STEPS": "12"})
 scenario("tr_exception", launcher="torchrun", kind="exception",
          description="Rank 3 (node 2, local rank 1) raises RuntimeError while loading the batch of "
-                     "step 20 and exits 1; the others then fail in the all_reduce. Node gpu-b03's "
+                     "step 10 and exits 1; the others then fail in the all_reduce. Node gpu-b03's "
                      "clock runs 37 s ahead (libfaketime). Static rendezvous, per-rank --log-dir tree.",
-         hosts=["gpu-b01", "gpu-b02", "gpu-b03", "gpu-b04"], rdzv="static", port=29521,
-         logdir=True, env={"RT_STEPS": "40"}, faults="3:20:exception", culprit_rank=3,
+         hosts=["gpu-b01", "gpu-b02", "gpu-b03", "gpu-b04"], rdzv="static", port=38521,
+         logdir=True, env={"RT_STEPS": "40"}, faults="3:10:exception", culprit_rank=3,
          skew={"gpu-b03": 37.0})
 scenario("tr_sigkill", launcher="torchrun", kind="killed",
          description="Rank 5 (node 3, local rank 1) is killed with SIGKILL (kill -9 <pid>, from "
-                     "outside) once it has logged step 15; no traceback. 4 nodes x 2 ranks, c10d "
+                     "outside) once it has logged step 10; no traceback. 4 nodes x 2 ranks, c10d "
                      "rendezvous, per-rank --log-dir tree with --tee.",
-         hosts=["cn-0412", "cn-0413", "cn-0414", "cn-0415"], rdzv="c10d", port=29531,
-         logdir=True, env={"RT_STEPS": "60"}, action=dict(type="sigkill", rank=5, at_step=15))
+         hosts=["cn-0412", "cn-0413", "cn-0414", "cn-0415"], rdzv="c10d", port=38531,
+         logdir=True, env={"RT_STEPS": "60"}, action=dict(type="sigkill", rank=5, at_step=10))
 scenario("tr_segfault", launcher="torchrun", kind="crash",
-         description="Rank 6 (node 4, local rank 0) dereferences NULL through ctypes at step 12: a "
+         description="Rank 6 (node 4, local rank 0) dereferences NULL through ctypes at step 8: a "
                      "real SIGSEGV (faulthandler prints 'Fatal Python error: Segmentation fault').",
-         hosts=["dgx-s01", "dgx-s02", "dgx-s03", "dgx-s04"], rdzv="static", port=29541,
-         logdir=True, env={"RT_STEPS": "40"}, faults="6:12:segfault", culprit_rank=6)
+         hosts=["dgx-s01", "dgx-s02", "dgx-s03", "dgx-s04"], rdzv="static", port=38541,
+         env={"RT_STEPS": "40"}, faults="6:8:segfault", culprit_rank=6)
 scenario("tr_oom_rlimit", launcher="torchrun", kind="oom",
-         description="Rank 2 (node 2, local rank 0) runs out of host memory at step 12: its address "
+         description="Rank 2 (node 2, local rank 0) runs out of host memory at step 6: its address "
                      "space is capped (RLIMIT_AS = VmSize + 1 GiB) and it allocates a 4 GiB buffer; "
                      "torch's DefaultCPUAllocator fails with ENOMEM (error code 12). 3 nodes x 2 "
                      "ranks; worker output only in the --log-dir files (no tee).",
-         hosts=["dgx-f07", "dgx-f08", "dgx-f09"], rdzv="static", port=29551,
-         logdir=True, tee=False, env={"RT_STEPS": "40"}, faults="2:12:oom_rlimit:4",
+         hosts=["dgx-f07", "dgx-f08", "dgx-f09"], rdzv="static", port=38551,
+         logdir=True, tee=False, env={"RT_STEPS": "40"}, faults="2:6:oom_rlimit:4",
          culprit_rank=2)
 scenario("tr_hang", launcher="torchrun", kind="hang",
-         description="Rank 6 (node 4, local rank 0) stops in its data loader at step 18 and never "
+         description="Rank 6 (node 4, local rank 0) stops in its data loader at step 8 and never "
                      "enters the all_reduce; the other ranks time out after the 20 s process-group "
                      "timeout (gloo). Node node-c12's clock runs 23 s BEHIND (libfaketime -23 s). "
                      "TORCH_DISTRIBUTED_DEBUG=DETAIL.",
-         hosts=["node-c11", "node-c12", "node-c13", "node-c14"], rdzv="static", port=29561,
+         hosts=["node-c11", "node-c12", "node-c13", "node-c14"], rdzv="static", port=38561,
          logdir=True, env={"RT_STEPS": "60", "TORCH_DISTRIBUTED_DEBUG": "DETAIL"},
-         faults="6:18:hang", culprit_rank=6, skew={"node-c12": -23.0})
+         faults="6:8:hang", culprit_rank=6, skew={"node-c12": -23.0})
 scenario("tr_node_freeze", launcher="torchrun", kind="node_failure",
          description="Half-dead node: SIGSTOP to the torchrun agent and both workers of the third "
-                     "node (hpc-d33) once its ranks reached step 15 (alive, silent). The other "
+                     "node (hpc-d33) once its ranks reached step 8 (alive, silent). The other "
                      "nodes time out in the all_reduce (20 s) and exit; the frozen processes are "
                      "SIGKILLed afterwards. c10d rendezvous.",
-         hosts=["hpc-d31", "hpc-d32", "hpc-d33", "hpc-d34"], rdzv="c10d", port=29571,
-         env={"RT_STEPS": "80"}, action=dict(type="freeze_node", host_index=2, at_step=15))
+         hosts=["hpc-d31", "hpc-d32", "hpc-d33", "hpc-d34"], rdzv="c10d", port=38571,
+         env={"RT_STEPS": "80"}, action=dict(type="freeze_node", host_index=2, at_step=8))
 scenario("tr_node_sigkill", launcher="torchrun", kind="node_failure",
          description="A whole node dies at once: SIGKILL to the torchrun agent and both workers of "
-                     "the second node (pt-w02) together once its ranks reached step 12 (like a "
+                     "the second node (pt-w02) together once its ranks reached step 8 (like a "
                      "kernel panic, power loss or a container OOM-kill of the whole pod); that node "
                      "logs nothing more. The others fail in the all_reduce. Static rendezvous.",
-         hosts=["pt-w01", "pt-w02", "pt-w03", "pt-w04"], rdzv="static", port=29575,
-         env={"RT_STEPS": "60"}, action=dict(type="kill_node", host_index=1, at_step=12))
+         hosts=["pt-w01", "pt-w02", "pt-w03", "pt-w04"], rdzv="static", port=38575,
+         env={"RT_STEPS": "60"}, action=dict(type="kill_node", host_index=1, at_step=8))
 scenario("tr_rdzv_missing_node", launcher="torchrun", kind="rendezvous_timeout",
          description="The job expects 4 nodes (--nnodes=4, c10d, join_timeout=25) but the agent of "
                      "the 4th node (ml-e04) is never started: the rendezvous times out, no rank runs.",
-         hosts=["ml-e01", "ml-e02", "ml-e03", "ml-e04"], rdzv="c10d", port=29581,
+         hosts=["ml-e01", "ml-e02", "ml-e03", "ml-e04"], rdzv="c10d", port=38581,
          rdzv_conf="join_timeout=25", missing=[3], env={"RT_STEPS": "40"})
 scenario("tr_rdzv_store_host_missing", launcher="torchrun", kind="rendezvous_timeout",
          description="The node that hosts the c10d rendezvous store (ml-g01, is_host=1) is never "
                      "started; the 3 others (is_host=0) cannot reach the store and give up "
                      "(read_timeout=20).",
-         hosts=["ml-g01", "ml-g02", "ml-g03", "ml-g04"], rdzv="c10d", port=29591,
+         hosts=["ml-g01", "ml-g02", "ml-g03", "ml-g04"], rdzv="c10d", port=38591,
          rdzv_conf="join_timeout=25,read_timeout=20", missing=[0], env={"RT_STEPS": "40"})
 scenario("tr_double_failure", launcher="torchrun", kind="exception",
-         description="Two failures seconds apart: at step 20 every rank spends 8 s in a "
+         description="Two failures seconds apart: at step 10 every rank spends 8 s in a "
                      "collective-free 'reloading data shard' phase; rank 1 (node 1) raises at once, "
                      "rank 5 (node 3) raises 3 s later. The first failure, rank 1, is the root cause.",
-         hosts=["gx-h01", "gx-h02", "gx-h03", "gx-h04"], rdzv="static", port=29601,
-         logdir=True, env={"RT_STEPS": "40", "RT_PHASE_AT": "20", "RT_PHASE_SECS": "8"},
-         faults="1:20:exception,5:20:slowexc:3", culprit_rank=1, second_rank=5)
+         hosts=["gx-h01", "gx-h02", "gx-h03", "gx-h04"], rdzv="static", port=38601,
+         env={"RT_STEPS": "40", "RT_PHASE_AT": "10", "RT_PHASE_SECS": "8"},
+         faults="1:10:exception,5:10:slowexc:3", culprit_rank=1, second_rank=5)
 # ---- Slurm (srun --label launches one task per rank; 2 nodes x 2 tasks)
 scenario("slurm_oom_cgroup", launcher="slurm", kind="oom",
          description="Slurm job, 2 nodes x 2 tasks (srun --label --kill-on-bad-exit=1), --mem=1500M "
@@ -150,17 +154,17 @@ scenario("slurm_oom_cgroup", launcher="slurm", kind="oom",
                      "cgroups are unusable); rank 1 (n1) starts a runaway cache at step 8 and is "
                      "OOM-killed by the kernel.",
          nodes=2, tasks_per_node=2, mem="1500M", time_min=5, srun_opts="--kill-on-bad-exit=1",
-         env={"RT_STEPS": "60"}, faults="1:8:grow:64", culprit_rank=1, port=29611)
+         env={"RT_STEPS": "60"}, faults="1:8:grow:64", culprit_rank=1, port=38611)
 scenario("slurm_time_limit", launcher="slurm", kind="time_limit",
          description="Slurm job, 2 nodes x 2 tasks training with no end, --time=1: slurmctld "
                      "cancels it DUE TO TIME LIMIT (it checks about every 30 s, so after 60-90 s).",
          nodes=2, tasks_per_node=2, mem="2000M", time_min=1, srun_opts="",
-         env={"RT_STEPS": "100000", "RT_STEP_SLEEP": "1.0"}, port=29621, max_wait=240, slow=True)
+         env={"RT_STEPS": "100000", "RT_STEP_SLEEP": "1.0"}, port=38621, max_wait=240, slow=True)
 scenario("slurm_scancel", launcher="slurm", kind="cancelled",
          description="Slurm job, 2 nodes x 2 tasks training; cancelled with 'scancel <jobid>' once "
                      "rank 0 has logged step 10.",
          nodes=2, tasks_per_node=2, mem="2000M", time_min=5, srun_opts="",
-         env={"RT_STEPS": "100000", "RT_STEP_SLEEP": "0.5"}, port=29631,
+         env={"RT_STEPS": "100000", "RT_STEP_SLEEP": "0.5"}, port=38631,
          action=dict(type="scancel", rank=0, at_step=10))
 scenario("slurm_node_failure", launcher="slurm", kind="node_failure",
          description="Slurm job, 2 nodes x 2 tasks; once rank 2 (n2) logged step 8, node n2 is "
@@ -169,21 +173,21 @@ scenario("slurm_node_failure", launcher="slurm", kind="node_failure",
                      "process-group timeout is 300 s so Slurm, not gloo, notices first. n2 is "
                      "thawed afterwards.",
          nodes=2, tasks_per_node=2, mem="2000M", time_min=10, srun_opts="",
-         env={"RT_STEPS": "100000", "RT_STEP_SLEEP": "0.5", "RT_PG_TIMEOUT": "300"}, port=29641,
+         env={"RT_STEPS": "100000", "RT_STEP_SLEEP": "0.5", "RT_PG_TIMEOUT": "300"}, port=38641,
          action=dict(type="freeze_slurm_node", rank=2, at_step=8), max_wait=300, slow=True)
 scenario("slurm_torchrun_sigkill", launcher="slurm_torchrun", kind="killed",
          description="torchrun under Slurm: sbatch -N 4, 'srun --label' starts one torchrun agent "
                      "per node (2 ranks each, static rendezvous on n1, --tee 3 + --log-dir); rank 5 "
-                     "(n3, local rank 1) is SIGKILLed from outside once it logged step 15. Node "
+                     "(n3, local rank 1) is SIGKILLed from outside once it logged step 10. Node "
                      "n2's training processes run 37 s ahead (libfaketime).",
          nodes=4, nproc=2, mem="3000M", time_min=5, srun_opts="--kill-on-bad-exit=1",
-         env={"RT_STEPS": "80"}, port=29651, action=dict(type="sigkill", rank=5, at_step=15),
+         env={"RT_STEPS": "80"}, port=38651, action=dict(type="sigkill", rank=5, at_step=10),
          skew={"n2": 37.0})
 scenario("slurm_torchrun_exception", launcher="slurm_torchrun", kind="exception",
          description="torchrun under Slurm, 2 nodes x 2 ranks: rank 2 (n2, local rank 0) raises "
                      "RuntimeError at step 12; srun --label, no --kill-on-bad-exit.",
          nodes=2, nproc=2, mem="3000M", time_min=5, srun_opts="",
-         env={"RT_STEPS": "40"}, port=29661, faults="2:12:exception", culprit_rank=2, slow=True)
+         env={"RT_STEPS": "40"}, port=38661, faults="2:12:exception", culprit_rank=2, slow=True)
 
 
 # ------------------------------------------------------------------ helpers
@@ -389,7 +393,7 @@ class Run:
         bad = []
         for r, _, fs in os.walk(self.out):
             for f in fs:
-                if f in ("truth.json", "expected_verdict.json", "README.md"):
+                if f in ("truth.json", "expected_verdict.json", "README.md", "line_times.json"):
                     continue
                 data = open(os.path.join(r, f), "rb").read().decode("utf-8", "replace")
                 bad += [f"{os.path.relpath(os.path.join(r, f), self.out)}: {n}" for n in needles if n in data]
@@ -424,9 +428,24 @@ class TorchrunRun(Run):
                 a += ["--tee=3"]
         return a + [os.path.join(JOB_DIR, "train.py")]
 
+    def pump(self, stream, host):
+        """Copy one agent's output to <host>.log line by line (unchanged) and
+        note when each line arrived (true time; add the host's skew to get
+        what a runtime on that node would stamp)."""
+        times = self.line_times.setdefault(host, [])
+        with open(os.path.join(self.out, host + ".log"), "wb") as f:
+            for line in iter(stream.readline, b""):
+                times.append(round(time.time(), 4))
+                f.write(line)
+                f.flush()
+        stream.close()
+
     def start(self):
         sc = self.sc
         self.agents = {}
+        self.pumps = []
+        self.line_times = {}
+        self.first_exit = None
         missing = sc.get("missing", [])
         for i, host in enumerate(sc["hosts"]):
             if i in missing:
@@ -447,10 +466,13 @@ class TorchrunRun(Run):
             argv = ["unshare", "--uts", "sh", "-c", 'hostname "$0" && exec "$@"', host] + self.agent_argv(i, host)
             self.commands.append({"node": host, "env": job_env, "clock_skew_s": skew or 0,
                                   "shell": " ".join(shlex.quote(x) for x in argv) + f" > {host}.log 2>&1"})
-            logf = open(os.path.join(self.out, host + ".log"), "wb")
-            p = subprocess.Popen(argv, stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                 env=env, cwd=self.rt, start_new_session=True)
-            logf.close()
+            # the agent's output goes through a pipe so that each line's arrival
+            # time is known (what a container runtime stamps on a CRI log line)
+            p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                 stdin=subprocess.DEVNULL, env=env, cwd=self.rt, start_new_session=True)
+            t = threading.Thread(target=self.pump, args=(p.stdout, host), daemon=True)
+            t.start()
+            self.pumps.append(t)
             self.agents[host] = p
             self.ev(f"started torchrun agent for {host}: pid {p.pid}" + (f", clock {skew:+g} s" if skew else ""))
             time.sleep(0.3)
@@ -462,9 +484,12 @@ class TorchrunRun(Run):
         hosts = hosts or list(self.agents)
         end = time.time() + timeout
         while time.time() < end:
-            if all(self.agents[h].poll() is not None for h in hosts):
+            done = [self.agents[h].poll() is not None for h in hosts]
+            if any(done) and self.first_exit is None:
+                self.first_exit = time.time()  # the job visibly failed (or ended)
+            if all(done):
                 return True
-            time.sleep(0.3)
+            time.sleep(0.2)
         return False
 
     def wait_pids(self, n, timeout=120):
@@ -528,7 +553,7 @@ class TorchrunRun(Run):
             host = sc["hosts"][sc["missing"][0]]
             self.truth_extra["culprit_host"] = host
             # the failure shows when the present agents give up
-            self.truth_extra["culprit_time"] = self.first_agent_exit
+            self.truth_extra["culprit_time"] = self.first_exit
         self.collect()
         return self.write_truth()
 
@@ -548,12 +573,16 @@ class TorchrunRun(Run):
                 p.wait(10)
             except subprocess.TimeoutExpired:
                 pass
-        self.first_agent_exit = time.time()
+        for t in self.pumps:
+            t.join(15)
         self.ev("agents exited: " + ", ".join(f"{h}={p.returncode}" for h, p in self.agents.items()))
         self.truth_extra.setdefault("fields", {})["agent_exit_codes"] = {
             h: p.returncode for h, p in self.agents.items()}
 
     def collect(self):
+        with open(os.path.join(self.out, "line_times.json"), "w") as f:
+            json.dump({"note": "harness metadata, not a log: arrival time (UTC epoch s, true clock) of "
+                               "each line of <host>.log, in order", "hosts": self.line_times}, f)
         src = os.path.join(self.rt, "logs")
         if os.path.isdir(src):
             shutil.copytree(src, os.path.join(self.out, "torchelastic"))
@@ -612,7 +641,7 @@ class SlurmRun(Run):
         """slurmd of `node`, and every slurmstepd/task process of that node:
         by cgroup path (cgroup mode: .../slurm_<node>/...), else task
         processes with SLURMD_NODENAME=<node> and their slurmstepd parents."""
-        pids = {int(open(f"/run/slurmd-{node}.pid").read().strip())}
+        pids = {int(open(f"{SLURM_STATE}/slurmd-{node}.pid").read().strip())}
         for p in glob.glob("/proc/[0-9]*"):
             pid = int(p.rsplit("/", 1)[1])
             try:
@@ -759,8 +788,8 @@ class SlurmRun(Run):
         st = sh(f"sacct -n -X -P -j {j} -o State,ExitCode").stdout.strip()
         fields = self.truth_extra.setdefault("fields", {})
         fields.update(job_id=int(j), slurm_job_state=st,
-                      slurm_mode=open("/run/ranktrace-capture-slurm/mode").read().strip()
-                      if os.path.exists("/run/ranktrace-capture-slurm/mode") else None)
+                      slurm_mode=open(f"{SLURM_STATE}/mode").read().strip()
+                      if os.path.exists(f"{SLURM_STATE}/mode") else None)
         if self.sc["kind"] == "time_limit":
             end_s = sh(f"sacct -n -X -P -j {j} -o End").stdout.strip()
             try:

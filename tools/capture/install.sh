@@ -42,8 +42,10 @@ fi
 
 # ------------------------------------------------------------------ torch venv
 if [ "${RANKTRACE_SKIP_TORCH:-0}" != 1 ]; then
-  if [ -x "$VENV/bin/python" ] && "$VENV/bin/python" -c 'import torch, numpy, sys; sys.exit(torch.__version__.split("+")[0] != "2.13.0")' 2>/dev/null; then
-    step "torch venv $VENV already has torch $("$VENV/bin/python" -c 'import torch; print(torch.__version__)')"
+  # metadata, not "import torch" (that takes seconds): installed versions
+  have=$("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("torch"), m.version("numpy"))' 2>/dev/null || true)
+  if [ "${have%% *}" = "2.13.0+cpu" ] || [ "${have%% *}" = "2.13.0" ]; then
+    step "torch venv $VENV already has torch/numpy $have"
   else
     PY=${RANKTRACE_TORCH_PYTHON:-}
     if [ -z "$PY" ]; then

@@ -6,6 +6,7 @@
 #                                   the accounting DB and the fake GPU devices)
 set -uo pipefail
 STATE=/run/ranktrace-capture-slurm
+export SLURM_CONF=/etc/ranktrace-capture/slurm.conf
 PURGE=0
 [ "${1:-}" = --purge ] && PURGE=1
 
@@ -33,9 +34,11 @@ if [ -d "$STATE" ]; then
       for _ in $(seq 30); do [ -z "$(squeue -h -o %i 2>/dev/null)" ] && break; sleep 1; done
     fi
   fi
+  # the four slurmd take seconds each to shut down: stop them in parallel
   for f in "$STATE"/slurmd-*.pid; do
-    [ -e "$f" ] && stop_pid "$(basename "$f" .pid)" "$f"
+    [ -e "$f" ] && stop_pid "$(basename "$f" .pid)" "$f" &
   done
+  wait
   # slurmstepd processes of our nodes normally exit with their step; end the
   # ones left in our nodes' cgroups (cgroup mode), by PID
   for p in /proc/[0-9]*; do
@@ -49,13 +52,13 @@ if [ -d "$STATE" ]; then
   stop_pid slurmdbd "$STATE/slurmdbd.pid"
   stop_pid mariadbd "$STATE/mariadbd.pid"
   stop_pid munged "$STATE/munged.pid"
-  rm -f "$STATE/mode"
+  rm -f "$STATE/mode" "$STATE/slurm_conf"
   rmdir "$STATE" 2>/dev/null
 fi
 if [ $PURGE = 1 ]; then
   echo "purging state, logs and configs"
   rm -rf /var/spool/rtcap-slurmctld /var/spool/rtcap-slurmd /var/log/rtcap-slurm
-  rm -f /etc/slurm/slurm.conf /etc/slurm/cgroup.conf /etc/slurm/gres.conf /etc/slurm/slurmdbd.conf
+  rm -rf /etc/ranktrace-capture
   rm -f /dev/rtcap-gpu0 /dev/rtcap-gpu1 /dev/rtcap-gpu2 /dev/rtcap-gpu3
   for c in /sys/fs/cgroup/*/slurm_n*; do [ -d "$c" ] && find "$c" -depth -type d -exec rmdir {} + 2>/dev/null; done
 fi

@@ -25,6 +25,10 @@ for a in "$@"; do
   esac
 done
 HERE=$(cd "$(dirname "$0")" && pwd)
+# our own config dir: daemons and clients find it through SLURM_CONF (and
+# cgroup.conf, gres.conf, slurmdbd.conf next to it)
+CONF_DIR=/etc/ranktrace-capture
+export SLURM_CONF=$CONF_DIR/slurm.conf
 STATE=/run/ranktrace-capture-slurm
 LOGDIR=/var/log/rtcap-slurm
 NODES="n1 n2 n3 n4"
@@ -76,7 +80,7 @@ step "mode: $MODE, debug: $DEBUG"
 mkdir -p "$STATE"
 
 # ---------------------------------------------------------------- config
-mkdir -p /etc/slurm /var/spool/rtcap-slurmctld /var/spool/rtcap-slurmd "$LOGDIR"
+mkdir -p "$CONF_DIR" /var/spool/rtcap-slurmctld /var/spool/rtcap-slurmd "$LOGDIR"
 if [ $FRESH = 1 ]; then
   step "--fresh: wiping Slurm state and logs"
   rm -rf /var/spool/rtcap-slurmctld/* /var/spool/rtcap-slurmd/*
@@ -89,15 +93,15 @@ else
 fi
 sed -e "s#@HOST@#$HOST#g" -e "s#@PROCTRACK@#$PROCTRACK#" -e "s#@TASKPLUGIN@#$TASKPLUGIN#" \
     -e "s#@ACCTPARAMS@#$ACCTPARAMS#" -e "s#@DEBUG@#$DEBUG#g" \
-    "$HERE/slurm/slurm.conf.in" > /etc/slurm/slurm.conf
-cp "$HERE/slurm/cgroup.conf" /etc/slurm/cgroup.conf
-install -m 600 "$HERE/slurm/slurmdbd.conf" /etc/slurm/slurmdbd.conf
+    "$HERE/slurm/slurm.conf.in" > "$CONF_DIR/slurm.conf"
+cp "$HERE/slurm/cgroup.conf" "$CONF_DIR/cgroup.conf"
+install -m 600 "$HERE/slurm/slurmdbd.conf" "$CONF_DIR/slurmdbd.conf"
 # fake GPUs: character devices like /dev/null; count-only where mknod is refused
 gres='AutoDetect=off\nNodeName=n[1-4] Name=gpu File=/dev/rtcap-gpu[0-3]\n'
 for i in 0 1 2 3; do
   [ -e /dev/rtcap-gpu$i ] || mknod /dev/rtcap-gpu$i c 1 3 2>/dev/null || { gres='AutoDetect=off\nNodeName=n[1-4] Name=gpu Count=4\n'; break; }
 done
-printf "$gres" > /etc/slurm/gres.conf
+printf "$gres" > "$CONF_DIR/gres.conf"
 echo "$MODE-$DEBUG" > "$STATE/mode"
 
 # ---------------------------------------------------------------- munge
@@ -137,28 +141,28 @@ mariadb -e "CREATE USER IF NOT EXISTS 'rtcap'@'localhost' IDENTIFIED BY 'rtcap-p
 
 # ---------------------------------------------------------------- slurmdbd
 step "starting slurmdbd"
-rm -f /run/slurmdbd.pid
+rm -f /run/rtcap-slurmdbd.pid
 slurmdbd
-wait_for 10 "slurmdbd pid file" test -s /run/slurmdbd.pid
-cp /run/slurmdbd.pid "$STATE/slurmdbd.pid"
+wait_for 10 "slurmdbd pid file" test -s /run/rtcap-slurmdbd.pid
+cp /run/rtcap-slurmdbd.pid "$STATE/slurmdbd.pid"
 wait_for 60 slurmdbd sacctmgr -n show cluster
 sacctmgr -n -P show cluster format=cluster | grep -qx rtcap || sacctmgr -i add cluster rtcap >/dev/null
 
 # ---------------------------------------------------------------- slurmctld
 step "starting slurmctld"
-rm -f /run/slurmctld.pid
+rm -f /run/rtcap-slurmctld.pid
 slurmctld
-wait_for 10 "slurmctld pid file" test -s /run/slurmctld.pid
-cp /run/slurmctld.pid "$STATE/slurmctld.pid"
+wait_for 10 "slurmctld pid file" test -s /run/rtcap-slurmctld.pid
+cp /run/rtcap-slurmctld.pid "$STATE/slurmctld.pid"
 wait_for 30 slurmctld sh -c 'scontrol ping | grep -q UP'
 
 # ---------------------------------------------------------------- slurmd x4
 for n in $NODES; do
   step "starting slurmd -N $n"
-  rm -f /run/slurmd-$n.pid
+  rm -f /run/rtcap-slurmd-$n.pid
   slurmd -N "$n"
-  wait_for 10 "slurmd $n pid file" test -s /run/slurmd-$n.pid
-  cp /run/slurmd-$n.pid "$STATE/slurmd-$n.pid"
+  wait_for 10 "slurmd $n pid file" test -s /run/rtcap-slurmd-$n.pid
+  cp /run/rtcap-slurmd-$n.pid "$STATE/slurmd-$n.pid"
 done
 # nodes left DOWN by an earlier run come back by themselves (ReturnToService=2);
 # resume those that say otherwise
@@ -167,5 +171,6 @@ for n in $NODES; do
   case "$(sinfo -h -n "$n" -o %t)" in idle*) ;; *) scontrol update nodename="$n" state=resume 2>/dev/null || true ;; esac
 done
 wait_for 60 "4 idle nodes" sh -c '[ "$(sinfo -h -N -t idle -o %N | wc -l)" = 4 ]'
-step "cluster up: $(scontrol show config | grep -E '^(ProctrackType|TaskPlugin |MULTIPLE_SLURMD|SlurmdDebug)' | tr -s ' ' | tr '\n' ' ')"
+echo "$SLURM_CONF" > "$STATE/slurm_conf"
+step "cluster up (clients: export SLURM_CONF=$SLURM_CONF): $(scontrol show config | grep -E '^(ProctrackType|TaskPlugin |MULTIPLE_SLURMD|SlurmdDebug)' | tr -s ' ' | tr '\n' ' ')"
 sinfo -N -o "%N %t %c %m %G"

@@ -10,6 +10,8 @@ from pathlib import Path
 from ..resources import data_dir
 
 DEFAULT_BUNDLE = "demo_sigkill_4node"
+# A bundle's answer and its description are not logs: never ingest them.
+ANSWER_FILES = ["README.md", "truth.json", "expected_verdict.json"]
 
 
 def bundles() -> dict[str, Path]:
@@ -49,7 +51,8 @@ def run(args) -> int:
         for ln in first:
             print(f"   {ln}")
     cat = load_catalog(check_samples="drop")
-    s = ingest([str(bundle)], db, cat, warn=lambda m: print(f"ranktrace: {m}", file=sys.stderr))
+    s = ingest([str(bundle)], db, cat, warn=lambda m: print(f"ranktrace: {m}", file=sys.stderr),
+               exclude=ANSWER_FILES)
     files = [f for f in s.files if f.status in ("ingested", "duplicate")]
     events = sum(f.events for f in files)
     print(f"== ingested {len(files)} files, {events:,} events into {db} in {s.seconds:.1f} s")

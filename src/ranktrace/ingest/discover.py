@@ -9,6 +9,7 @@ expands past the limits is refused with a message (a decompression bomb).
 from __future__ import annotations
 
 import bz2
+import fnmatch
 import gzip
 import io
 import lzma
@@ -230,10 +231,17 @@ def _zip_members(path: Path, display: str, warn: Callable[[str], None]) -> Itera
                       info.file_size, comp, source=f"{path.resolve()}!{info.filename}")
 
 
+def excluded(path: str, patterns: list[str]) -> bool:
+    """--exclude GLOB: matched against the file name and the whole path."""
+    name = path.replace("!", "/").rsplit("/", 1)[-1]
+    return any(fnmatch.fnmatch(name, p) or fnmatch.fnmatch(path, p) for p in patterns)
+
+
 def discover(paths: list[str], warn: Callable[[str], None], *, hints: list[PathHint] | None = None,
-             stdin: BinaryIO | None = None) -> Iterator[FileRef]:
+             stdin: BinaryIO | None = None, exclude: list[str] | None = None) -> Iterator[FileRef]:
     """Yield a FileRef per input file, in a deterministic (sorted) order."""
     hints = load_path_hints() if hints is None else hints
+    exclude = exclude or []
 
     def hinted(ref: FileRef, root: Path | None = None) -> FileRef:
         # Hints read only the part of the path the user named (the given
@@ -270,15 +278,19 @@ def discover(paths: list[str], warn: Callable[[str], None], *, hints: list[PathH
         else:
             roots = [(p, arg)]
         for f, display in roots:
+            if excluded(display, exclude):
+                continue
             try:
                 if not os.access(f, os.R_OK):
                     raise InputError(f"{display}: permission denied")
                 if _is_tar(f):
                     for ref in _tar_members(f, display, warn):
-                        yield hinted(ref, root)
+                        if not excluded(ref.path, exclude):
+                            yield hinted(ref, root)
                 elif zipfile.is_zipfile(f) and f.suffix.lower() == ".zip":
                     for ref in _zip_members(f, display, warn):
-                        yield hinted(ref, root)
+                        if not excluded(ref.path, exclude):
+                            yield hinted(ref, root)
                 else:
                     yield hinted(_file_ref(f, display), root)
             except InputError as exc:

@@ -359,7 +359,8 @@ class IngestSummary:
 
 
 def ingest(paths: list[str], db: str, cat: Catalog, *, tz: str = "UTC", progress: Progress | None = None,
-           warn: Callable[[str], None] | None = None, stdin=None, workers: int | None = None) -> IngestSummary:
+           warn: Callable[[str], None] | None = None, stdin=None, workers: int | None = None,
+           exclude: list[str] | None = None) -> IngestSummary:
     workers = workers or min(4, os.cpu_count() or 1)
     warnings: list[str] = []
 
@@ -395,7 +396,7 @@ def ingest(paths: list[str], db: str, cat: Catalog, *, tz: str = "UTC", progress
         # only while in flight.
         with ThreadPoolExecutor(max_workers=workers) as pool:
             inflight: deque = deque()
-            for ref in discover(paths, _warn, stdin=stdin):
+            for ref in discover(paths, _warn, stdin=stdin, exclude=exclude):
                 if progress:
                     progress.on_file(ref.path)
                 inflight.append(pool.submit(one, ref))

@@ -8,16 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CAPTURE_DIR, require
-from logtools import error_summaries, last_steps, read_all, step_times, strip_label
-
-import importlib.util
-
-_spec = importlib.util.spec_from_file_location("rt_capture", CAPTURE_DIR / "capture.py")
-capture_mod = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(capture_mod)
-KINDS = capture_mod.KINDS
-SCENARIOS = capture_mod.SCENARIOS
+from e2e_logtools import error_summaries, last_steps, read_all, step_times, strip_label
+from e2e_support import KINDS, SCENARIOS, require, run_capture
 
 
 def parse_iso(s):
@@ -120,6 +112,31 @@ def test_torchrun_exception_truth_matches_error_file(torch_ready, capture):
     assert_no_leak(bundle, name)
 
 
+@pytest.mark.e2e
+def test_slurm_cgroup_oom_truth_matches_slurm_records(slurm_cluster, torch_ready, capture):
+    """Slurm-only job (srun --label, one task per rank): the rank truth.json
+    names is the task the kernel OOM-killed, as srun and sacct record it."""
+    name = "slurm_oom_cgroup"
+    bundle, truth, verdict = capture(name)
+    check_contract(truth, verdict, name)
+    out = next(Path(bundle).glob("slurm-*.out")).read_text(errors="replace")
+    sacct = (Path(bundle) / "sacct_P.txt").read_text()
+    if truth["slurm_mode"].startswith("cgroup"):
+        # srun names the task; with one task per rank, task id == rank
+        m = re.search(r"srun: error: (n\d+): task (\d+): Out Of Memory", out)
+        assert m, out[-3000:]
+        assert (m.group(1), int(m.group(2))) == (truth["host"], truth["rank"])
+        assert re.search(r"slurmstepd-n\d: error: Detected \d+ oom-kill event", out)
+        assert "|OUT_OF_MEMORY|" in sacct
+    else:  # OverMemoryKill: Slurm kills the whole step and names no task
+        assert re.search(r"[Ee]xceeded .*memory limit", out + sacct), out[-3000:]
+    # the culprit stopped before the step it was loading; nobody got past it
+    fault_step = int(SCENARIOS[name]["faults"].split(":")[1])
+    last = last_steps(out)
+    assert last[truth["rank"]] == fault_step - 1 == max(last.values())
+    assert_no_leak(bundle, name)
+
+
 # ---------------------------------------------------------------- slow: every other scenario
 def _evidence_checks(name, bundle, truth):
     """Per-kind evidence that the incident really happened as truth says."""
@@ -169,7 +186,7 @@ def _evidence_checks(name, bundle, truth):
         assert state.startswith("CANCELLED")
 
 
-OTHERS = [n for n in SCENARIOS if n not in ("slurm_torchrun_sigkill", "tr_exception")]
+OTHERS = [n for n in SCENARIOS if n not in ("slurm_torchrun_sigkill", "tr_exception", "slurm_oom_cgroup")]
 
 
 @pytest.mark.e2e
@@ -180,7 +197,6 @@ def test_scenario_truth(name, tmp_path, request):
     require(slurm=sc["launcher"] != "torchrun", torch=True)
     if sc["launcher"] != "torchrun":
         request.getfixturevalue("slurm_cluster")
-    from conftest import run_capture
     truth, verdict = run_capture(name, tmp_path / name)
     check_contract(truth, verdict, name)
     _evidence_checks(name, tmp_path / name, truth)

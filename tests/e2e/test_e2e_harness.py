@@ -4,16 +4,12 @@ import sys
 
 import pytest
 
-from conftest import CAPTURE_DIR
+from e2e_support import CAPTURE_DIR, capture_mod as mod
 
 
 def test_capture_list_names_every_scenario_with_a_taxonomy_kind():
     r = subprocess.run([sys.executable, str(CAPTURE_DIR / "capture.py"), "list"],
                        capture_output=True, text=True, check=True)
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("rt_capture", CAPTURE_DIR / "capture.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
     listed = {line.split()[0] for line in r.stdout.splitlines()}
     assert listed == set(mod.SCENARIOS)
     kinds = {sc["kind"] for sc in mod.SCENARIOS.values()}
