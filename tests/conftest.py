@@ -11,8 +11,7 @@ import pytest
 from ranktrace.formats import load_catalog
 from ranktrace.ingest.pipeline import ingest
 
-REPO = Path(__file__).resolve().parent.parent
-SHAPES = Path(os.environ.get("RANKTRACE_SHAPES", REPO.parent / "shared" / "real_log_shapes"))
+from rt_testlib import REPO, SHAPES, write  # noqa: F401  (re-exported for fixtures)
 
 
 @pytest.fixture(scope="session")
@@ -37,12 +36,3 @@ def ingest_to(tmp_path, catalog):
     yield run
     for c in cons:
         c.close()
-
-
-def write(path: Path, text: str | bytes) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(text, bytes):
-        path.write_bytes(text)
-    else:
-        path.write_text(text)
-    return path

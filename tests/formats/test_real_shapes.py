@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from conftest import SHAPES
+from rt_testlib import SHAPES
 
 pytestmark = pytest.mark.skipif(not SHAPES.is_dir(), reason=f"{SHAPES} not present")
 

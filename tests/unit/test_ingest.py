@@ -15,7 +15,7 @@ import zipfile
 import pytest
 import zstandard
 
-from conftest import write
+from rt_testlib import write
 
 NCCL = "calefo8:55154:55833 [0] NCCL INFO proxy.cc:698 -> 6\n"
 TEXT = NCCL * 3 + "plain words\n"
@@ -172,3 +172,9 @@ def test_a_file_named_twice_goes_in_once_even_in_parallel(tmp_path, ingest_to):
     s, con = ingest_to([a, a, tmp_path / "in"], workers=3)
     assert sorted(f.status for f in s.files) == ["duplicate", "duplicate", "ingested"]
     assert counts(con) == (1, 4)
+
+
+def test_path_hints_of_a_file_named_directly(tmp_path, ingest_to):
+    f = write(tmp_path / "deep" / "node2" / "run_x" / "attempt_0" / "3" / "stderr.log", TEXT)
+    s, con = ingest_to([f])
+    assert con.execute("SELECT host, local_rank FROM files").fetchone() == ("node2", 3)

@@ -54,3 +54,10 @@ def test_torch_glog_unpadded_month():
     assert (parse("519 02:44:06.569754537", spec).month, parse("519 02:44:06.5", spec).day) == (5, 19)
     assert (parse("1108 10:52:31.5", spec).month, parse("1108 10:52:31.5", spec).day) == (11, 8)
     assert (parse("101 13:40:12.26", spec).month, parse("101 13:40:12.26", spec).day) == (1, 1)
+
+
+def test_kind_of():
+    from ranktrace.ingest.timeparse import kind_of
+    assert kind_of(TimeSpec("ts", "%m%d %H:%M:%S", "naive", "infer")) == "year_inferred"
+    assert kind_of(TimeSpec("ts", "%Y-%m-%dT%H:%M:%S%:z", "offset")) == "exact"
+    assert kind_of(TimeSpec("ts", "%Y-%m-%d %H:%M:%S", "naive")) == "local"

@@ -1,6 +1,6 @@
 """Year-less times take their year from the bundle's dated evidence."""
 
-from conftest import write
+from rt_testlib import write
 
 
 def test_december_glog_in_a_january_bundle_goes_to_the_year_before(tmp_path, ingest_to):

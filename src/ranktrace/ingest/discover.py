@@ -31,6 +31,7 @@ COMPRESSED = {".gz": "gzip", ".tgz": "gzip", ".bz2": "bz2", ".xz": "xz", ".zst":
 MAGIC = (
     (b"\x1f\x8b", "gzip"), (b"BZh", "bz2"), (b"\xfd7zXZ\x00", "xz"), (b"\x28\xb5\x2f\xfd", "zstd"),
 )
+HINT_DEPTH = 5                   # path components that path hints read
 MAX_EXPANDED = 64 << 30          # bytes one input may expand to
 MAX_RATIO = 1000                 # expanded/compressed beyond MIN_RATIO_CHECK
 MIN_RATIO_CHECK = 256 << 20
@@ -243,13 +244,11 @@ def discover(paths: list[str], warn: Callable[[str], None], *, hints: list[PathH
     hints = load_path_hints() if hints is None else hints
     exclude = exclude or []
 
-    def hinted(ref: FileRef, root: Path | None = None) -> FileRef:
-        # Hints read only the part of the path the user named (the given
-        # directory's name and below), never /tmp/... above it.
-        shown = ref.path
-        if root is not None and Path(shown.split("!")[0]).is_absolute():
-            base = str(root.parent)
-            shown = shown[len(base):].lstrip("/") if shown.startswith(base) else shown
+    def hinted(ref: FileRef) -> FileRef:
+        # Only the last components of a path can be identity
+        # (.../node2/run/attempt_0/3/stderr.log), never /tmp or /home above.
+        head, bang, member = ref.path.partition("!")
+        shown = "/".join(head.split("/")[-HINT_DEPTH:]) + bang + member
         ref.hints = path_hints(shown.replace("!", "/"), hints)
         return ref
 
@@ -263,7 +262,6 @@ def discover(paths: list[str], warn: Callable[[str], None], *, hints: list[PathH
         if not p.exists():
             warn(f"{arg}: no such file or directory")
             continue
-        root = p.resolve() if p.is_dir() else p.resolve().parent
         if p.is_dir():
             files = sorted(x for x in p.rglob("*") if x.is_file() and not x.is_symlink())
             for link in sorted(x for x in p.rglob("*") if x.is_symlink()):
@@ -286,13 +284,13 @@ def discover(paths: list[str], warn: Callable[[str], None], *, hints: list[PathH
                 if _is_tar(f):
                     for ref in _tar_members(f, display, warn):
                         if not excluded(ref.path, exclude):
-                            yield hinted(ref, root)
+                            yield hinted(ref)
                 elif zipfile.is_zipfile(f) and f.suffix.lower() == ".zip":
                     for ref in _zip_members(f, display, warn):
                         if not excluded(ref.path, exclude):
-                            yield hinted(ref, root)
+                            yield hinted(ref)
                 else:
-                    yield hinted(_file_ref(f, display), root)
+                    yield hinted(_file_ref(f, display))
             except InputError as exc:
                 warn(str(exc))
             except OSError as exc:

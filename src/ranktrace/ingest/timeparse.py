@@ -50,10 +50,6 @@ def parse_expr(text: pl.Expr, spec: TimeSpec, tz: str) -> pl.Expr:
 
 
 def kind_of(spec: TimeSpec) -> str:
-    if layout.startswith("%m%d"):
-        # torch's c10 logger writes the month unpadded: [E519 ...] is May 19,
-        # [E1108 ...] Nov 8 (the day is always two digits).
-        text = text.str.replace(r"^(\d{3})\b", "0${1}")
     if spec.year == "infer":
         return "year_inferred"
     return "exact" if spec.zone in ("utc", "offset") else "local"
