@@ -178,3 +178,19 @@ def test_path_hints_of_a_file_named_directly(tmp_path, ingest_to):
     f = write(tmp_path / "deep" / "node2" / "run_x" / "attempt_0" / "3" / "stderr.log", TEXT)
     s, con = ingest_to([f])
     assert con.execute("SELECT host, local_rank FROM files").fetchone() == ("node2", 3)
+
+
+def test_a_block_longer_than_a_batch_stays_one_event(tmp_path, catalog):
+    from ranktrace.ingest.pipeline import ingest_file
+    from ranktrace.ingest.discover import discover
+    from ranktrace import store
+    tb = "Traceback (most recent call last):\n" + '  File "a.py", line 1, in f\n    x()\n' * 60 + "ValueError: boom\n"
+    f = write(tmp_path / "in" / "tb.log", "before\n" + tb + "after\n")
+    con = store.open_store(str(tmp_path / "s.duckdb"), catalog)
+    ref = next(discover([str(f)], print))
+    r = ingest_file(con, ref, catalog, batch_bytes=512)   # ~20 batches
+    assert r.status == "ingested"
+    rows = con.execute("SELECT line, end_line, message FROM events WHERE pattern = 'python_traceback.traceback'"
+                       ).fetchall()
+    assert rows == [(2, 123, "ValueError: boom")]
+    assert con.execute("SELECT count(*) FROM events").fetchone()[0] == 3

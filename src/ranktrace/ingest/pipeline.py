@@ -126,7 +126,9 @@ def process_batch(batch: pl.DataFrame, ctx: FileContext, cat: Catalog, envelopes
     carry = None
     if not final:
         start = blk.open_block_start(df, {b.key: b.end for b in cat.blocks})
-        if start is not None and start > df["line"].min():
+        if start is not None:
+            # A block is open at the end of the batch: its lines wait for the
+            # next batch. Bounded: a block holds at most max_lines lines.
             carry = batch.filter(pl.col("line") >= start)
             df = df.filter(pl.col("line") < start)
     # Lines that are blank once their envelopes are peeled carry nothing.
