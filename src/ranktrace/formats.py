@@ -93,6 +93,8 @@ class Block:
     max_lines: int = 400
     kind: str | None = None
     program: str | None = None
+    ts: TimeSpec | None = None     # the block's time: ts.field names a group of ts_regex
+    ts_regex: str | None = None    # searched in the block's text (first match)
 
     @property
     def key(self) -> str:
@@ -296,10 +298,19 @@ def load_format(path: Path) -> Format:
             _compile_check(_req(b, key, bw), bw)
         if b.get("end"):
             _compile_check(b["end"], bw)
+        ts_doc = dict(b["ts"]) if "ts" in b else None
+        ts_regex = ts_doc.pop("regex", None) if ts_doc else None
+        if ts_doc and not ts_regex:
+            raise FormatError(f"{bw}: a block's ts needs a regex (searched in the block's text)")
+        if ts_regex:
+            _compile_check(ts_regex, bw)
+            if ts_doc.get("field", "ts") not in pyregex.compile(ts_regex).groupindex:
+                raise FormatError(f"{bw}: ts.regex has no (?P<{ts_doc.get('field', 'ts')}>...) group")
         blocks.append(Block(
             format=name, id=bid, start=b["start"], cont=b["continue"], end=b.get("end"),
             message=b.get("message", "last"), max_lines=int(b.get("max_lines", 400)),
             kind=b.get("kind"), program=b.get("program", program),
+            ts=_time_spec(ts_doc, bw), ts_regex=ts_regex,
         ))
     ids = [p.id for p in patterns] + [b.id for b in blocks]
     if len(set(ids)) != len(ids):

@@ -71,3 +71,19 @@ def test_carried_identity_fills_the_section_and_stops_at_a_blank_line(catalog):
     section = ev.filter(ev["line"] <= 5)
     assert len(section) >= 3 and set(section["pod"].to_list()) == {"trainer-worker-3"}
     assert ev.filter(ev["line"] == 7)["pod"].to_list() == [None]
+
+
+def test_a_block_takes_its_time_from_its_own_text(catalog):
+    text = "\n".join([
+        "train.py FAILED",
+        "------------------------------------------------------------",
+        "Root Cause (first observed failure):",
+        "[0]:",
+        "  time      : 2023-03-02_00:58:20",
+        "  host      : gpu177.cluster.local",
+        "  rank      : 4 (local_rank: 0)",
+        "  exitcode  : 1 (pid: 15737)",
+    ])
+    ev = events(catalog, text).row(0, named=True)
+    assert ev["kind"] == "failure_summary" and ev["end_line"] == 8
+    assert (ev["ts"].isoformat(), ev["ts_kind"]) == ("2023-03-02T00:58:20", "local")

@@ -74,6 +74,22 @@ def _identity(df: pl.DataFrame, hints: dict) -> pl.DataFrame:
     return df.with_columns(exprs).drop([f"p_{c}" for c in IDENTITY_COLUMNS if f"p_{c}" in df.columns])
 
 
+def _block_times(bl: pl.DataFrame, cat: Catalog, tz: str) -> pl.DataFrame:
+    """A block with `ts = { regex = ..., layout = ... }` takes its time from
+    its own text (a Finished: line, a summary's time field), per block kind."""
+    for b in cat.blocks:
+        if b.ts is None:
+            continue
+        mine = pl.col("block") == b.key
+        text = pl.col("raw").str.extract(b.ts_regex.replace(f"(?P<{b.ts.field}>", "(", 1), 1)
+        bl = bl.with_columns(pl.when(mine).then(text).otherwise(pl.col("ts_text")).alias("ts_text"))
+        bl = bl.with_columns(
+            pl.when(mine).then(timeparse.parse_expr(pl.col("ts_text"), b.ts, tz)).otherwise(pl.col("ts")).alias("ts"),
+            pl.when(mine & pl.col("ts_text").is_not_null()).then(pl.lit(timeparse.kind_of(b.ts)))
+              .otherwise(pl.col("ts_kind")).alias("ts_kind"))
+    return bl
+
+
 def _carry(ev: pl.DataFrame, cat: Catalog) -> pl.DataFrame:
     """`carry = ["pod"]` on a pattern: the value it captured fills that
     column on the following lines of the file that have none (the `Name:`
@@ -149,6 +165,7 @@ def process_batch(batch: pl.DataFrame, ctx: FileContext, cat: Catalog, envelopes
             *[pl.lit(None, pl.String).alias(c) for c in ("level", "ts_kind", "ts_text")],
             pl.lit(None, timeparse.UTC).alias("ts"),
         )
+        bl = _block_times(bl, cat, ctx.tz)
         prog = {b.key: b.program for b in cat.blocks if b.program}
         bl = bl.with_columns(pl.col("block").replace_strict(prog, default=None, return_dtype=pl.String)
                              .alias("p_program"))
