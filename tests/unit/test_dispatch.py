@@ -23,16 +23,21 @@ def test_optional_prefix_and_classes():
     assert {" ", "\t", "0", "9"} <= got and "a" not in got
 
 
-def test_every_pattern_agrees_with_its_samples(catalog):
-    """A sample's first character must be in its pattern's first-char set."""
+def pattern_samples(catalog):
+    """(pattern, sample text) for every line sample of a pattern."""
     for f in catalog.formats:
         for s in f.samples:
             p = next((p for p in f.patterns if p.id == s.pattern), None)
-            if p is None or s.envelope:
-                continue
-            fc = first_chars(p.regex)
-            c = s.text[:1] if s.text[:1].isascii() else NON_ASCII
-            assert fc is None or c in fc, (p.key, s.text[:40])
+            if p is not None and not s.envelope:
+                yield p, s.text
+
+
+def test_every_pattern_agrees_with_its_samples(catalog):
+    """A sample's first character must be in its pattern's first-char set."""
+    for p, text in pattern_samples(catalog):
+        fc = first_chars(p.regex)
+        c = text[:1] if text[:1].isascii() else NON_ASCII
+        assert fc is None or c in fc, (p.key, text[:40])
 
 
 @pytest.mark.parametrize("rx,lit", [
@@ -60,10 +65,6 @@ def test_required_literals_any_of_an_alternation():
 
 def test_required_literals_are_in_every_sample(catalog):
     from ranktrace.ingest.dispatch import required_literals
-    for f in catalog.formats:
-        for s in f.samples:
-            p = next((p for p in f.patterns if p.id == s.pattern), None)
-            if p is None or s.envelope:
-                continue
-            lits = required_literals(p.regex)
-            assert lits is None or any(x in s.text for x in lits), (p.key, lits, s.text[:60])
+    for p, text in pattern_samples(catalog):
+        lits = required_literals(p.regex)
+        assert lits is None or any(x in text for x in lits), (p.key, lits, text[:60])
