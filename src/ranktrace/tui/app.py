@@ -1,0 +1,369 @@
+"""`ranktrace tui`: the incident timeline in the terminal.
+
+Every read goes through ranktrace.tui.data (StoreData) in thread workers that
+post messages; the UI thread only draws."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual import on, work
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.css.query import NoMatches
+from textual.message import Message
+from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
+
+from .data import Filters, Lane, StoreData, fmt_time
+from .widgets.panes import (DetailPane, EventList, EvidenceView, FilterBar, HelpScreen, SqlConsole,
+                            VerdictHeader)
+from .widgets.timeline import Timeline
+
+SEV_CYCLE = ["", "warning", "error", "critical"]
+ROLE_CYCLE = ["", "cause", "cause,symptom", "symptom"]
+
+# Every key, for the help screen (the bindings themselves live on the widgets).
+HELP: list[tuple[str, list[tuple[str, str]]]] = [
+    ("everywhere", [
+        ("q / ctrl+q", "quit (ctrl+q also from inside the SQL editor)"), ("?", "this help"), ("t", "light / dark theme"),
+        ("1 / 2 / 3", "timeline / evidence / SQL console"), ("tab / shift+tab", "next / previous pane"),
+        ("d", "show / hide the detail pane"),
+    ]),
+    ("timeline", [
+        ("← → / h l", "move the time cursor one column"), ("shift+← → / H L", "pan a quarter window"),
+        ("↑ ↓ / k j, pgup pgdn", "move between lanes"), ("+ = i / - o", "zoom in / out at the cursor"),
+        ("f", "fit to the incident (default view)"), ("a", "show the whole store"),
+        ("g / home", "jump to the first failure (culprit lane)"), ("n / p (N)", "next / previous error"),
+        ("e / E", "next / previous lane with errors"), ("space / enter", "fold / unfold a host"),
+        ("c", "fold / unfold all hosts"),
+        ("v", "node-level sources (slurmd, kernel, ...): own lanes / merged into the host row"),
+        ("mouse", "click: cursor; wheel: lanes; wheel on axis or ctrl+wheel: zoom; shift+wheel: pan;"
+                  " double-click a label: fold"),
+    ]),
+    ("event list and filters", [
+        ("/", "filter: sev:error role:cause kind:oom host:NODE rank:N free text"),
+        ("s", "cycle minimum severity (all, warning, error, critical)"),
+        ("r", "cycle role (all, cause, cause+symptom, symptom)"),
+        ("m", "only the lane under the timeline cursor (again: off)"), ("x", "clear all filters"),
+        ("enter (in the list)", "show the event in the timeline"),
+    ]),
+    ("evidence", [("enter", "show the evidence event in the timeline")]),
+    ("SQL console", [("ctrl+r", "run the query (read-only, first 500 rows)"), ("ctrl+g", "cancel the query"),
+                     ("esc", "leave the editor (then 1/2/3, q, ? work again)"),
+                     ("canned queries", "pick one from queries/canned/ in the list")]),
+]
+
+
+@dataclass
+class Summary:
+    counts: dict
+    lanes: list[Lane]
+    extent: tuple[float, float] | None
+    incident: tuple[float, float] | None
+    first_failure: float | None
+
+
+class RanktraceApp(App):
+    TITLE = "ranktrace"
+    AUTO_FOCUS = "#timeline"
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
+    CSS = """
+    #status { height: 1; padding: 0 1; background: $boost; color: $text-muted; }
+    #bottom { height: 45%; min-height: 5; }
+    #events { width: 3fr; }
+    #detail { width: 2fr; border-left: vkey $primary-background; }
+    Screen.-narrow #detail { display: none; }
+    Screen.-narrow.show-detail #detail { display: block; width: 1fr; }
+    Screen.-narrow.show-detail #events { display: none; }
+    Screen.-wide.hide-detail #detail { display: none; }
+    TabbedContent { height: 1fr; }
+    TabPane { padding: 0; }
+    """
+
+    BINDINGS = [
+        Binding("q", "quit", "quit"),
+        Binding("question_mark", "help", "help"),
+        Binding("t", "toggle_theme", "theme", show=False),
+        Binding("1", "tab('tab-timeline')", "timeline", show=False),
+        Binding("2", "tab('tab-evidence')", "evidence", show=False),
+        Binding("3", "tab('tab-sql')", "SQL", show=False),
+        Binding("slash", "filter", "filter"),
+        Binding("s", "cycle_sev", "severity", show=False),
+        Binding("r", "cycle_role", "role", show=False),
+        Binding("m", "lane_filter", "this lane", show=False),
+        Binding("x", "clear_filters", "clear filters", show=False),
+        Binding("d", "toggle_detail", "detail", show=False),
+    ]
+
+    class Ready(Message):
+        def __init__(self, summary: Summary | None, phase: int, error: str | None = None) -> None:
+            super().__init__()
+            self.summary = summary
+            self.phase = phase
+            self.error = error
+
+    class Found(Message):
+        def __init__(self, row, note: str = "") -> None:
+            super().__init__()
+            self.row = row
+            self.note = note
+
+    def __init__(self, db: str, verdict_fn=None, store: StoreData | None = None) -> None:
+        super().__init__()
+        self.db = db
+        self.store = store or StoreData(db, verdict_fn=verdict_fn)
+        self.filters = Filters()
+        self.summary: Summary | None = None
+        self.phase = 0
+        self._sync_timer = None
+        self._sync_pending = False
+        self._pending_select: int | None = None
+
+    # ------------------------------------------------------------------ layout
+
+    def compose(self) -> ComposeResult:
+        yield VerdictHeader(id="verdict")
+        with TabbedContent(initial="tab-timeline", id="tabs"):
+            with TabPane("Timeline", id="tab-timeline"):
+                yield Timeline(self.store, id="timeline")
+                yield Static("", id="status")
+                with Horizontal(id="bottom"):
+                    yield EventList(self.store, id="events")
+                    yield DetailPane(self.store, id="detail")
+            with TabPane("Evidence", id="tab-evidence"):
+                yield EvidenceView(self.store, id="evidence")
+            with TabPane("SQL", id="tab-sql"):
+                yield SqlConsole(self.store, id="sql")
+        yield FilterBar(placeholder="sev:error role:cause kind:… host:… rank:N text   (Enter applies, Esc closes)",
+                        id="filter", disabled=True)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(VerdictHeader).show_loading(self.db)
+        self.call_after_refresh(self.query_one(Timeline).focus)
+        self._startup()
+
+    def on_unmount(self) -> None:
+        self.store.interrupt()
+
+    # ------------------------------------------------------------------ startup: two phases
+
+    def _summary(self) -> Summary:
+        d = self.store.summary()
+        return Summary(counts=d["counts"], lanes=d["lanes"], extent=d["extent"], incident=d["incident"],
+                       first_failure=d["first_failure"])
+
+    @work(thread=True, exclusive=True, group="startup")
+    def _startup(self) -> None:
+        try:
+            self.post_message(self.Ready(self._summary(), 1))
+        except Exception as exc:
+            self.post_message(self.Ready(None, 1, f"{type(exc).__name__}: {exc}"))
+            return
+        self.store.load_verdict()   # never raises
+        try:
+            self.post_message(self.Ready(self._summary(), 2))
+        except Exception as exc:
+            self.post_message(self.Ready(None, 2, f"{type(exc).__name__}: {exc}"))
+
+    def on_ranktrace_app_ready(self, msg: "RanktraceApp.Ready") -> None:
+        if msg.error:
+            self.notify(f"reading the store failed: {msg.error}", severity="error", timeout=10, markup=False)
+            return
+        self.summary = msg.summary
+        self.phase = msg.phase
+        sm = msg.summary
+        tl = self.query_one(Timeline)
+        if msg.phase == 2:
+            self.query_one(VerdictHeader).show_verdict(self.store, sm.counts)
+            self.query_one(EvidenceView).refresh_verdict()
+        tl.set_model(sm.lanes, sm.extent, sm.incident, sm.first_failure, self.store.culprit(),
+                     self.store.cascade_keys())
+        if sm.extent is None:
+            self.query_one(EventList).load(None, self.filters)
+        if self.focused is None:
+            tl.focus()
+        self._update_status()
+
+    # ------------------------------------------------------------------ sync timeline -> list
+
+    @on(Timeline.CursorMoved)
+    def _cursor_moved(self, msg: Timeline.CursorMoved) -> None:
+        self._update_status()
+        if self._sync_timer is not None:
+            self._sync_timer.stop()
+        self._sync_pending = True
+        self._sync_timer = self.set_timer(0.12, self._sync_list)
+
+    @property
+    def busy(self) -> bool:
+        """True while startup, a pending list sync or any worker is in flight (tests wait on it)."""
+        from textual.worker import WorkerState
+        return (self.phase < 2 or self._sync_pending
+                or any(w.state in (WorkerState.PENDING, WorkerState.RUNNING) for w in self.workers))
+
+    def _sync_list(self) -> None:
+        self._sync_pending = False
+        try:
+            tl = self.query_one(Timeline)
+        except NoMatches:   # the app is closing
+            return
+        if tl.cursor_t is None:
+            start = None
+        else:
+            start = tl.t0 + tl.col_of(tl.cursor_t) * tl.dt
+        sel, self._pending_select = self._pending_select, None
+        self.query_one(EventList).load(start, self.filters, select_id=sel)
+
+    def _update_status(self) -> None:
+        try:
+            tl = self.query_one(Timeline)
+        except NoMatches:
+            return
+        r = tl.current_row()
+        lane = ""
+        if r is not None:
+            lane = r.host + ("" if r.kind == "host" else f" {r.lane.label}")
+        cur = fmt_time(tl.cursor_t)[11:] if tl.cursor_t is not None else "-"
+        offs = f" · clock offsets for {len(self.store.offsets)} hosts" if self.store.offsets else ""
+        self.query_one("#status", Static).update(
+            Text(f"cursor {cur} · {lane} · filters: {self.filters.describe()}{offs}", no_wrap=True))
+
+    @on(EventList.Selected)
+    def _event_selected(self, msg: EventList.Selected) -> None:
+        self.query_one(DetailPane).show(msg.row.event_id)
+
+    @on(EventList.Opened)
+    def _event_opened(self, msg: EventList.Opened) -> None:
+        r = msg.row
+        self._pending_select = r.event_id
+        if r.time is not None:
+            self.query_one(Timeline).jump_to(r.time, r.host or "(no host)", r.rank, r.source)
+        self.query_one(DetailPane).show(r.event_id)
+
+    # ------------------------------------------------------------------ evidence -> timeline
+
+    @on(EvidenceView.Jump)
+    def _evidence_jump(self, msg: EvidenceView.Jump) -> None:
+        self._find(msg.item)
+
+    @work(thread=True, exclusive=True, group="find")
+    def _find(self, item: dict) -> None:
+        row = self.store.find_event(item.get("file"), item.get("line"), item.get("time"))
+        self.post_message(self.Found(row, f"{item.get('file')}:{item.get('line')}"))
+
+    def on_ranktrace_app_found(self, msg: "RanktraceApp.Found") -> None:
+        if msg.row is None:
+            self.notify(f"evidence {msg.note} is not in the store", severity="warning", markup=False)
+            return
+        self.action_tab("tab-timeline")
+        r = msg.row
+        self._pending_select = r.event_id
+        tl = self.query_one(Timeline)
+        if r.time is not None:
+            tl.jump_to(r.time, r.host or "(no host)", r.rank, r.source)
+        tl.focus()
+        self.query_one(DetailPane).show(r.event_id)
+
+    # ------------------------------------------------------------------ actions
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen(HELP))
+
+    def action_toggle_theme(self) -> None:
+        self.theme = "textual-light" if self.current_theme.dark else "textual-dark"
+
+    def action_tab(self, tab: str) -> None:
+        self.query_one(TabbedContent).active = tab
+        target = {"tab-timeline": Timeline, "tab-evidence": "#evi", "tab-sql": "#sql-text"}[tab]
+        def focus() -> None:
+            try:
+                self.query_one(target).focus()
+            except NoMatches:
+                pass
+        self.call_after_refresh(focus)
+
+    def action_filter(self) -> None:
+        fb = self.query_one(FilterBar)
+        fb.disabled = False
+        fb.add_class("open")
+        fb.value = _filters_text(self.filters)
+        fb.focus()
+
+    @on(FilterBar.Submitted)
+    def _filter_submitted(self, event: FilterBar.Submitted) -> None:
+        self.set_filters(Filters.parse(event.value))
+        fb = self.query_one(FilterBar)
+        fb.remove_class("open")
+        fb.disabled = True
+        self.query_one(Timeline).focus()
+
+    def on_key(self, event) -> None:
+        fb = self.query_one(FilterBar)
+        if event.key == "escape" and fb.has_focus:
+            fb.remove_class("open")
+            fb.disabled = True
+            self.query_one(Timeline).focus()
+            event.stop()
+
+    def set_filters(self, f: Filters) -> None:
+        self.filters = f
+        self._update_status()
+        self._sync_list()
+
+    def action_cycle_sev(self) -> None:
+        i = SEV_CYCLE.index(self.filters.min_severity) if self.filters.min_severity in SEV_CYCLE else 0
+        self.filters.min_severity = SEV_CYCLE[(i + 1) % len(SEV_CYCLE)]
+        self.set_filters(self.filters)   # the status line shows it
+
+    def action_cycle_role(self) -> None:
+        i = ROLE_CYCLE.index(self.filters.role) if self.filters.role in ROLE_CYCLE else 0
+        self.filters.role = ROLE_CYCLE[(i + 1) % len(ROLE_CYCLE)]
+        self.set_filters(self.filters)
+
+    def action_lane_filter(self) -> None:
+        tl = self.query_one(Timeline)
+        r = tl.current_row()
+        if self.filters.host or self.filters.rank is not None or r is None:
+            self.filters.host, self.filters.rank = "", None
+        else:
+            self.filters.host = r.host
+            self.filters.rank = r.lane.rank if r.kind == "lane" and r.lane else None
+        self.set_filters(self.filters)
+
+    def action_clear_filters(self) -> None:
+        self.set_filters(Filters())
+
+    def action_toggle_detail(self) -> None:
+        if self.screen.has_class("-narrow"):
+            self.screen.toggle_class("show-detail")
+        else:
+            self.screen.toggle_class("hide-detail")
+
+
+def _filters_text(f: Filters) -> str:
+    parts = []
+    if f.min_severity:
+        parts.append(f"sev:{f.min_severity}")
+    if f.role:
+        parts.append(f"role:{f.role}")
+    if f.kind:
+        parts.append(f"kind:{f.kind}")
+    if f.host:
+        parts.append(f"host:{f.host}")
+    if f.rank is not None:
+        parts.append(f"rank:{f.rank}")
+    if f.text:
+        parts.append(f.text)
+    return " ".join(parts)
+
+
+def run(db: str) -> int:
+    app = RanktraceApp(db)
+    try:
+        app.run()
+    finally:
+        app.store.close()
+    return 0

@@ -1,0 +1,451 @@
+"""The other panes: verdict header, event list, detail, evidence, SQL console, help."""
+
+from __future__ import annotations
+
+from rich.markup import escape
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.message import Message
+from textual.screen import ModalScreen
+from textual.widgets import Button, DataTable, Input, Select, Static, TextArea
+
+from ..data import EventRow, Filters, QueryResult, StoreData, fmt_time, parse_time
+
+PAGE = 200
+SEV_STYLE = {"critical": "bold red", "error": "red", "warning": "yellow", "notice": "cyan",
+             "info": "", "debug": "dim"}
+ROLE_STYLE = {"cause": "bold reverse red", "symptom": "magenta", "lifecycle": "cyan", "info": "dim"}
+
+
+def _short_time(t: float | None) -> str:
+    return fmt_time(t)[11:] if t is not None else "–"
+
+
+def _clip(s: str, n: int) -> Text:
+    """Plain text for a cell (a Text, so DataTable never parses it as markup)."""
+    s = (s or "").replace("\n", "⏎ ")
+    return Text(s if len(s) <= n else s[: n - 1] + "…", no_wrap=True)
+
+
+def _plain(s) -> Text:
+    return Text("" if s is None else str(s), no_wrap=True)
+
+
+# --------------------------------------------------------------------------- header
+
+class VerdictHeader(Static):
+    """Kind, culprit, time, confidence and the one-line summary."""
+
+    DEFAULT_CSS = """
+    VerdictHeader { height: auto; max-height: 3; padding: 0 1; background: $panel; }
+    """
+
+    def show_loading(self, db: str) -> None:
+        self.update(Text.assemble(("ranktrace ", "bold"), (db, "dim"), "  diagnosing…"))
+
+    def show_verdict(self, store: StoreData, counts: dict | None) -> None:
+        v = store.verdict
+        stats = ""
+        if counts:
+            stats = (f"{counts['events']:,} events · {counts['files']} files · {counts['hosts']} hosts · "
+                     f"{counts['ranks']} ranks")
+        if not v or not v.get("verdict"):
+            why = f" ({store.verdict_error})" if store.verdict_error else ""
+            self.update(Text.assemble(("no diagnosis available", "bold yellow"), (why, "dim"), "\n",
+                                      (stats, "dim")))
+            return
+        vd = v["verdict"]
+        kind = str(vd.get("kind") or "unknown")
+        who = []
+        if vd.get("rank") is not None:
+            who.append(f"rank {vd['rank']}")
+        if vd.get("host"):
+            who.append(f"on {vd['host']}")
+        if vd.get("pod"):
+            who.append(f"pod {vd['pod']}")
+        if vd.get("gpu") not in (None, ""):
+            who.append(f"GPU {vd['gpu']}")
+        t = parse_time(vd.get("time"))
+        conf = vd.get("confidence")
+        head = Text.assemble(
+            (f" {kind.upper()} ", "bold reverse red" if kind != "none" else "bold reverse green"), " ",
+            (" ".join(who) or "no single culprit", "bold"),
+            ("  at " + fmt_time(t) + " UTC" if t is not None else "", ""),
+            (f"  confidence {conf:.2f}" if isinstance(conf, (int, float)) else "", "dim"),
+        )
+        if self.size.width == 0 or head.cell_len + 3 + len(stats) <= self.size.width - 2:
+            head.append("   " + stats, "dim")
+        summary = str(vd.get("summary") or "")
+        self.update(Text.assemble(head, "\n", (summary, "italic")))
+
+
+# --------------------------------------------------------------------------- event list
+
+class EventList(DataTable):
+    """A page of events from the timeline cursor's time, in aligned order.
+    More pages load as the cursor reaches the end (never all events)."""
+
+    BINDINGS = [Binding("enter", "open", "jump to event", show=False)]
+
+    class Selected(Message):
+        def __init__(self, row: EventRow) -> None:
+            super().__init__()
+            self.row = row
+
+    class Opened(Message):
+        def __init__(self, row: EventRow) -> None:
+            super().__init__()
+            self.row = row
+
+    class Page(Message):
+        def __init__(self, token: tuple, rows: list[EventRow], append: bool) -> None:
+            super().__init__()
+            self.token = token
+            self.rows = rows
+            self.append = append
+
+    def __init__(self, store: StoreData, **kw) -> None:
+        super().__init__(cursor_type="row", zebra_stripes=False, **kw)
+        self.store = store
+        self.filters = Filters()
+        self.start: float | None = None
+        self.items: list[EventRow] = []
+        self.token: tuple = ()
+        self.exhausted = False
+        self.fetching = False
+        self.select_id: int | None = None
+
+    def on_mount(self) -> None:
+        self.add_column("time", width=12, key="time")
+        self.add_column("host", width=10, key="host")
+        self.add_column("rk", width=4, key="rank")
+        self.add_column("sev", width=5, key="sev")
+        self.add_column("role", width=7, key="role")
+        self.add_column("message", key="msg")
+
+    def load(self, start: float | None, filters: Filters | None = None, select_id: int | None = None) -> None:
+        """Load the first page from aligned time `start`; put the cursor on
+        event `select_id` when it is on that page."""
+        if filters is not None:
+            self.filters = filters
+        self.select_id = select_id
+        self.start = start
+        self.token = (start, self.filters.describe())
+        self.exhausted = False
+        self.fetching = True
+        self._fetch(self.token, start, self.filters, 0, False)
+
+    @work(thread=True, exclusive=True, group="event-page")
+    def _fetch(self, token, start, filters, offset, append) -> None:
+        try:
+            rows = self.store.events_page(start, filters, offset=offset, limit=PAGE)
+        except Exception as exc:
+            self.app.call_from_thread(self.notify, f"event query failed: {exc}", severity="error", markup=False)
+            rows = []
+        self.post_message(self.Page(token, rows, append))
+
+    def on_event_list_page(self, msg: "EventList.Page") -> None:
+        msg.stop()
+        if msg.token != self.token:
+            return
+        self.fetching = False
+        if len(msg.rows) < PAGE:
+            self.exhausted = True
+        if not msg.append:
+            self.items = []
+            self.clear()
+        width = max(self.size.width - 12 - 10 - 4 - 5 - 7 - 12, 20)
+        for r in msg.rows:
+            self.items.append(r)
+            self.add_row(
+                _plain(_short_time(r.time)),
+                _clip(r.host or "", 10),
+                _plain("" if r.rank is None else r.rank),
+                Text(r.severity[:5], style=SEV_STYLE.get(r.severity, "")),
+                Text(r.role[:7], style=ROLE_STYLE.get(r.role, "")),
+                _clip(r.message, width),
+            )
+        if not msg.append and self.items:
+            i = next((k for k, r in enumerate(self.items) if r.event_id == self.select_id), 0)
+            self.move_cursor(row=i)
+            self.post_message(self.Selected(self.items[i]))
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        i = event.cursor_row
+        if 0 <= i < len(self.items):
+            self.post_message(self.Selected(self.items[i]))
+        if i >= len(self.items) - 5 and not self.exhausted and not self.fetching and self.items:
+            self.fetching = True
+            self._fetch(self.token, self.start, self.filters, len(self.items), True)
+
+    def action_open(self) -> None:
+        i = self.cursor_row
+        if 0 <= i < len(self.items):
+            self.post_message(self.Opened(self.items[i]))
+
+
+# --------------------------------------------------------------------------- detail
+
+class DetailPane(VerticalScroll):
+    DEFAULT_CSS = """
+    DetailPane { padding: 0 1; }
+    DetailPane > Static { width: 100%; }
+    """
+
+    class Loaded(Message):
+        def __init__(self, event_id: int, text: Text) -> None:
+            super().__init__()
+            self.event_id = event_id
+            self.text = text
+
+    def __init__(self, store: StoreData, context: int = 5, **kw) -> None:
+        super().__init__(**kw)
+        self.store = store
+        self.context_n = context
+        self.event_id: int | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static("select an event", id="detail-text")
+
+    def show(self, event_id: int) -> None:
+        self.event_id = event_id
+        self._load(event_id)
+
+    @work(thread=True, exclusive=True, group="detail")
+    def _load(self, event_id: int) -> None:
+        e = self.store.event(event_id)
+        ctx = self.store.context(event_id, self.context_n)
+        self.post_message(self.Loaded(event_id, self.render_event(e, ctx)))
+
+    @staticmethod
+    def render_event(e: dict | None, ctx: list) -> Text:
+        if not e:
+            return Text("event not found")
+        t = Text()
+        ident = [f"{k}={e[k]}" for k in ("host", "rank", "local_rank", "pid", "pod", "container", "gpu",
+                                          "job_id", "step_id") if e.get(k) not in (None, "")]
+        t.append(" ".join(ident) or "no identity", style="bold")
+        t.append("\n")
+        t.append(f"{e.get('severity')} · {e.get('role')} · {e.get('kind') or '-'} · {e.get('format')}"
+                 f" ({e.get('program') or '-'})\n", style="dim")
+        t.append(f"aligned  {fmt_time(e.get('aligned'))} UTC\n")
+        t.append(f"logged   {fmt_time(e.get('orig'))} UTC  [{e.get('ts_kind')}]"
+                 + (f"  as written: {e['ts_text']}" if e.get("ts_text") else "") + "\n")
+        t.append(f"{e.get('file')}:{e.get('line')}\n", style="underline")
+        for line, raw, me in ctx:
+            for j, part in enumerate((raw or "").split("\n")):
+                num = f"{line + j:>6} " if j == 0 else "       "
+                t.append(num, style="dim")
+                t.append(part + "\n", style="bold" if me else "dim")
+        return t
+
+    def on_detail_pane_loaded(self, msg: "DetailPane.Loaded") -> None:
+        msg.stop()
+        if msg.event_id == self.event_id:
+            self.query_one("#detail-text", Static).update(msg.text)
+
+
+# --------------------------------------------------------------------------- evidence
+
+class EvidenceView(Vertical):
+    DEFAULT_CSS = """
+    EvidenceView { height: 1fr; }
+    EvidenceView #hyp { height: auto; max-height: 40%; }
+    EvidenceView #evi { height: 1fr; }
+    EvidenceView .title { height: 1; padding: 0 1; background: $boost; text-style: bold; }
+    """
+
+    class Jump(Message):
+        def __init__(self, item: dict) -> None:
+            super().__init__()
+            self.item = item
+
+    def __init__(self, store: StoreData, **kw) -> None:
+        super().__init__(**kw)
+        self.store = store
+        self.evidence: list[dict] = []
+
+    def compose(self) -> ComposeResult:
+        yield Static("hypotheses", classes="title")
+        yield DataTable(id="hyp", cursor_type="row")
+        yield Static("evidence (Enter: show in the timeline)", classes="title")
+        yield DataTable(id="evi", cursor_type="row")
+
+    def on_mount(self) -> None:
+        h = self.query_one("#hyp", DataTable)
+        h.add_columns("score", "kind", "host", "rank", "why")
+        e = self.query_one("#evi", DataTable)
+        e.add_columns("time", "role", "where", "text")
+        self.refresh_verdict()
+
+    def refresh_verdict(self) -> None:
+        v = self.store.verdict or {}
+        h = self.query_one("#hyp", DataTable)
+        e = self.query_one("#evi", DataTable)
+        h.clear()
+        e.clear()
+        for x in v.get("hypotheses") or []:
+            if not isinstance(x, dict):
+                continue
+            sc = x.get("score")
+            h.add_row(_plain(f"{sc:.2f}" if isinstance(sc, (int, float)) else (sc or "")),
+                      _plain(x.get("kind") or ""), _plain(x.get("host") or ""),
+                      _plain("" if x.get("rank") is None else x["rank"]),
+                      _clip(str(x.get("why") or ""), 100))
+        self.evidence = [x for x in (v.get("evidence") or []) if isinstance(x, dict)]
+        for x in self.evidence:
+            where = f"{str(x.get('file') or '').rsplit('/', 1)[-1]}:{x.get('line', '')}"
+            role = str(x.get("role") or "")
+            e.add_row(_plain(_short_time(parse_time(x.get("time")))), Text(role, style=ROLE_STYLE.get(role, "")),
+                      _clip(where, 40), _clip(str(x.get("text") or ""), 160))
+        if not v:
+            h.add_row(_plain(""), _plain(""), _plain(""), _plain(""), _plain("no diagnosis available"))
+
+    @on(DataTable.RowSelected, "#evi")
+    def _evi_selected(self, event: DataTable.RowSelected) -> None:
+        i = event.cursor_row
+        if 0 <= i < len(self.evidence):
+            self.post_message(self.Jump(self.evidence[i]))
+
+
+# --------------------------------------------------------------------------- SQL console
+
+class SqlConsole(Vertical):
+    DEFAULT_CSS = """
+    SqlConsole { height: 1fr; }
+    SqlConsole #sql-bar { height: 3; }
+    SqlConsole #canned { width: 1fr; }
+    SqlConsole Button { min-width: 8; }
+    SqlConsole #sql-text { height: 6; }
+    SqlConsole #sql-status { height: 1; padding: 0 1; }
+    SqlConsole #sql-status.error { color: $error; text-style: bold; }
+    SqlConsole #sql-grid { height: 1fr; }
+    """
+
+    BINDINGS = [Binding("ctrl+r", "run", "run SQL"), Binding("ctrl+g", "cancel", "cancel SQL"),
+                Binding("escape", "leave_editor", "leave editor", show=False)]
+
+    def action_leave_editor(self) -> None:
+        """Esc in the editor moves to the results, where 1/2/3, q and ? work again."""
+        self.query_one("#sql-grid", DataTable).focus()
+
+    class Done(Message):
+        def __init__(self, result: QueryResult) -> None:
+            super().__init__()
+            self.result = result
+
+    def __init__(self, store: StoreData, limit: int = 500, **kw) -> None:
+        super().__init__(**kw)
+        self.store = store
+        self.limit = limit
+        self.canned = store.canned_queries()
+        self.running = False
+        self.show_timing = True   # the snapshot tests turn it off
+        self.result: QueryResult | None = None
+
+    def compose(self) -> ComposeResult:
+        opts = [(f"{q.name} — {q.description}"[:80], i) for i, q in enumerate(self.canned)]
+        with Horizontal(id="sql-bar"):
+            yield Select(opts, prompt="canned queries" if opts else "no canned queries in queries/canned/",
+                         id="canned", disabled=not opts)
+            yield Button("Run", id="run", variant="primary")
+            yield Button("Cancel", id="cancel")
+        yield TextArea("SELECT host, rank, count(*) AS events, max(ts) AS last\nFROM events\n"
+                       "GROUP BY ALL ORDER BY last", id="sql-text", language=None)
+        yield Static("ctrl+r runs the query (read-only), ctrl+g cancels", id="sql-status")
+        yield DataTable(id="sql-grid", cursor_type="cell")
+
+    @on(Select.Changed, "#canned")
+    def _pick(self, event: Select.Changed) -> None:
+        if isinstance(event.value, int):
+            self.query_one("#sql-text", TextArea).text = self.canned[event.value].sql
+
+    @on(Button.Pressed, "#run")
+    def _run_btn(self) -> None:
+        self.action_run()
+
+    @on(Button.Pressed, "#cancel")
+    def _cancel_btn(self) -> None:
+        self.action_cancel()
+
+    def run_text(self, sql: str) -> None:
+        self.query_one("#sql-text", TextArea).text = sql
+        self.action_run()
+
+    def action_run(self) -> None:
+        if self.running:
+            return
+        sql = self.query_one("#sql-text", TextArea).text
+        if not sql.strip():
+            return
+        self.running = True
+        st = self.query_one("#sql-status", Static)
+        st.remove_class("error")
+        st.update("running… (ctrl+g cancels)")
+        self._run(sql)
+
+    def action_cancel(self) -> None:
+        if self.running and self.store.interrupt():
+            self.query_one("#sql-status", Static).update("cancelling…")
+
+    @work(thread=True, exclusive=True, group="sql")
+    def _run(self, sql: str) -> None:
+        self.post_message(self.Done(self.store.run_sql(sql, self.limit)))
+
+    def on_sql_console_done(self, msg: "SqlConsole.Done") -> None:
+        msg.stop()
+        self.running = False
+        res = self.result = msg.result
+        st = self.query_one("#sql-status", Static)
+        grid = self.query_one("#sql-grid", DataTable)
+        if res.error:
+            st.add_class("error")
+            st.update(_clip(res.error, 400))
+            return
+        st.remove_class("error")
+        st.update(Text(res.summary if self.show_timing else res.summary.split(" in ")[0]))
+        grid.clear(columns=True)
+        grid.add_columns(*[escape(str(c)) for c in res.columns])
+        for r in res.rows:
+            grid.add_row(*[_clip("" if v is None else (v.isoformat(sep=" ") if hasattr(v, "isoformat")
+                                                         else str(v)), 60) for v in r])
+
+
+# --------------------------------------------------------------------------- help
+
+class HelpScreen(ModalScreen):
+    BINDINGS = [Binding("escape,q,question_mark", "dismiss", "close")]
+    DEFAULT_CSS = """
+    HelpScreen { align: center middle; }
+    HelpScreen > VerticalScroll { width: 90; max-width: 100%; height: 90%; border: round $primary;
+                                  background: $surface; padding: 0 1; }
+    """
+
+    def __init__(self, sections: list[tuple[str, list[tuple[str, str]]]]) -> None:
+        super().__init__()
+        self.sections = sections
+
+    def compose(self) -> ComposeResult:
+        t = Text()
+        t.append("ranktrace tui — keys (Esc closes)\n", style="bold")
+        for title, keys in self.sections:
+            t.append(f"\n{title}\n", style="bold underline")
+            for k, what in keys:
+                t.append(f"  {k:<22}", style="bold")
+                t.append(f"{what}\n")
+        with VerticalScroll():
+            yield Static(t, id="help-text")
+
+    def action_dismiss(self) -> None:
+        self.dismiss()
+
+
+class FilterBar(Input):
+    """`sev:error role:cause kind:oom host:n1 rank:5 text` — Enter applies, Esc closes."""
+    DEFAULT_CSS = """
+    FilterBar { dock: bottom; display: none; }
+    FilterBar.open { display: block; }
+    """

@@ -1,0 +1,411 @@
+"""The TUI driven with Pilot on a real incident store (see conftest.py)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from tui_helpers import run_async, screen_text, settle, verdict_with_evidence
+
+pytestmark = pytest.mark.tui
+SIZES = [(80, 24), (200, 60)]
+
+
+def _culprit(incident):
+    v = incident.verdict["verdict"]
+    return v.get("host"), v.get("rank")
+
+
+# --------------------------------------------------------------------------- headless core
+
+def test_core_never_imports_textual():
+    code = ("import importlib, sys\n"
+            "import ranktrace.cli, ranktrace.tui.data, ranktrace.commands.tui\n"
+            "try:\n    importlib.import_module('ranktrace.correlate')\n"
+            "except ModuleNotFoundError as e:\n    assert e.name == 'ranktrace.correlate', e\n"
+            "ranktrace.cli._register_extras()\n"
+            "ranktrace.cli.build_parser()\n"
+            "bad = sorted(m for m in sys.modules if m == 'textual' or m.startswith('textual.'))\n"
+            "assert not bad, bad\n")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_cli_missing_store(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "ranktrace.cli", "tui", "--db", str(tmp_path / "nope.duckdb")],
+                       capture_output=True, text=True)
+    assert r.returncode == 2
+    assert "no such store" in r.stderr and "ranktrace ingest" in r.stderr
+
+
+# --------------------------------------------------------------------------- data module
+
+def test_data_module_pages_and_aggregates(incident):
+    from ranktrace.tui.data import Filters, StoreData
+    s = StoreData(incident.db, verdict_fn=lambda con: incident.verdict)
+    try:
+        s.load_verdict()
+        assert s.culprit() == _culprit(incident)
+        lanes = s.lanes()
+        host, rank = _culprit(incident)
+        assert any(ln.host == host and ln.rank == rank for ln in lanes)
+        ext = s.extent()
+        assert ext and ext[0] <= ext[1]
+        b = s.buckets(ext[0], ext[1] + 1e-3, 50, lanes)
+        assert sum(bk.count for lane in b.values() for bk in lane.values()) == s._cur().execute(
+            "SELECT count(ts) FROM events").fetchone()[0]
+        page = s.events_page(None, Filters(), limit=3)
+        assert len(page) == 3
+        assert [r.time for r in page if r.time is not None] == sorted(r.time for r in page if r.time is not None)
+        errs = s.events_page(None, Filters.parse("sev:error"), limit=50)
+        assert errs and all(r.severity in ("error", "critical") for r in errs)
+        ctx = s.context(page[1].event_id, 1)
+        assert [me for _, _, me in ctx].count(True) == 1
+        res = s.run_sql("SELECT * FROM events", limit=2)
+        assert res.error is None and len(res.rows) == 2 and res.truncated and res.summary.startswith("2 of >2")
+        bad = s.run_sql("SELECT nope FROM events")
+        assert bad.error and "nope" in bad.error
+        assert s.run_sql("CREATE TABLE x (a INT)").error   # read-only
+    finally:
+        s.close()
+
+
+def test_data_module_degrades_without_diagnosis(incident):
+    from ranktrace.tui.data import StoreData
+
+    def broken(con):
+        raise RuntimeError("detector exploded")
+    s = StoreData(incident.db, verdict_fn=broken)
+    assert s.load_verdict() is None and "detector exploded" in s.verdict_error
+    assert s.culprit() == (None, None) and s.offsets == {}
+    assert s.lanes()
+    s.close()
+
+
+def test_clock_offsets_shift_aligned_time(incident):
+    from ranktrace.tui.data import StoreData
+    host, _ = _culprit(incident)
+    v = dict(incident.verdict, clock=[{"host": host, "offset_s": 37.0, "uncertainty_s": 0.1}])
+    s = StoreData(incident.db, verdict_fn=lambda con: v)
+    lanes0 = {ln.key: ln for ln in s.lanes()}
+    s.load_verdict()
+    assert s.offsets == {host: 37.0}
+    for ln in s.lanes():
+        a = lanes0[ln.key]
+        if ln.first is not None:
+            want = a.first - 37.0 if ln.host == host else a.first
+            assert abs(ln.first - want) < 1e-3
+    s.close()
+
+
+# --------------------------------------------------------------------------- app
+
+@pytest.mark.parametrize("size", SIZES)
+@run_async
+async def test_opens_on_verdict_with_culprit_lane_marked(make_app, incident, size):
+    from ranktrace.tui.widgets.timeline import Timeline
+    app = make_app()
+    host, rank = _culprit(incident)
+    async with app.run_test(size=size) as pilot:
+        await settle(app, pilot)
+        text = screen_text(app)
+        kind = incident.verdict["verdict"]["kind"].upper()
+        assert kind in text
+        assert f"rank {rank}" in text and host[:20] in text
+        tl = app.query_one(Timeline)
+        row = tl.lane_row(host, rank)
+        assert row is not None and tl.rows[row].lane is not None
+        assert tl.cursor_row == row                     # opens on the culprit lane
+        line = tl.render_line(row - tl.top + 2).text   # the drawn lane
+        assert line.startswith("▶ rank") and f"rank {rank}" in line   # the culprit marker
+        assert tl._is_culprit(tl.rows[row].lane, host)
+        # the culprit label is drawn in the culprit style (error colour background)
+        seg = tl.render_line(row - tl.top + 2)._segments[0]
+        assert seg.style.bgcolor == tl._pal["label_culprit"].bgcolor
+
+
+@run_async
+async def test_no_diagnosis_available(make_app):
+    app = make_app(None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        assert "no diagnosis available" in screen_text(app)
+
+
+@run_async
+async def test_real_diagnose_path_does_not_crash(incident):
+    from ranktrace.tui.app import RanktraceApp
+    app = RanktraceApp(incident.db)   # ranktrace.correlate.diagnose if it exists
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        text = screen_text(app)
+        assert ("no diagnosis available" in text) or app.store.verdict is not None
+
+
+@pytest.mark.parametrize("size", SIZES)
+@run_async
+async def test_zoom_pan_fit_keys(make_app, size):
+    from ranktrace.tui.widgets.timeline import Timeline
+    app = make_app()
+    async with app.run_test(size=size) as pilot:
+        await settle(app, pilot)
+        tl = app.query_one(Timeline)
+        tl.focus()
+        await pilot.pause()
+        span0 = tl.t1 - tl.t0
+        fit = (tl.t0, tl.t1)
+        await pilot.press("plus")
+        assert abs((tl.t1 - tl.t0) - span0 / 2) < 1e-6
+        assert tl.t0 <= tl.cursor_t < tl.t1                   # zoom keeps the cursor in view
+        await pilot.press("minus", "minus")
+        assert abs((tl.t1 - tl.t0) - span0 * 2) < 1e-6 or tl.t1 - tl.t0 > span0
+        t0 = tl.t0
+        await pilot.press("L")
+        assert tl.t0 > t0                                     # pan right
+        await pilot.press("H", "H")
+        assert tl.t0 < t0
+        await pilot.press("f")
+        assert (tl.t0, tl.t1) == fit                          # fit-to-incident is the opening view
+        await pilot.press("a")
+        assert tl.t0 <= tl.extent[0] and tl.t1 >= tl.extent[1]
+        await settle(app, pilot)
+
+
+@run_async
+async def test_jump_keys(make_app, incident):
+    from ranktrace.tui.widgets.timeline import Timeline
+    app = make_app()
+    host, rank = _culprit(incident)
+    async with app.run_test(size=(200, 60)) as pilot:
+        await settle(app, pilot)
+        tl = app.query_one(Timeline)
+        tl.focus()
+        await pilot.pause()
+        await pilot.press("a", "j", "j")
+        await pilot.press("g")                                # first failure, on the culprit lane
+        await settle(app, pilot)
+        assert tl.cursor_t == pytest.approx(tl.first_failure)
+        assert tl.current_row().lane.rank == rank
+        # next / previous error land on error-or-cause events, in time order
+        await pilot.press("home")
+        before = tl.cursor_t
+        await pilot.press("n")
+        await settle(app, pilot)
+        hit = app.store.next_error(before + tl.dt, 1)
+        if hit is not None:
+            assert tl.cursor_t == pytest.approx(hit[0])
+            assert tl.cursor_t > before
+            after = tl.cursor_t
+            await pilot.press("p")
+            await settle(app, pilot)
+            assert tl.cursor_t < after
+        # next lane with errors
+        tl._set_row(0)
+        await pilot.press("e")
+        r = tl.current_row()
+        lanes = r.lanes if r.kind == "host" else (r.lane,)
+        assert any(ln.errors or ln.causes for ln in lanes)
+
+
+@run_async
+async def test_fold_host(make_app, incident):
+    from ranktrace.tui.widgets.timeline import Timeline
+    app = make_app()
+    host, rank = _culprit(incident)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        tl = app.query_one(Timeline)
+        tl.focus()
+        await pilot.pause()
+        n = len(tl.rows)
+        await pilot.press("space")
+        assert host in tl.collapsed and len(tl.rows) < n
+        await pilot.press("space")
+        assert host not in tl.collapsed and len(tl.rows) == n
+
+
+@run_async
+async def test_event_list_follows_cursor_and_filters(make_app, incident):
+    from ranktrace.tui.widgets.panes import EventList
+    from ranktrace.tui.widgets.timeline import Timeline
+    app = make_app()
+    async with app.run_test(size=(200, 60)) as pilot:
+        await settle(app, pilot)
+        el = app.query_one(EventList)
+        tl = app.query_one(Timeline)
+        assert el.items
+        col_start = tl.t0 + tl.col_of(tl.cursor_t) * tl.dt
+        assert el.items[0].time is None or el.items[0].time >= col_start - 1e-6
+        tl.focus()
+        await pilot.pause()
+        await pilot.press("s", "s")                          # severity >= error
+        await settle(app, pilot)
+        assert app.filters.min_severity == "error"
+        assert all(r.severity in ("error", "critical") for r in el.items)
+        await pilot.press("x", "r")                          # role: cause
+        await settle(app, pilot)
+        assert all(r.role == "cause" for r in el.items)
+        tl.jump_to(tl.extent[0])                               # from the start: the culprit may go silent
+        await pilot.press("x", "slash")
+        _, rank = _culprit(incident)
+        await pilot.press(*f"rank:{rank}")
+        await pilot.press("enter")
+        await settle(app, pilot)
+        assert app.filters.rank == rank
+        assert el.items and all(r.rank == rank for r in el.items)
+        assert f"rank:{rank}" in screen_text(app)
+        await pilot.press("x")
+        await settle(app, pilot)
+        assert not app.filters.active()
+
+
+@run_async
+async def test_enter_in_list_jumps_timeline_and_detail_shows_context(make_app):
+    from ranktrace.tui.widgets.panes import DetailPane, EventList
+    from ranktrace.tui.widgets.timeline import Timeline
+    app = make_app()
+    async with app.run_test(size=(200, 60)) as pilot:
+        await settle(app, pilot)
+        el = app.query_one(EventList)
+        el.focus()
+        await pilot.pause()
+        await pilot.press("down", "down")
+        await settle(app, pilot)
+        row = el.items[el.cursor_row]
+        await pilot.press("enter")
+        await settle(app, pilot)
+        tl = app.query_one(Timeline)
+        if row.time is not None:
+            assert tl.col_of(tl.cursor_t) == tl.col_of(row.time)
+        dp = app.query_one(DetailPane)
+        assert dp.event_id == row.event_id
+        text = screen_text(app)
+        assert "aligned" in text and "logged" in text
+
+
+@run_async
+async def test_evidence_enter_jumps_to_event(make_app, incident):
+    from ranktrace.tui.data import StoreData
+    from ranktrace.tui.widgets.panes import DetailPane, EvidenceView
+    from ranktrace.tui.widgets.timeline import Timeline
+    verdict = verdict_with_evidence(incident.verdict, incident.db)
+    incident = type(incident)(incident.name, incident.paths, verdict, incident.db)
+    app = make_app(verdict)
+    async with app.run_test(size=(200, 60)) as pilot:
+        await settle(app, pilot)
+        await pilot.press("2")
+        ev = app.query_one(EvidenceView)
+        assert len(ev.evidence) == len(incident.verdict["evidence"])
+        assert "evidence" in screen_text(app)
+        await pilot.press("enter")
+        await settle(app, pilot)
+        from textual.widgets import TabbedContent
+        assert app.query_one(TabbedContent).active == "tab-timeline"
+        assert app.query_one(DetailPane).event_id is not None
+        assert app.query_one(Timeline).has_focus
+
+
+@pytest.mark.parametrize("size", SIZES)
+@run_async
+async def test_sql_console_rows_and_errors(make_app, size):
+    from textual.widgets import DataTable
+    from ranktrace.tui.widgets.panes import SqlConsole
+    app = make_app()
+    async with app.run_test(size=size) as pilot:
+        await settle(app, pilot)
+        await pilot.press("3")
+        sql = app.query_one(SqlConsole)
+        sql.run_text("SELECT host, rank, count(*) AS n FROM events GROUP BY ALL ORDER BY n DESC")
+        await settle(app, pilot)
+        grid = app.query_one("#sql-grid", DataTable)
+        assert sql.result.error is None and grid.row_count == len(sql.result.rows) > 0
+        assert "rows in" in screen_text(app)
+        sql.run_text("SELECT * FROM no_such_table")
+        await settle(app, pilot)
+        assert sql.result.error and "no_such_table" in sql.result.error
+        assert "no_such_table" in screen_text(app)
+        # ctrl+r from the editor runs it
+        app.query_one("#sql-text").focus()
+        sql.query_one("#sql-text").text = "SELECT 42 AS answer"
+        await pilot.press("ctrl+r")
+        await settle(app, pilot)
+        assert sql.result.rows == [(42,)]
+
+
+@run_async
+async def test_sql_cancel_interrupts_a_slow_query(make_app):
+    from ranktrace.tui.widgets.panes import SqlConsole
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        await pilot.press("3")
+        sql = app.query_one(SqlConsole)
+        sql.run_text("SELECT count(*) FROM range(100000000000) a")
+        for _ in range(20):
+            await pilot.pause(0.05)
+        assert sql.running
+        await pilot.press("ctrl+g")
+        for _ in range(100):
+            await pilot.pause(0.05)
+            if not sql.running:
+                break
+        assert not sql.running and sql.result.cancelled
+
+
+@run_async
+async def test_canned_queries_listed(make_app):
+    from ranktrace.tui.data import _canned_dir
+    from ranktrace.tui.widgets.panes import SqlConsole
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        sql = app.query_one(SqlConsole)
+        d = _canned_dir()
+        names = sorted(p.name for p in d.glob("*.sql")) if d else []
+        assert sorted(q.path.name for q in sql.canned) == names
+        for q in sql.canned:                                  # every canned query runs in the console
+            res = app.store.run_sql(q.sql, 10)
+            assert res.error is None or "parameter" in res.error.lower(), (q.name, res.error)
+
+
+@pytest.mark.parametrize("size", SIZES)
+@run_async
+async def test_help_lists_every_key(make_app, size):
+    from ranktrace.tui.app import HELP
+    from ranktrace.tui.widgets.timeline import Timeline
+    app = make_app()
+    async with app.run_test(size=size) as pilot:
+        await settle(app, pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        from ranktrace.tui.widgets.panes import HelpScreen
+        assert isinstance(app.screen, HelpScreen)
+        help_text = str(app.screen.query_one("#help-text").content)
+        for _, keys in HELP:
+            for k, what in keys:
+                assert k in help_text and what in help_text
+        # every binding of the app and the timeline is documented
+        documented = help_text
+        for b in list(app.BINDINGS) + list(Timeline.BINDINGS):
+            first = b.key.split(",")[0]
+            name = {"question_mark": "?", "slash": "/", "plus": "+", "minus": "-", "space": "space",
+                    "shift+left": "shift+←", "left": "←", "right": "→", "up": "↑", "down": "↓",
+                    "shift+right": "shift+←", "home": "g", "pageup": "pgup", "pagedown": "pgdn"}.get(first, first)
+            assert name in documented, b.key
+        await pilot.press("escape")
+        assert not isinstance(app.screen, HelpScreen)
+
+
+@run_async
+async def test_theme_toggle_and_quit(make_app):
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        dark = app.current_theme.dark
+        await pilot.press("t")
+        await pilot.pause()
+        assert app.current_theme.dark != dark
+        await pilot.press("q")
+        await pilot.pause()
+    assert app.return_code == 0
