@@ -1,0 +1,87 @@
+"""The store as a Parquet dataset for fleet-wide analysis (DuckDB, Spark, Trino).
+
+    DIR/events/node=<host>/data_0.parquet     every event (all columns)
+    DIR/<fact table>/node=<host>/...          each typed fact table, with the
+                                              event's host/rank/ts/file/line
+    DIR/files/files.parquet                   one row per input file
+    DIR/kinds/kinds.parquet                   the kind catalogue
+    DIR/_ranktrace.json                       what is where, row counts
+
+Partitioned by `node` = the event's host ('_unknown' when the event has
+none): a stable key across stores, and the usual filter in fleet queries.
+The `host` column itself stays in the files unchanged (NULL stays NULL).
+Readers: DuckDB `read_parquet('DIR/events/**/*.parquet', hive_partitioning
+= true)`, Spark `spark.read.parquet("DIR/events")`, Trino (Hive connector,
+partitioned_by = ARRAY['node']). Files starting with '_' are ignored by
+Spark and Hive.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..report import data as D
+
+PARTITION = "node"
+
+
+def _q(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _lit(path: Path) -> str:
+    return "'" + str(path).replace("'", "''") + "'"
+
+
+def export_parquet(con, out_dir: str, *, overwrite: bool = False) -> dict:
+    d = Path(out_dir)
+    if d.exists() and not d.is_dir():
+        raise FileExistsError(f"{d}: exists and is not a directory")
+    if d.exists() and any(d.iterdir()) and not overwrite:
+        raise FileExistsError(f"{d}: directory is not empty (use --overwrite to replace its dataset)")
+    d.mkdir(parents=True, exist_ok=True)
+    have = D.tables(con)
+    counts: dict[str, int] = {}
+    node = f"coalesce(e.host, '_unknown') AS {PARTITION}"
+    opts = f"FORMAT PARQUET, PARTITION_BY ({PARTITION}), OVERWRITE_OR_IGNORE, COMPRESSION ZSTD"
+
+    con.execute(f"COPY (SELECT e.*, {node} FROM events e ORDER BY e.host, e.rank, e.ts, e.file, e.line) "
+                f"TO {_lit(d / 'events')} ({opts})")
+    counts["events"] = con.execute("SELECT count(*) FROM events").fetchone()[0]
+    for t in D.fact_tables(con):
+        cols = [r[0] for r in con.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_schema = 'main' AND table_name = ? "
+            "ORDER BY ordinal_position", [t]).fetchall()]
+        extra = [c for c in ("host", "rank", "ts", "file", "line") if c not in cols]
+        sel = ", ".join([f"f.{_q(c)}" for c in cols] + [f"e.{c}" for c in extra])
+        n = con.execute(f"SELECT count(*) FROM {_q(t)}").fetchone()[0]
+        if n:
+            con.execute(f"COPY (SELECT {sel}, {node} FROM {_q(t)} f LEFT JOIN events e USING (event_id) "
+                        f"ORDER BY e.host, e.rank, e.ts, f.event_id) TO {_lit(d / t)} ({opts})")
+        else:  # an empty table still gets its schema (one empty file), so readers find it
+            (d / t / f"{PARTITION}=_unknown").mkdir(parents=True, exist_ok=True)
+            con.execute(f"COPY (SELECT {sel} FROM {_q(t)} f LEFT JOIN events e USING (event_id) LIMIT 0) "
+                        f"TO {_lit(d / t / f'{PARTITION}=_unknown' / 'data_0.parquet')} "
+                        f"(FORMAT PARQUET, COMPRESSION ZSTD)")
+        counts[t] = n
+    for t in ("files", "kinds"):
+        if t in have:
+            (d / t).mkdir(exist_ok=True)
+            order = "file_id" if t == "files" else "kind"
+            con.execute(f"COPY (SELECT * FROM {t} ORDER BY {order}) TO {_lit(d / t / (t + '.parquet'))} "
+                        f"(FORMAT PARQUET, COMPRESSION ZSTD)")
+            counts[t] = con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+    manifest = {
+        "generator": "ranktrace",
+        "partitioned_by": PARTITION,
+        "partition_value": "the event's host; '_unknown' when it has none",
+        "tables": {t: {"rows": n, "path": f"{t}/" + ("" if t not in ("files", "kinds") else f"{t}.parquet"),
+                       "partitioned": t not in ("files", "kinds")} for t, n in counts.items()},
+        "read_with": {
+            "duckdb": f"SELECT * FROM read_parquet('{d}/events/**/*.parquet', hive_partitioning = true)",
+            "spark": f"spark.read.parquet('{d}/events')",
+        },
+    }
+    (d / "_ranktrace.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    return {"dir": str(d), "tables": counts}

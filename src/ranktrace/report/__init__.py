@@ -1,0 +1,53 @@
+"""report: the postmortem for the ticket (Markdown, self-contained HTML, JSON).
+
+    doc = build_report(con, verdict_doc)        # store + verdict -> document
+    doc = redact(con, doc)                      # optional: stable placeholders
+    text = render(doc, "md" | "html" | "json")
+
+Pure functions over a DuckDB connection and the verdict document of
+design.md section 4; no textual import, no clock, no environment.
+"""
+
+from __future__ import annotations
+
+import json
+
+from .build import build_report, known_hosts, verdict_hosts
+from .html import render_html
+from .markdown import render_markdown
+from .redact import Redactor, redact_document
+
+FORMATS = ("md", "html", "json")
+
+
+def render_json(doc: dict) -> str:
+    return json.dumps(doc, indent=2, ensure_ascii=False, default=str, sort_keys=False) + "\n"
+
+
+def render(doc: dict, fmt: str) -> str:
+    if fmt == "md":
+        return render_markdown(doc)
+    if fmt == "html":
+        return render_html(doc)
+    if fmt == "json":
+        return render_json(doc)
+    raise ValueError(f"unknown report format {fmt!r} (one of {', '.join(FORMATS)})")
+
+
+def redact(con, doc: dict) -> dict:
+    """A copy of the document with hosts, IPs, users, home paths and secrets
+    replaced by stable placeholders; the map itself is not kept anywhere."""
+    out, r = redact_document(doc, hosts=known_hosts(con) + verdict_hosts(doc))
+    out.setdefault("report", {})["redacted"] = r.summary()
+    return out
+
+
+def report(con, verdict_doc: dict, fmt: str = "md", *, redacted: bool = False) -> str:
+    doc = build_report(con, verdict_doc)
+    if redacted:
+        doc = redact(con, doc)
+    return render(doc, fmt)
+
+
+__all__ = ["FORMATS", "Redactor", "build_report", "redact", "redact_document", "render", "render_html",
+           "render_json", "render_markdown", "report"]

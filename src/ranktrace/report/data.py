@@ -1,0 +1,331 @@
+"""Store queries for the report and the exports (read-only SQL on the store).
+
+Every function takes a DuckDB connection (read-only is enough) and returns
+plain Python values; times are naive UTC datetimes. "Aligned" times are the
+logged time minus the host's clock offset from the verdict's `clock` list
+(design.md section 4): aligned = ts - offset_s.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+# Events that say how a process / task / node ended (the "exit" column).
+EXIT_KINDS = ("process_exit", "killed_signal", "crash_signal", "host_oom", "gpu_oom", "task_exit",
+              "worker_failed", "step_end", "step_cancelled", "container_state", "watchdog_abort",
+              "time_limit", "cancelled", "node_failure")
+# Lifecycle kinds that mark phases (slices in the Perfetto export, rows of the timeline).
+PHASE_KINDS = ("rdzv_join", "rdzv_complete", "worker_start", "comm_init", "step_start", "progress")
+
+
+# ---------------------------------------------------------------- time helpers
+
+def parse_time(v) -> datetime | None:
+    """An ISO 8601 string (verdict JSON) or a datetime -> naive UTC datetime."""
+    if v is None or v == "":
+        return None
+    if isinstance(v, datetime):
+        dt = v
+    else:
+        s = str(v).strip().replace(" ", "T", 1)
+        if s.endswith("Z") or s.endswith("z"):
+            s = s[:-1] + "+00:00"
+        try:
+            dt = datetime.fromisoformat(s)
+        except ValueError:
+            return None
+    if dt.tzinfo is not None:
+        dt = dt.astimezone(timezone.utc).replace(tzinfo=None)
+    return dt
+
+
+def iso(dt: datetime | None) -> str | None:
+    """2026-03-02T03:17:41.200Z (milliseconds, UTC)."""
+    if dt is None:
+        return None
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
+
+
+def hms(dt: datetime | None, date: bool = False) -> str:
+    if dt is None:
+        return "—"
+    s = dt.strftime("%H:%M:%S.") + f"{dt.microsecond // 1000:03d}"
+    return (dt.strftime("%Y-%m-%d ") + s) if date else s
+
+
+def offsets_from_verdict(verdict: dict | None) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for c in (verdict or {}).get("clock") or []:
+        h = c.get("host")
+        if h is not None and c.get("offset_s") is not None:
+            try:
+                out[str(h)] = float(c["offset_s"])
+            except (TypeError, ValueError):
+                pass
+    return out
+
+
+def align(ts: datetime | None, host: str | None, offsets: dict[str, float]) -> datetime | None:
+    if ts is None:
+        return None
+    off = offsets.get(host or "", 0.0) if host is not None else 0.0
+    return ts - timedelta(seconds=off) if off else ts
+
+
+def _off_cte(offsets: dict[str, float]) -> tuple[str, list]:
+    if not offsets:
+        return "off(host, offset_s) AS (SELECT NULL::VARCHAR, 0.0::DOUBLE WHERE false)", []
+    vals = ", ".join("(?, ?::DOUBLE)" for _ in offsets)
+    params: list = []
+    for h, o in sorted(offsets.items()):
+        params += [h, float(o)]
+    return f"off(host, offset_s) AS (VALUES {vals})", params
+
+
+ATS = "e.ts - to_microseconds(CAST(round(coalesce(o.offset_s, 0) * 1e6) AS BIGINT))"
+
+# A progress marker: kind 'progress', or (until every format classifies its step
+# lines) a message that names a step / iteration number.
+PROGRESS = (r"(e.kind = 'progress' OR (coalesce(e.role, 'info') = 'info' AND regexp_matches(e.message, "
+            r"'(?i)\b(step|iter|iteration|global_step|epoch)\b\s*[:=#]?\s*\d+')))")
+
+
+def events_source(con) -> str:
+    """`events_id` (events with rank / local_rank / host filled from the identity
+    links of ranktrace.correlate) when the connection has it, else `events`.
+    The identity table is built here if correlate is installed and the
+    connection does not have it yet (temp objects only: read-only is fine)."""
+    def have() -> bool:
+        return bool(con.execute("SELECT count(*) FROM duckdb_views() WHERE view_name = 'events_id'").fetchone()[0])
+    if have():
+        return "events_id"
+    try:
+        from ranktrace.correlate.identity import build_identity  # optional: the diagnose side
+        build_identity(con)
+    except Exception:  # not installed, or an older store: plain events
+        return "events"
+    return "events_id" if have() else "events"
+
+
+def _rows(con, sql: str, params: list | None = None) -> list[dict]:
+    cur = con.execute(sql, params or [])
+    cols = [d[0] for d in cur.description]
+    return [dict(zip(cols, r)) for r in cur.fetchall()]
+
+
+def tables(con) -> set[str]:
+    return {r[0] for r in con.execute(
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' "
+        "AND table_type = 'BASE TABLE'").fetchall()}
+
+
+def fact_tables(con) -> list[str]:
+    """Typed fact tables: every base table with an event_id column, but events itself."""
+    rows = con.execute(
+        "SELECT DISTINCT c.table_name FROM information_schema.columns c JOIN information_schema.tables t "
+        "ON t.table_name = c.table_name AND t.table_schema = c.table_schema "
+        "WHERE c.table_schema = 'main' AND t.table_type = 'BASE TABLE' AND c.column_name = 'event_id' "
+        "AND c.table_name <> 'events' ORDER BY 1").fetchall()
+    return [r[0] for r in rows]
+
+
+# ---------------------------------------------------------------- the job
+
+def job_info(con) -> dict:
+    one = con.execute(
+        "SELECT count(*), count(DISTINCT host), count(DISTINCT rank), min(ts), max(ts), "
+        "count(*) FILTER (WHERE format = 'raw') FROM events").fetchone()
+    files = con.execute("SELECT count(*) FROM files").fetchone()[0]
+    jobs = [r[0] for r in con.execute(
+        "SELECT job_id FROM events WHERE job_id IS NOT NULL AND job_id <> '' "
+        "GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 5").fetchall()]
+    hosts = [r[0] for r in con.execute(
+        "SELECT DISTINCT host FROM events WHERE host IS NOT NULL ORDER BY 1").fetchall()]
+    formats = [r[0] for r in con.execute(
+        "SELECT format FROM events GROUP BY 1 ORDER BY count(*) DESC, 1").fetchall()]
+    paths = [r[0] for r in con.execute("SELECT path FROM files ORDER BY path").fetchall()]
+    world = con.execute("SELECT max(rank) FROM events").fetchone()[0]
+    return {
+        "job_ids": jobs, "files": files, "events": one[0], "hosts": hosts, "n_hosts": one[1],
+        "n_ranks": one[2], "max_rank": world, "first_ts": one[3], "last_ts": one[4], "unparsed": one[5],
+        "formats": formats, "paths": paths,
+    }
+
+
+def common_root(paths: list[str]) -> str:
+    """The directory prefix all file paths share ('' when none): the report shows
+    paths relative to it (the analyst's own directories are noise in a ticket)."""
+    if not paths:
+        return ""
+    split = [p.replace("!", "/").split("/")[:-1] for p in paths]
+    pre = split[0]
+    for s in split[1:]:
+        n = 0
+        while n < min(len(pre), len(s)) and pre[n] == s[n]:
+            n += 1
+        pre = pre[:n]
+    return "/".join(pre) + "/" if pre else ""
+
+
+# ---------------------------------------------------------------- lookups
+
+def event_at(con, file: str, line: int | None, src: str = "events") -> dict | None:
+    """The event of file:line (the file name may be given shorter than stored)."""
+    if file is None or line is None:
+        return None
+    sql = ("SELECT event_id, file, line, end_line, ts, ts_kind, host, rank, local_rank, pid, kind, role, "
+           "severity, message, raw FROM " + src + " WHERE {} AND line <= ? AND end_line >= ? "
+           "ORDER BY line DESC LIMIT 1")
+    r = _rows(con, sql.format("file = ?"), [file, int(line), int(line)])
+    if not r:
+        r = _rows(con, sql.format("(file LIKE ? OR file LIKE ?)"),
+                  ["%/" + file, "%!" + file, int(line), int(line)])
+    return r[0] if r else None
+
+
+def context(con, file: str, line: int, before: int = 3, after: int = 3, max_block: int = 16) -> list[dict]:
+    """Lines around file:line from the store: [{line, text, hit}] (blocks expanded;
+    a block longer than max_block lines keeps its head and tail, line None between)."""
+    ev = event_at(con, file, line)
+    if ev is None:
+        return []
+    f = ev["file"]
+    lo, hi = int(ev["line"]) - before, int(ev["end_line"]) + after
+    rows = con.execute(
+        "SELECT line, end_line, raw FROM events WHERE file = ? AND end_line >= ? AND line <= ? ORDER BY line",
+        [f, lo, hi]).fetchall()
+    out: list[dict] = []
+    for ln, end, raw in rows:
+        for i, text in enumerate(str(raw).split("\n")):
+            n = ln + i
+            if lo <= n <= hi:
+                out.append({"line": n, "text": text.rstrip("\r"),
+                            "hit": ev["line"] <= n <= ev["end_line"]})
+    hit = [o for o in out if o["hit"]]
+    if len(hit) > max_block:  # a long block (traceback, summary): its head and its tail
+        head, tail = hit[:max_block - 6], hit[-6:]
+        gap = {"line": None, "text": f"⋮ ({len(hit) - len(head) - len(tail)} more lines)", "hit": True}
+        out = ([o for o in out if o["line"] < ev["line"]] + head + [gap] + tail
+               + [o for o in out if o["line"] > ev["end_line"]])
+    return out
+
+
+# ---------------------------------------------------------------- status per rank / node
+
+def status(con, offsets: dict[str, float], src: str = "events") -> list[dict]:
+    """One row per (host, rank): events, first/last time (aligned), last progress,
+    last line, how it ended, first cause. Node-level lines (agents, daemons,
+    kernel) have rank NULL."""
+    cte, params = _off_cte(offsets)
+    kinds = ", ".join(f"'{k}'" for k in EXIT_KINDS)
+    sql = f"""
+    WITH {cte},
+    ev AS (
+        SELECT e.host, e.rank, e.local_rank, e.file, e.line, e.kind, e.role, e.message, e.raw,
+               {ATS} AS ats, {PROGRESS} AS is_progress
+        FROM {src} e LEFT JOIN off o ON o.host = e.host
+        WHERE e.host IS NOT NULL OR e.rank IS NOT NULL
+    ),
+    numbered AS (
+        -- the last line that says something (a '=====' separator is not a last word)
+        SELECT *, row_number() OVER (PARTITION BY host, rank ORDER BY regexp_matches(raw, '[A-Za-z0-9]') DESC,
+                                     ats DESC NULLS LAST, line DESC, file DESC) AS rn_last
+        FROM ev
+    )
+    SELECT host, rank, max(local_rank) AS local_rank, count(*) AS events,
+           min(ats) AS first_ts, max(ats) AS last_ts,
+           max(ats) FILTER (WHERE is_progress) AS last_progress_ts,
+           arg_max(message, ats) FILTER (WHERE is_progress) AS last_progress,
+           any_value(raw) FILTER (WHERE rn_last = 1) AS last_line,
+           any_value(file) FILTER (WHERE rn_last = 1) AS last_file,
+           any_value(line) FILTER (WHERE rn_last = 1) AS last_line_no,
+           arg_max(coalesce(message, raw), ats) FILTER (WHERE kind IN ({kinds})) AS exit,
+           arg_min(kind, ats) FILTER (WHERE role = 'cause') AS first_cause,
+           count(*) FILTER (WHERE role = 'cause') AS causes,
+           count(*) FILTER (WHERE role = 'symptom') AS symptoms
+    FROM numbered
+    GROUP BY host, rank
+    ORDER BY host NULLS LAST, rank NULLS FIRST
+    """
+    return _rows(con, sql, params)
+
+
+def agent_exits(con, src: str = "events") -> dict[tuple, str]:
+    """(host, local_rank) -> the agent's exit line for that worker, from node-level
+    lines that name a local rank ("failed (exitcode: -9) local_rank: 1 (pid: 3532)"):
+    the rank itself often says nothing about how it ended."""
+    rows = con.execute(rf"""
+        SELECT host, CAST(regexp_extract(message, 'local_rank:? *(\d+)', 1) AS INTEGER) AS lr,
+               arg_max(message, coalesce(ts, TIMESTAMP '1970-01-01')) AS msg
+        FROM {src}
+        WHERE host IS NOT NULL AND rank IS NULL AND kind IN ('worker_failed', 'process_exit', 'killed_signal',
+                                                             'crash_signal')
+          AND regexp_matches(message, 'local_rank:? *\d+')
+        GROUP BY ALL""").fetchall()
+    return {(h, lr): m for h, lr, m in rows if lr is not None}
+
+
+# ---------------------------------------------------------------- key events
+
+def first_events(con, offsets: dict[str, float], limit: int = 80, src: str = "events") -> list[dict]:
+    """The first event of each (host, kind) that is not plain info, plus the last
+    progress marker of each host: the skeleton of the incident's timeline."""
+    cte, params = _off_cte(offsets)
+    sql = f"""
+    WITH {cte},
+    ev AS (
+        SELECT e.file, e.line, e.ts, e.host, e.rank, e.kind, e.role, e.message, e.raw, {ATS} AS ats
+        FROM {src} e LEFT JOIN off o ON o.host = e.host
+        WHERE e.ts IS NOT NULL AND e.kind IS NOT NULL AND (e.role <> 'info' OR e.kind = 'progress')
+    ),
+    firsts AS (
+        SELECT *, row_number() OVER (PARTITION BY host, kind ORDER BY ats, file, line) AS rn,
+                  row_number() OVER (PARTITION BY host, kind ORDER BY ats DESC, file DESC, line DESC) AS rn_desc
+        FROM ev
+    )
+    SELECT file, line, ts, ats, host, rank, kind, role, message, raw FROM firsts
+    WHERE (kind <> 'progress' AND rn = 1) OR (kind = 'progress' AND rn_desc = 1)
+    ORDER BY ats, file, line
+    LIMIT {int(limit)}
+    """
+    return _rows(con, sql, params)
+
+
+def count_kind(con, kind: str) -> int:
+    return con.execute("SELECT count(*) FROM events WHERE kind = ?", [kind]).fetchone()[0]
+
+
+# ---------------------------------------------------------------- lanes (SVG timeline, Perfetto)
+
+def lanes(con, offsets: dict[str, float], max_marks: int = 2000, src: str = "events"
+          ) -> tuple[list[dict], list[dict]]:
+    """Lanes (host, rank) with first/last aligned times, and marks: the events
+    that are not plain info (first and last of each kind per lane, all causes),
+    capped at max_marks."""
+    cte, params = _off_cte(offsets)
+    lane_rows = _rows(con, f"""
+        WITH {cte}
+        SELECT e.host, e.rank, max(e.local_rank) AS local_rank, min({ATS}) AS first_ts, max({ATS}) AS last_ts,
+               count(*) AS events
+        FROM {src} e LEFT JOIN off o ON o.host = e.host
+        WHERE (e.host IS NOT NULL OR e.rank IS NOT NULL)
+        GROUP BY e.host, e.rank ORDER BY e.host NULLS LAST, e.rank NULLS FIRST""", params)
+    marks = _rows(con, f"""
+        WITH {cte},
+        ev AS (
+            SELECT e.file, e.line, e.host, e.rank, e.kind, e.role, e.message, {ATS} AS ats
+            FROM {src} e LEFT JOIN off o ON o.host = e.host
+            WHERE e.ts IS NOT NULL AND (e.host IS NOT NULL OR e.rank IS NOT NULL)
+              AND e.kind IS NOT NULL AND e.role <> 'info'
+        ),
+        r AS (
+            SELECT *, row_number() OVER (PARTITION BY host, rank, kind ORDER BY ats, file, line) AS a,
+                      row_number() OVER (PARTITION BY host, rank, kind ORDER BY ats DESC, file DESC, line DESC) AS b
+            FROM ev
+        )
+        SELECT file, line, host, rank, kind, role, message, ats FROM r
+        WHERE a = 1 OR b = 1 OR role = 'cause'
+        ORDER BY (role = 'cause') DESC, ats, file, line
+        LIMIT {int(max_marks)}""", params)
+    marks.sort(key=lambda m: (m["ats"], m["file"], m["line"]))
+    return lane_rows, marks

@@ -1,0 +1,59 @@
+"""Fixtures for the report / export tests: REAL stores built by ingesting
+real logs (helpers and the rationale in report_helpers.py)."""
+from __future__ import annotations
+
+import pytest
+
+from report_helpers import SHAPES, make_store
+
+
+@pytest.fixture(scope="session")
+def catalog():
+    from ranktrace.formats import load_catalog
+    # "drop": a format whose samples fail is left out (its own tests say so); the
+    # report tests need a working catalogue, not a perfect one
+    return load_catalog(check_samples="drop")
+
+
+@pytest.fixture(scope="session")
+def store_factory(tmp_path_factory, catalog):
+    """bundle dir -> a store built from it (cached for the session)."""
+    cache: dict[Path, Path] = {}
+
+    def build(bundle: Path) -> Path:
+        if bundle not in cache:
+            d = tmp_path_factory.mktemp("store")
+            cache[bundle] = make_store(bundle, d / f"{bundle.name}.duckdb", catalog)
+        return cache[bundle]
+    return build
+
+
+@pytest.fixture(scope="session")
+def shapes_store(tmp_path_factory, catalog):
+    if not SHAPES.is_dir() or not any(SHAPES.glob("*.log")):
+        pytest.skip(f"{SHAPES} not present")
+    d = tmp_path_factory.mktemp("shapes")
+    return make_store(SHAPES, d / "shapes.duckdb", catalog)
+
+
+@pytest.fixture(scope="session")
+def verdict_factory(store_factory, tmp_path_factory):
+    """bundle dir -> (store, verdict dict, verdict JSON file): diagnosed once per session."""
+    import json
+
+    from report_helpers import open_ro, verdict_of
+    cache: dict = {}
+
+    def get(bundle):
+        if bundle not in cache:
+            db = store_factory(bundle)
+            con = open_ro(db)
+            try:
+                v = verdict_of(con, bundle)
+            finally:
+                con.close()
+            path = tmp_path_factory.mktemp("verdict") / f"{bundle.name}.json"
+            path.write_text(json.dumps(v, default=str))
+            cache[bundle] = (db, v, path)
+        return cache[bundle]
+    return get
