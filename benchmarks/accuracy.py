@@ -130,6 +130,16 @@ def score_incident(d: Path, cat, verbose: bool) -> dict | None:
            "located": located(v, truth), "kind": v["kind"] == truth["kind"],
            "b_located": located(base, truth), "b_kind": base["kind"] == truth["kind"]}
     res["confident_wrong"] = (not res["located"] or not res["kind"]) and v["confidence"] >= 0.8
+    # clock: on skewed bundles, every estimated offset within its stated uncertainty of the truth
+    want = {c["host"]: c["offset_s"] for c in (json.loads((d / "expected_verdict.json").read_text()).get("clock") or [])
+            } if (d / "expected_verdict.json").exists() else {}
+    if want:
+        got = {c["host"]: c for c in out["clock"]}
+        ref = next((h for h, c in got.items() if c["basis"] == "reference host"), None)
+        shift = want.get(ref, 0.0)
+        res["clock_ok"] = all(h not in got or got[h]["uncertainty_s"] is None
+                              or abs(got[h]["offset_s"] - (o - shift)) <= got[h]["uncertainty_s"] + 1e-6
+                              for h, o in want.items())
     if verbose:
         mark = "ok " if res["located"] and res["kind"] else "MISS"
         print(f"  {mark} {d.name:<32} truth {truth['kind']}/{truth.get('rank')}/{truth.get('host')}  "
@@ -147,8 +157,9 @@ def shape_located(v: dict, ff: dict) -> bool | None:
     if ff.get("host"):
         h = ff["host"].replace("...", "")
         checks.append(bool(v.get("host")) and (v["host"] == ff["host"] or h in v["host"]))
-    if ff.get("pod"):
-        checks.append(bool(v.get("pod")) and v["pod"] == ff["pod"])
+    if ff.get("pod"):   # a pod may be the host of its own lines (pdsh/kubectl prefixes)
+        got = [x for x in (v.get("pod"), v.get("host")) if x]
+        checks.append(any(x == ff["pod"] or ff["pod"].endswith("/" + x) for x in got))
     if ff.get("pid") is not None and ff.get("rank") is None and not ff.get("host"):
         checks.append(v.get("pid") == ff["pid"])
     if not checks:
@@ -164,30 +175,41 @@ def score_shapes(cat, verbose: bool) -> list[dict]:
         ff = x.get("first_failure")
         if not ff:
             continue
-        with tempfile.TemporaryDirectory() as td:
-            db = os.path.join(td, "s.duckdb")
-            ingest([str(SHAPES / e["file"])], db, cat)
-            con = duckdb.connect(db, read_only=True)
-            d = diagnose(con)
-            con.close()
-            con = duckdb.connect(db, read_only=True)
-            base = baseline(con)
-            con.close()
-        v = d["verdict"]
-        loc = shape_located(v, ff)
-        bloc = shape_located(base, ff)
-        ok_kinds = SHAPE_KINDS.get(x.get("failure_kind"))
-        kind_ok = None if ok_kinds is None else v["kind"] in ok_kinds
-        r = {"name": e["file"], "located": loc, "kind": kind_ok, "b_located": bloc,
-             "b_kind": None if ok_kinds is None else base["kind"] in ok_kinds, "verdict": v, "ff": ff,
-             "confident_wrong": (loc is False or kind_ok is False) and v["confidence"] >= 0.8}
+        try:
+            r = _score_shape(e, x, ff, cat, verbose)
+        except Exception as exc:
+            print(f"  ERR  {e['file']}: {type(exc).__name__}: {exc}"[:200])
+            continue
         out.append(r)
-        if verbose:
-            mark = "ok " if loc is not False and kind_ok is not False else "MISS"
-            print(f"  {mark} {e['file'][:44]:<44} want {x.get('failure_kind')}/"
-                  f"{ {k: v2 for k, v2 in ff.items() if k != 'basis'} }  got {v['kind']}/r{v['rank']}/{v['host']}/"
-                  f"{v['pod']}/{v['pid']} conf {v['confidence']:.2f}")
     return out
+
+
+def _score_shape(e, x, ff, cat, verbose) -> dict:
+    with tempfile.TemporaryDirectory() as td:
+        db = os.path.join(td, "s.duckdb")
+        ingest([str(SHAPES / e["file"])], db, cat)
+        con = duckdb.connect(db, read_only=True)
+        d = diagnose(con)
+        con.close()
+        con = duckdb.connect(db, read_only=True)
+        base = baseline(con)
+        con.close()
+    v = d["verdict"]
+    loc = shape_located(v, ff)
+    bloc = shape_located(base, ff)
+    ok_kinds = SHAPE_KINDS.get(x.get("failure_kind"))
+    kind_ok = None if ok_kinds is None else v["kind"] in ok_kinds
+    r = {"name": e["file"], "located": loc, "kind": kind_ok, "b_located": bloc,
+         "b_kind": None if ok_kinds is None else base["kind"] in ok_kinds, "verdict": v, "ff": ff,
+         "confident_wrong": (loc is False or kind_ok is False) and v["confidence"] >= 0.8}
+    if verbose:
+        mark = "ok " if loc is not False and kind_ok is not False else "MISS"
+        print(f"  {mark} {e['file'][:44]:<44} want {x.get('failure_kind')}/"
+              f"{ {k: v2 for k, v2 in ff.items() if k != 'basis'} }  got {v['kind']}/r{v['rank']}/{v['host']}/"
+              f"{v['pod']}/{v['pid']} conf {v['confidence']:.2f}")
+    return r
+
+
 
 
 def report(title: str, rs: list[dict]) -> None:
@@ -204,7 +226,9 @@ def report(title: str, rs: list[dict]) -> None:
     bl, nbl = cnt("b_located")
     bk, nbk = cnt("b_kind")
     cw = sum(1 for r in rs if r["confident_wrong"])
-    print(f"{title}: {n} incidents")
+    clk = [r["clock_ok"] for r in rs if "clock_ok" in r]
+    print(f"{title}: {n} incidents" + (f"; skewed clocks estimated within uncertainty: {sum(clk)}/{len(clk)}"
+                                        if clk else ""))
     print(f"  {'':<14}{'located':>10}{'kind':>10}{'confident-wrong':>17}")
     print(f"  {'ranktrace':<14}{f'{loc}/{nl}':>10}{f'{kind}/{nk}':>10}{cw:>17}")
     print(f"  {'baseline':<14}{f'{bl}/{nbl}':>10}{f'{bk}/{nbk}':>10}{'-':>17}")
@@ -230,7 +254,15 @@ def main(argv=None) -> int:
     for title, incs in sets:
         if a.verbose:
             print(f"{title}:")
-        rs = [r for r in (score_incident(d, cat, a.verbose) for d in incs) if r]
+        rs = []
+        for d in incs:
+            try:
+                r = score_incident(d, cat, a.verbose)
+            except Exception as exc:   # an ingest problem must not hide the other incidents
+                print(f"  ERR  {d.name}: {type(exc).__name__}: {exc}"[:200])
+                continue
+            if r:
+                rs.append(r)
         results[title] = rs
         report(title, rs)
     if not a.no_shapes and SHAPES.exists():

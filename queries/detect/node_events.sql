@@ -1,0 +1,18 @@
+-- name: node_events
+-- kind: detector
+-- params: none (reads temp view aligned_events)
+-- returns: lines that say a node failed, with the node they name (which is often not the host
+--   that logged them): slurmctld "Node failure on n2" / "Killing JobId=7 on failed node n2" /
+--   "node n2 not responding" / NODE_FAIL, Kubernetes "Node ... status is now: NodeNotReady".
+--   Columns: event_id, ats, reporter (the host that logged it), node, file, line, message.
+SELECT event_id, ats, host AS reporter,
+       coalesce(nullif(regexp_extract(message, '(?i)node failure on ([\w.\-\[\],]+)', 1), ''),
+                nullif(regexp_extract(message, '(?i)on failed node ([\w.\-\[\],]+)', 1), ''),
+                nullif(regexp_extract(message, '(?i)node ([\w.\-\[\],]+) not responding', 1), ''),
+                nullif(regexp_extract(message, '(?i)Node ([\w.\-]+) status is now: NodeNotReady', 1), ''),
+                nullif(regexp_extract(message, '(?i)NodeName=([\w.\-]+)', 1), '')) AS node,
+       file, line, message
+FROM aligned_events
+WHERE kind = 'node_failure'
+   OR regexp_matches(message, '(?i)node failure on |on failed node |not responding|NodeNotReady')
+ORDER BY ats NULLS LAST, file, line

@@ -1,0 +1,77 @@
+-- name: worker_exits
+-- kind: detector
+-- params: none (reads temp view aligned_events)
+-- returns: one row per worker exit stated by a launcher: torchrun agent lines
+--   `failed (exitcode: N) local_rank: L (pid: P)` (source 'agent', host from the event, aligned
+--   time) and Root Cause / Failures entries (source 'root_cause' / 'failures', 1 s resolution,
+--   entry time as written, not aligned; the entry may be one block event or one event per
+--   line). Columns: event_id, source, ats, host, rank, local_rank,
+--   pid, exitcode, signal (exit by signal N, else NULL), file, line, text.
+WITH agent AS (
+    SELECT event_id, 'agent' AS source, ats, host, CAST(NULL AS INTEGER) AS rank_ev, file, line, message AS text,  -- an agent line is no rank's own
+           regexp_extract(message, 'failed \(exitcode: (-?\d+)\) local_rank: (\d+) \(pid: (\d+)\)',
+                          ['exitcode', 'local_rank', 'pid']) AS m
+    FROM aligned_events
+    WHERE message LIKE '%failed (exitcode:%local_rank:%'
+), entries AS (
+    SELECT event_id, file, line, raw, ats,
+           CASE WHEN strpos(raw, 'Root Cause') > 0 THEN strpos(raw, 'Root Cause') ELSE 1000000000 END AS rc_pos,
+           unnest(regexp_extract_all(raw,
+             '\[\d+\]:\s+time\s*:\s*\S+\s+host\s*:\s*\S+\s+rank\s*:\s*\d+\s*\(local_rank:\s*\d+\)\s+exitcode\s*:\s*-?\d+\s*\(pid:\s*\d+\)')) AS s
+    FROM aligned_events
+    WHERE raw LIKE '%exitcode%' AND raw LIKE '%local_rank%' AND raw LIKE '%host%' AND raw LIKE '%time%'
+), lines AS (   -- the same entries when each line is its own event
+    SELECT event_id, file_id, file, line, ats,
+           CASE WHEN regexp_matches(raw, 'Root Cause \(first observed failure\)') THEN 'root_cause'
+                WHEN regexp_matches(raw, '^\s*Failures:\s*$') THEN 'failures' END AS hdr,
+           nullif(regexp_extract(raw, '^\s*time\s*:\s*(\S+)', 1), '') AS t,
+           nullif(regexp_extract(raw, '^\s*host\s*:\s*(\S+)', 1), '') AS h,
+           nullif(regexp_extract(raw, '^\s*rank\s*:\s*(\d+)\s*\(local_rank:\s*(\d+)\)', 1), '') AS rk,
+           nullif(regexp_extract(raw, '^\s*rank\s*:\s*(\d+)\s*\(local_rank:\s*(\d+)\)', 2), '') AS lr,
+           nullif(regexp_extract(raw, '^\s*exitcode\s*:\s*(-?\d+)\s*\(pid:\s*(\d+)\)', 1), '') AS code,
+           nullif(regexp_extract(raw, '^\s*exitcode\s*:\s*(-?\d+)\s*\(pid:\s*(\d+)\)', 2), '') AS epid,
+           raw
+    FROM aligned_events
+    WHERE strpos(raw, chr(10)) = 0
+      AND (raw LIKE '%Root Cause (first observed failure)%' OR regexp_matches(raw, '^\s*Failures:\s*$')
+           OR regexp_matches(raw, '^\s*(time|host|rank|exitcode)\s*:'))
+), w AS (
+    SELECT *,
+        last_value(hdr IGNORE NULLS) OVER win AS sec, last_value(t IGNORE NULLS) OVER win AS t2,
+        last_value(h IGNORE NULLS) OVER win AS h2, last_value(rk IGNORE NULLS) OVER win AS rk2,
+        last_value(lr IGNORE NULLS) OVER win AS lr2
+    FROM lines
+    WINDOW win AS (PARTITION BY file_id ORDER BY line ROWS BETWEEN 4 PRECEDING AND CURRENT ROW)
+), w2 AS (
+    SELECT *, last_value(hdr IGNORE NULLS) OVER (PARTITION BY file_id ORDER BY line
+                                                 ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS section
+    FROM w
+), entries2 AS (
+    SELECT event_id, file, line, s,
+           CASE WHEN strpos(raw, s) > rc_pos THEN 'root_cause' ELSE 'failures' END AS source,
+           regexp_extract(s, 'time\s*:\s*(\S+)\s+host\s*:\s*(\S+)\s+rank\s*:\s*(\d+)\s*\(local_rank:\s*(\d+)\)\s+exitcode\s*:\s*(-?\d+)\s*\(pid:\s*(\d+)\)',
+                          ['time', 'host', 'rank', 'local_rank', 'exitcode', 'pid']) AS m
+    FROM entries
+)
+SELECT event_id, source, ats, host, rank_ev AS rank, CAST(m.local_rank AS INTEGER) AS local_rank,
+       CAST(m.pid AS BIGINT) AS pid, CAST(m.exitcode AS INTEGER) AS exitcode,
+       CASE WHEN CAST(m.exitcode AS INTEGER) < 0 THEN -CAST(m.exitcode AS INTEGER)
+            WHEN CAST(m.exitcode AS INTEGER) > 128 THEN CAST(m.exitcode AS INTEGER) - 128 END AS signal,
+       file, line, text
+FROM agent WHERE m.pid <> ''
+UNION ALL
+SELECT event_id, source, try_strptime(m.time, '%Y-%m-%d_%H:%M:%S') AS ats, m.host,
+       CAST(m.rank AS INTEGER), CAST(m.local_rank AS INTEGER), CAST(m.pid AS BIGINT),
+       CAST(m.exitcode AS INTEGER),
+       CASE WHEN CAST(m.exitcode AS INTEGER) < 0 THEN -CAST(m.exitcode AS INTEGER)
+            WHEN CAST(m.exitcode AS INTEGER) > 128 THEN CAST(m.exitcode AS INTEGER) - 128 END,
+       file, line, s
+FROM entries2 WHERE m.pid <> ''
+UNION ALL
+SELECT event_id, coalesce(section, 'failures'), try_strptime(t2, '%Y-%m-%d_%H:%M:%S'), h2,
+       CAST(rk2 AS INTEGER), CAST(lr2 AS INTEGER), CAST(epid AS BIGINT), CAST(code AS INTEGER),
+       CASE WHEN CAST(code AS INTEGER) < 0 THEN -CAST(code AS INTEGER)
+            WHEN CAST(code AS INTEGER) > 128 THEN CAST(code AS INTEGER) - 128 END,
+       file, line, raw
+FROM w2 WHERE code IS NOT NULL AND epid IS NOT NULL
+ORDER BY ats NULLS LAST, file, line

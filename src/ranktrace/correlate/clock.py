@@ -1,0 +1,138 @@
+"""Clock alignment: a per-host offset with an uncertainty, from events that must
+coincide on every host (queries/align/anchors.sql), and the aligned-time view.
+
+offset_s = how far a host's clock runs AHEAD of the reference host's clock, so
+aligned time = logged time - offset_s (design.md section 4).
+
+Estimator, per host H against the reference R, per anchor class (progress step,
+collective start, rendezvous completion), best class first: d_k = t(H,k) - t(R,k)
+over the anchors k both hosts logged; offset = median(d_k); uncertainty = the class's
+own bound (how far apart two hosts may truly log it) plus twice the 90th percentile of
+|d_k - offset| (disagreement among anchors). An offset within its uncertainty of 0 is
+reported as 0 (not significant). Hosts that share no anchor with R are chained through
+a host that does; otherwise they stay at 0 with uncertainty None ("unknown").
+
+`create_aligned_view(con, clock)` makes temp view `aligned_events`: events_id plus
+`offset_s` and `ats` (aligned time, TIMESTAMP) and `ts_ok` (the time was written in the
+line, not interpolated)."""
+
+from __future__ import annotations
+
+import statistics
+
+import duckdb
+
+from .util import rows, sql_file, table_exists
+
+CLASS_ORDER = ("progress", "collective", "rendezvous")
+MIN_ANCHORS = {"progress": 2, "collective": 1, "rendezvous": 1}
+
+
+def reference_host(con: duckdb.DuckDBPyConnection, candidates: set[str] | None = None) -> str | None:
+    q = "SELECT host, count(*) n FROM events WHERE host IS NOT NULL GROUP BY host ORDER BY n DESC, host"
+    for r in rows(con, q):
+        if candidates is None or r["host"] in candidates:
+            return r["host"]
+    return None
+
+
+def _pair(a: dict, b: dict, unc0: float):
+    """offset of host a relative to host b from shared anchors (dicts akey -> t)."""
+    keys = sorted(set(a) & set(b))
+    if not keys:
+        return None
+    d = [a[k] - b[k] for k in keys]
+    off = statistics.median(d)
+    dev = sorted(abs(x - off) for x in d)
+    p90 = dev[min(len(dev) - 1, int(0.9 * len(dev)))]
+    return off, unc0 + 2 * p90, len(keys)
+
+
+def estimate_offsets(con: duckdb.DuckDBPyConnection, offsets: dict[str, float] | None = None) -> list[dict]:
+    """The `clock` list of the verdict: [{host, offset_s, uncertainty_s, basis}], sorted by host."""
+    if not table_exists(con, "events_id"):
+        from .identity import build_identity
+        build_identity(con)
+    offsets = dict(offsets or {})
+    hosts = [r["host"] for r in rows(con, "SELECT DISTINCT host FROM events WHERE host IS NOT NULL ORDER BY host")]
+    anchors: dict[str, dict[str, dict[str, float]]] = {}   # class -> host -> akey -> t
+    unc0: dict[str, float] = {}
+    for r in rows(con, sql_file("align/anchors.sql")):
+        if r["t"] is None:
+            continue
+        anchors.setdefault(r["class"], {}).setdefault(r["host"], {})[r["akey"]] = float(r["t"])
+        unc0[r["class"]] = float(r["unc_s"])
+    with_anchors = {h for c in anchors.values() for h, ks in c.items() if ks}
+    ref = reference_host(con, with_anchors) if with_anchors else reference_host(con)
+    out: dict[str, dict] = {}
+    if ref is not None:
+        out[ref] = {"host": ref, "offset_s": 0.0, "uncertainty_s": 0.0, "basis": "reference host"}
+
+    def estimate(h: str, against: str):
+        for cls in CLASS_ORDER:
+            per = anchors.get(cls, {})
+            if h in per and against in per:
+                p = _pair(per[h], per[against], unc0.get(cls, 1.0))
+                if p and p[2] >= MIN_ANCHORS[cls]:
+                    return p[0], p[1], f"{p[2]} shared {cls} anchors with {against}"
+        return None
+
+    pending = [h for h in hosts if h != ref]
+    progress = True
+    while pending and progress and ref is not None:   # chain through already aligned hosts
+        progress = False
+        for h in list(pending):
+            best = None
+            for via in sorted(out):   # deterministic
+                e = estimate(h, via)
+                if e is None:
+                    continue
+                off = e[0] + out[via]["offset_s"]
+                unc = e[1] + (out[via]["uncertainty_s"] or 0.0)
+                if best is None or unc < best[1]:
+                    best = (off, unc, e[2] if via == ref else e[2] + f" (chained via {via})")
+            if best:
+                off, unc, basis = best
+                if abs(off) <= unc:
+                    basis += f"; estimate {off:+.3f}s is within its uncertainty of 0"
+                    off = 0.0
+                out[h] = {"host": h, "offset_s": round(off, 3), "uncertainty_s": round(unc, 3), "basis": basis}
+                pending.remove(h)
+                progress = True
+    for h in pending:
+        out[h] = {"host": h, "offset_s": 0.0, "uncertainty_s": None,
+                  "basis": "no anchor shared with the reference host: assumed 0"}
+    for h, v in offsets.items():
+        out[h] = {"host": h, "offset_s": float(v), "uncertainty_s": 0.0, "basis": "pinned by hand (--offset)"}
+    return [out[h] for h in sorted(out)]
+
+
+def create_aligned_view(con: duckdb.DuckDBPyConnection, clock: list[dict]) -> None:
+    """Temp view `aligned_events`: events_id + offset_s + ats (aligned time) + ts_ok."""
+    if not table_exists(con, "events_id"):
+        from .identity import build_identity
+        build_identity(con)
+    con.execute("CREATE OR REPLACE TEMP TABLE clock_offsets (host VARCHAR, offset_s DOUBLE, uncertainty_s DOUBLE)")
+    if clock:
+        con.executemany("INSERT INTO clock_offsets VALUES (?, ?, ?)",
+                        [[c["host"], c["offset_s"], c["uncertainty_s"]] for c in clock])
+    con.execute("""
+        CREATE OR REPLACE TEMP VIEW aligned_events AS
+        SELECT e.*, coalesce(o.offset_s, 0.0) AS offset_s,
+               e.ts - to_microseconds(CAST(round(coalesce(o.offset_s, 0.0) * 1e6) AS BIGINT)) AS ats,
+               e.ts_kind IN ('exact', 'local', 'year_inferred', 'envelope') AS ts_ok
+        FROM events_id e LEFT JOIN clock_offsets o ON o.host = e.host
+    """)
+
+
+def align(con: duckdb.DuckDBPyConnection, offsets: dict[str, float] | None = None) -> list[dict]:
+    """Identity + clock + aligned view in one call; returns the clock list."""
+    from .identity import add_links, build_identity
+    from .util import rows
+    build_identity(con)
+    clock = estimate_offsets(con, offsets)
+    create_aligned_view(con, clock)
+    # launcher exit reports (Root Cause / Failures entries line by line) link host+pid to rank
+    add_links(con, rows(con, "SELECT DISTINCT host, rank, local_rank, pid FROM (" + sql_file("detect/worker_exits.sql")
+                   + ") WHERE host IS NOT NULL AND pid IS NOT NULL"), "launcher_exits")
+    return clock

@@ -1,0 +1,72 @@
+"""What a detector returns, and the small tables of field knowledge they share."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+
+import duckdb
+
+from ..util import rows, sql_file, sql_header, table_exists
+
+# The taxonomy of design.md section 4.
+KINDS = ("none", "exception", "crash", "killed", "oom", "gpu_oom", "gpu_fault", "cuda_error", "hang",
+         "node_failure", "rendezvous_timeout", "network_error", "desync", "time_limit", "cancelled",
+         "scheduling", "unknown")
+
+# When two causes explain the same culprit, the more specific wins (an Xid explains the CUDA
+# error that follows it; an OOM kill explains the SIGKILL).
+SPECIFICITY = {k: i for i, k in enumerate((
+    "gpu_fault", "oom", "gpu_oom", "node_failure", "time_limit", "cancelled", "scheduling", "crash",
+    "cuda_error", "desync", "network_error", "rendezvous_timeout", "killed", "hang", "exception", "unknown"))}
+
+SIGNALS = {1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 4: "SIGILL", 5: "SIGTRAP", 6: "SIGABRT", 7: "SIGBUS",
+           8: "SIGFPE", 9: "SIGKILL", 10: "SIGUSR1", 11: "SIGSEGV", 12: "SIGUSR2", 13: "SIGPIPE",
+           14: "SIGALRM", 15: "SIGTERM", 19: "SIGSTOP"}
+CRASH_SIGNALS = {4, 6, 7, 8, 11}
+
+
+def signal_kind(sig: int | None) -> str | None:
+    if sig is None:
+        return None
+    if sig in CRASH_SIGNALS:
+        return "crash"
+    if sig in (9, 15, 2, 1, 3):
+        return "killed"
+    return None
+
+
+@dataclass
+class Finding:
+    detector: str
+    kind: str
+    score: float                  # how strongly this rule alone says "this is the root cause"
+    why: str
+    rank: int | None = None
+    local_rank: int | None = None
+    host: str | None = None
+    pid: int | None = None
+    pod: str | None = None
+    gpu: str | None = None
+    time: dt.datetime | None = None   # aligned
+    evidence: list[int] = field(default_factory=list)   # event_ids
+    direct: bool = False          # the culprit's own line says what broke
+    extra: dict = field(default_factory=dict)
+
+    def key(self) -> tuple:
+        if self.rank is not None:
+            return ("rank", self.rank)
+        if self.host is not None:
+            return ("host", self.host)
+        if self.pod is not None:
+            return ("pod", self.pod)
+        return ("job", None)
+
+
+def query(con: duckdb.DuckDBPyConnection, name: str, params=None) -> list[dict]:
+    """Run queries/detect/<name>.sql over the aligned view: over temp table hot_events when
+    diagnose made it (fast on big stores), unless the file says `-- scope: all`."""
+    text = sql_file(f"detect/{name}.sql")
+    if sql_header(text).get("scope") != "all" and table_exists(con, "hot_events"):
+        text = text.replace("aligned_events", "hot_events")
+    return rows(con, text, params)

@@ -1,0 +1,106 @@
+"""first_cause: the earliest cause-role event on the aligned clock, per culprit.
+
+The loud lines are symptoms (role symptom); only cause-role events compete here. Each
+culprit's first cause becomes a finding; earlier ones score higher, and a culprit whose
+cause comes after another culprit's cause by more than the clock's uncertainty is
+scored as a probable consequence."""
+
+from __future__ import annotations
+
+import re
+
+from ..util import rows, table_exists
+from .base import Finding, query
+
+DIRECT = 0.85
+
+
+def _weak_reason(r: dict) -> str | None:
+    """Why a cause-role line is only weak evidence of the root cause (None: it is direct)."""
+    fmt = r["format"] or ""
+    if r["kind"] == "process_exit" and (r["program"] in SCHEDULER_PROGRAMS or fmt.startswith(("slurm", "kube"))):
+        return "a scheduler's report of an exit code (the process's own line says why)"
+    if r["failure"] in ("time_limit", "cancelled") and r["program"] not in SCHEDULER_PROGRAMS \
+            and not fmt.startswith(("slurm", "kube", "sacct")):
+        return "the application, not the scheduler, says so"   # "Time limit of 1d reached. Stopping training."
+    if r["failure"] in ("exception", "unknown") and _SYMPTOM_TEXT.search(r["message"] or ""):
+        return "the message reads like a consequence of a lost peer (connection closed / timed out)"
+    return None
+
+
+# An exception whose text is about a lost peer is almost always the cascade, whatever the
+# format's rules said (a safety net against a confident wrong blame).
+_SYMPTOM_TEXT = re.compile(r"(?i)connection (?:closed|reset|refused)|closed by peer|reset by peer|broken pipe|"
+                           r"timed out|timeout|watchdog|socket.*(?:closed|error)|ncclRemoteError|remote process exited")
+
+
+def first_cause(con) -> list[Finding]:
+    rs = query(con, "first_cause")
+    weak = [_weak_reason(r) for r in rs]
+    t0 = next((r["ats"] for r, w in zip(rs, weak) if r["ats"] is not None and w is None), None)
+    out = []
+    n_direct = 0
+    for i, (r, w) in enumerate(zip(rs, weak)):
+        lag = (r["ats"] - t0).total_seconds() if r["ats"] is not None and t0 is not None else None
+        if w is None:
+            score = DIRECT if n_direct == 0 else (DIRECT * 0.8 if lag is not None and lag <= 1.0 else DIRECT * 0.35)
+            n_direct += 1
+        else:
+            score = 0.2
+        if not r["ts_ok"]:
+            score *= 0.9   # time inherited from a neighbouring line
+        ident = dict(rank=r["rank"], local_rank=r["local_rank"], host=r["host"], pid=r["pid"], pod=r["pod"],
+                     gpu=r["gpu"])
+        if r["failure"] == "node_failure":
+            # "node n2 not responding", "JOB 7 ON n1 CANCELLED ... DUE TO NODE FAILURE": the line's own
+            # host is a reporter; node_events names the node
+            ident = dict.fromkeys(ident)
+        who = (f"rank {r['rank']}" if r["rank"] is not None else "") + (f" on {r['host']}" if r["host"] else "")
+        first = w is None and n_direct == 1
+        out.append(Finding(
+            detector="first_cause", kind=r["failure"] if r["failure"] else "unknown", score=score,
+            why=f"{'earliest' if first else 'a'} cause line"
+                f"{(' of ' + who.strip().removeprefix('on ')) if who.strip() else ''}: "
+                f"{r['kind']} ({(r['message'] or '').strip()[:120]})" + (f" — weak: {w}" if w else ""),
+            **ident, time=r["ats"], evidence=[r["event_id"]], direct=w is None,
+            extra={"order": i, "lag_s": lag, "event_kind": r["kind"], "ts_ok": r["ts_ok"], "n_causes": r["n_causes"]}))
+    return out
+
+
+SCHEDULER_PROGRAMS = ("slurmctld", "slurmd", "slurmstepd", "srun", "sbatch", "sacct", "scontrol", "kubelet",
+                      "kubectl", "kube-scheduler")
+
+
+def first_symptom(con) -> list[Finding]:
+    """The first rank to complain (weak; a fallback when no cause and no absence rule decides)."""
+    rs = query(con, "first_symptom")
+    out = []
+    for i, r in enumerate(rs[:4]):
+        net = r["kind"] in ("nccl_error_chain", "comm_abort")
+        out.append(Finding(detector="first_symptom", kind="network_error" if net else "unknown",
+                           score=0.15 if i == 0 else 0.05,
+                           why=f"{'first' if i == 0 else 'a later'} rank/process to report a failure: {r['kind']} "
+                               f"({(r['message'] or '')[:100]}) — a symptom, weak evidence of the culprit",
+                           rank=r["rank"], local_rank=r["local_rank"], host=r["host"], pid=r["pid"], gpu=r["gpu"],
+                           time=r["ats"], evidence=[r["event_id"]], extra={"order": i}))
+    return out
+
+
+def step_cancels(con) -> list[Finding]:
+    """A step/job cancelled by the scheduler with no reason given (`*** STEP 42929.0 ON cn109
+    CANCELLED AT ... ***`): weak on its own (teardown after a failure looks the same), it decides
+    only when nothing else does."""
+    rs = rows(con, r"""
+        SELECT event_id, ats, host, message,
+               nullif(regexp_extract(message, '(?:STEP|JOB) \S+ ON (\S+) CANCELLED', 1), '') AS node,
+               regexp_matches(message, '(?i)DUE TO|PREEMPT') AS has_reason
+        FROM hot_events_or_aligned WHERE kind = 'step_cancelled'
+        ORDER BY ats NULLS LAST, file, line LIMIT 20""".replace(
+        "hot_events_or_aligned", "hot_events" if table_exists(con, "hot_events") else "aligned_events"))
+    rs = [r for r in rs if not r["has_reason"] and r["node"]]
+    if not rs:
+        return []
+    r = rs[0]
+    return [Finding(detector="step_cancels", kind="cancelled", score=0.3,
+                    why=f"the scheduler cancelled the step with no reason given ({(r['message'] or '').strip()[:100]})",
+                    host=r["node"] or r["host"], time=r["ats"], evidence=[r["event_id"]])]

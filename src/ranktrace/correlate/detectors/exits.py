@@ -1,0 +1,174 @@
+"""Launcher exit reports: torchrun agent `failed (exitcode: N)` lines and Root Cause /
+Failures entries; srun `tasks 0-57,59-63: Terminated` lines.
+
+An exit by SIGKILL/SIGSEGV/... is the culprit's own death certificate even when the
+culprit wrote nothing. Exit code 1 after a peer error, or SIGTERM (the agent tearing down
+siblings), is teardown. The Root Cause block is weak (per node, 1 s resolution, can name
+a healthy sibling). For srun, the culprit is the task with a different state, or the
+gap in a 'Terminated' range."""
+
+from __future__ import annotations
+
+import re
+
+from ..hostlist import compress_ranges, expand_ranges
+from ..util import rows
+from .base import SIGNALS, Finding, query, signal_kind
+
+
+def worker_exits(con) -> list[Finding]:
+    rs = query(con, "worker_exits")
+    out: list[Finding] = []
+    agent = [r for r in rs if r["source"] == "agent"]
+    first_host_time = {}
+    for r in agent:
+        if r["ats"] is not None:
+            first_host_time.setdefault(r["host"], r["ats"])
+    t0 = min(first_host_time.values()) if first_host_time else None
+    rc_times = sorted({r["ats"] for r in rs if r["source"] == "root_cause" and r["ats"] is not None})
+    seen = set()
+    for r in rs:
+        sig = r["signal"]
+        kind = signal_kind(sig)
+        key = (r["host"], r["pid"], r["source"])
+        if key in seen:
+            continue
+        seen.add(key)
+        name = f"{SIGNALS.get(sig, 'signal ' + str(sig))}" if sig else f"exit code {r['exitcode']}"
+        if r["source"] == "agent":
+            if sig == 15:
+                score, kind = 0.05, "killed"
+            elif kind:
+                score = 0.75
+            else:
+                kind, score = "exception", 0.15
+            first = r["ats"] is not None and t0 is not None and r["ats"] == first_host_time.get(r["host"])
+            if first and r["ats"] == t0 and sig != 15:
+                score += 0.1
+            why = f"the launcher on {r['host']} reports local_rank {r['local_rank']} (pid {r['pid']}) died of {name}"
+        else:
+            if sig == 15:   # a sibling SIGTERMed by its agent: teardown (alive until then: a hang?)
+                out.append(Finding(detector="worker_exits", kind="killed", score=0.02,
+                                   why=f"rank {r['rank']} on {r['host']} was SIGTERMed by its launcher (teardown)",
+                                   rank=r["rank"], local_rank=r["local_rank"], host=r["host"], pid=r["pid"],
+                                   evidence=[r["event_id"]], extra={"source": r["source"], "signal": 15}))
+                continue
+            weight = 0.22 if r["source"] == "root_cause" else 0.1
+            if r["source"] == "root_cause" and len(rc_times) > 1 and r["ats"] == rc_times[0]:
+                weight += 0.05   # the earliest of several nodes' Root Cause blocks
+            score = weight + (0.3 if kind else 0.0)
+            kind = kind or "exception"
+            why = (f"torchrun {'Root Cause' if r['source'] == 'root_cause' else 'Failures'} entry (weak: per node, "
+                   f"1 s resolution) names rank {r['rank']} on {r['host']} ({name})")
+        out.append(Finding(detector="worker_exits", kind=kind, score=min(score, 0.95), why=why,
+                           rank=r["rank"], local_rank=r["local_rank"], host=r["host"], pid=r["pid"],
+                           time=r["ats"] if r["source"] == "agent" else None, evidence=[r["event_id"]],
+                           direct=bool(sig and sig != 15),
+                           extra={"source": r["source"], "exitcode": r["exitcode"], "signal": sig}))
+    return out
+
+
+_STATE_KIND = [
+    (r"(?i)out of memory|oom", "oom", 0.85),
+    (r"(?i)segmentation fault|bus error|aborted|floating point|illegal instruction|core dumped", "crash", 0.8),
+    (r"(?i)^killed", "killed", 0.5),
+    (r"(?i)exited with exit code", "exception", 0.4),
+    (r"(?i)terminated", None, 0.0),
+]
+
+
+def _state(state: str):
+    for pat, kind, score in _STATE_KIND:
+        if re.search(pat, state):
+            return kind, score
+    return "unknown", 0.2
+
+
+def task_exits(con) -> list[Finding]:
+    rs = query(con, "task_exits")
+    if not rs:
+        return []
+    out: list[Finding] = []
+    terminated: set[int] = set()
+    others: dict[int, tuple] = {}
+    for r in rs:
+        try:
+            tasks = expand_ranges(r["ranges"])
+        except ValueError:
+            continue
+        kind, score = _state(r["state"])
+        if kind is None:
+            terminated.update(tasks)
+            continue
+        for t in tasks:
+            others.setdefault(t, (kind, score, r))
+    from ..identity import srun_runs_agents
+    if srun_runs_agents(con):
+        # srun runs one torchrun agent per node: a task is an agent, its exit is the launcher's
+        # teardown (the worker that failed is in the agent's own report)
+        return [Finding(detector="task_exits", kind=kind, score=0.1 if kind in ("oom", "crash") else 0.03,
+                        why=f"srun: the launcher task {t} on {r['node']} ended '{r['state']}'",
+                        host=r["node"], time=r["ats"], evidence=[r["event_id"]], extra={"state": r["state"]})
+                for t, (kind, score, r) in sorted(others.items())]
+    # tasks reported with a state other than Terminated
+    n_other_tasks = len(others)
+    for t, (kind, score, r) in sorted(others.items()):
+        if n_other_tasks > 1 and kind in ("killed", "exception"):
+            score *= 0.6   # several tasks killed: a whole-step kill (OOM of the step, cancel)
+        out.append(Finding(detector="task_exits", kind=kind, score=score,
+                           why=f"srun: task {t} on {r['node']} ended '{r['state']}' while others were terminated",
+                           rank=t, host=r["node"], time=r["ats"], evidence=[r["event_id"]], direct=kind in ("oom", "crash"),
+                           extra={"state": r["state"]}))
+    # the gap: tasks missing from the Terminated ranges, when nobody else reported them
+    if terminated and not others:
+        universe = range(0, max(terminated | set(others)) + 1)
+        gap = [t for t in universe if t not in terminated and t not in others]
+        if 0 < len(gap) <= max(1, len(universe) // 8):
+            r0 = next(r for r in rs if _state(r["state"])[0] is None)
+            for t in gap:
+                out.append(Finding(detector="task_exits", kind="unknown", score=0.45,
+                                   why=f"srun reports tasks {compress_ranges(terminated)} Terminated: task {t} is "
+                                       f"the gap (it ended before the teardown)",
+                                   rank=t, time=None, evidence=[r0["event_id"]], extra={"gap": True}))
+    return out
+
+
+def _bytes(s: str) -> float:
+    m = re.fullmatch(r"([\d.]+)([KMGT]?)", (s or "").strip())
+    if not m:
+        return -1.0
+    return float(m.group(1)) * {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}[m.group(2)]
+
+
+def sacct_maxrss(con) -> list[Finding]:
+    """With a step over its memory limit, srun names no task (`tasks 0-3: Killed`); sacct -P's
+    MaxRSSTask / MaxRSSNode of the step say which task grew. Used only when the store has an OOM."""
+    from ..identity import srun_runs_agents
+    if not con.execute("SELECT count(*) FROM events WHERE kind = 'host_oom'").fetchone()[0]:
+        return []
+    if srun_runs_agents(con):
+        return []   # a task is a torchrun agent, not a rank
+    heads = rows(con, "SELECT file_id, line, raw FROM events WHERE raw LIKE 'JobID|%' AND raw LIKE '%|MaxRSSTask%'")
+    best = None
+    for h in heads:
+        cols = h["raw"].strip().split("|")
+        try:
+            i_rss, i_task, i_node, i_id = (cols.index("MaxRSS"), cols.index("MaxRSSTask"), cols.index("MaxRSSNode"),
+                                           cols.index("JobID"))
+        except ValueError:
+            continue
+        for r in rows(con, "SELECT event_id, raw FROM events WHERE file_id = ? AND line > ? ORDER BY line",
+                      [h["file_id"], h["line"]]):
+            f = r["raw"].strip().split("|")
+            if len(f) != len(cols) or not re.fullmatch(r"\d+(?:_\d+)?\.\d+", f[i_id]) or not f[i_task].isdigit():
+                continue
+            rss = _bytes(f[i_rss])
+            if best is None or rss > best[0]:
+                best = (rss, int(f[i_task]), f[i_node] or None, r["event_id"], f[i_id])
+    if best is None:
+        return []
+    rss, task, node, eid, step = best
+    return [Finding(detector="sacct_maxrss", kind="oom", score=0.3,
+                    why=f"sacct: the largest memory of step {step} was task {task} on {node} "
+                        f"(MaxRSS {rss / (1 << 20):.0f} MiB): the task that grew",
+                    rank=task, host=node, evidence=[eid], extra={"maxrss_bytes": rss})]

@@ -1,0 +1,69 @@
+"""GPU faults with the Xid table (queries/data/xid_catalog.csv: xid,name,meaning,action, when
+present). The first Xid of a cascade (31 before 62/45) is the cause; the GPU is mapped to a
+rank through NCCL's bus id when the store knows it."""
+
+from __future__ import annotations
+
+import csv
+from functools import lru_cache
+
+from ...resources import data_dir
+from ..util import has_columns, rows
+from .base import Finding, query
+
+# Xids that are consequences or application-level, not a hardware fault on their own.
+APP_XIDS = {13, 31, 43, 45, 68}
+
+
+@lru_cache(maxsize=1)
+def xid_catalog() -> dict[int, dict]:
+    try:
+        p = data_dir("queries") / "data" / "xid_catalog.csv"
+    except FileNotFoundError:
+        return {}
+    if not p.exists():
+        return {}
+    out = {}
+    with p.open(newline="") as fh:
+        for r in csv.DictReader(fh):
+            try:
+                out[int(r["xid"])] = r
+            except (KeyError, ValueError):
+                continue
+    return out
+
+
+def _bus_rank(con, pci: str, host: str | None):
+    if not pci or not has_columns(con, "nccl_comm", "bus_id", "rank"):
+        return None
+    key = pci.lower().lstrip("0:")[:7]
+    rs = rows(con, "SELECT DISTINCT f.rank, e.host FROM nccl_comm f JOIN aligned_events e USING (event_id) "
+                   "WHERE lower(f.bus_id) LIKE '%' || ? || '%' AND (? IS NULL OR e.host = ?)", [key, host, host])
+    return rs[0]["rank"] if len(rs) == 1 else None
+
+
+def xid(con) -> list[Finding]:
+    rs = [r for r in query(con, "xid") if r["xid"] is not None]
+    if not rs:
+        return []
+    cat = xid_catalog()
+    out = []
+    seen = set()
+    for i, r in enumerate(rs):
+        k = (r["host"], r["pci"])
+        if k in seen:
+            continue
+        seen.add(k)
+        info = cat.get(r["xid"], {})
+        name = info.get("name") or f"Xid {r['xid']}"
+        later = sorted({x["xid"] for x in rs if (x["host"], x["pci"]) == k and x["xid"] != r["xid"]})
+        score = 0.85 if r["xid"] not in APP_XIDS else 0.6
+        why = (f"NVIDIA Xid {r['xid']} ({name}) on GPU {r['pci']}" + (f" of {r['host']}" if r["host"] else "")
+               + (f", followed by Xid {', '.join(map(str, later))}" if later else "")
+               + (f"; {info['meaning']}" if info.get("meaning") else ""))
+        out.append(Finding(detector="xid", kind="gpu_fault", score=score if i == 0 else score * 0.7, why=why,
+                           host=r["host"], pid=r["pid"], gpu=r["pci"], rank=_bus_rank(con, r["pci"], r["host"]),
+                           time=r["ats"], evidence=[r["event_id"]], direct=True,
+                           extra={"xid": r["xid"], "xid_name": name, "action": info.get("action"),
+                                  "meaning": info.get("meaning")}))
+    return out

@@ -1,0 +1,52 @@
+"""Hang vs half-dead node: a host whose every line (ranks and launcher) stops while the
+other hosts go on logging and tearing down, with no teardown of its own, froze or died
+(node_failure). A single live rank that stopped making progress while its launcher kept
+working is a hang (see absence.silent_ranks + exits)."""
+
+from __future__ import annotations
+
+from .base import Finding, query
+
+
+def half_dead_nodes(con) -> list[Finding]:
+    hs = [h for h in query(con, "host_activity") if h["last_ats"] is not None]
+    if len(hs) < 2:
+        return []
+    tearing = [h for h in hs if h["n_teardown"] > 0 or h["n_symptom"] > 0]
+    quiet = [h for h in hs if h["n_teardown"] == 0 and h["n_symptom"] == 0 and h["n_cause"] == 0]
+    if not tearing or not quiet or len(quiet) > len(hs) / 2:
+        return []
+    end_others = min(h["last_ats"] for h in tearing)
+    out = []
+    for h in quiet:
+        gap = (end_others - h["last_ats"]).total_seconds()
+        if gap < 1.0:
+            continue
+        out.append(Finding(detector="half_dead_nodes", kind="node_failure",
+                           score=0.55 if len(quiet) == 1 else 0.35,
+                           why=f"every line of {h['host']} stops at {h['last_ats']:%H:%M:%S}, {gap:.0f}s before the other "
+                               f"hosts; it wrote no error and its launcher no teardown (frozen or dead node)",
+                           host=h["host"], time=h["last_ats"], extra={"silent_for_s": gap}))
+    return out
+
+
+def node_events(con) -> list[Finding]:
+    """Scheduler / orchestrator lines that name a failed node (the reporter is not the node)."""
+    from ..hostlist import expand_hostlist
+    by: dict[str, list[dict]] = {}
+    for r in query(con, "node_events"):
+        if not r["node"]:
+            continue
+        try:
+            nodes = expand_hostlist(r["node"].strip(",")) if "[" in r["node"] else r["node"].split(",")
+        except ValueError:
+            nodes = [r["node"]]
+        for n in nodes:
+            if n:
+                by.setdefault(n, []).append(r)
+    out = []
+    for node, lst in sorted(by.items()):
+        out.append(Finding(detector="node_events", kind="node_failure", score=0.85 if len(by) == 1 else 0.6,
+                           why=f"{len(lst)} scheduler line(s) say node {node} failed ({lst[0]['message'][:100]})",
+                           host=node, time=lst[0]["ats"], evidence=[r["event_id"] for r in lst[:3]], direct=True))
+    return out

@@ -1,0 +1,99 @@
+"""Rendezvous timeout: the expected node set (Slurm node list, nnodes / min_nodes) against
+the hosts that showed up. Names the missing node when the set is known, else counts."""
+
+from __future__ import annotations
+
+import re
+
+from ..hostlist import expand_hostlist
+from ..util import has_columns
+from .base import Finding, query
+
+
+def job_started(con):
+    """Aligned time of the first sign that the job assembled (progress line or worker start
+    after a completed rendezvous), else None."""
+    r = con.execute("""
+        SELECT min(ats) FROM aligned_events
+        WHERE ats IS NOT NULL AND (kind IN ('progress', 'rdzv_complete', 'comm_init')
+                         OR (kind IS NULL AND rank IS NOT NULL
+                             AND regexp_matches(message, '(?i)\\b(?:step|iter|iteration)\\s*[=:#]?\\s*\\d+')))
+    """).fetchone()
+    return r[0] if r else None
+
+
+def guess_missing(hosts: list[str], need: int) -> str | None:
+    """With one node missing from a regular name sequence (ml-e01..ml-e03 of 4), name the gap:
+    a leading gap from 1 (or 0), an interior gap, else the next number. None when the names
+    do not form one sequence or more than one node is missing."""
+    if need - len(hosts) != 1 or len(hosts) < 2:
+        return None
+    ms = [re.fullmatch(r"(.*?)(\d+)", h) for h in hosts]
+    if not all(ms) or len({m.group(1) for m in ms}) != 1:
+        return None
+    prefix = ms[0].group(1)
+    widths = {len(m.group(2)) for m in ms}
+    width = widths.pop() if len(widths) == 1 and any(m.group(2).startswith("0") for m in ms) else 0
+    nums = sorted(int(m.group(2)) for m in ms)
+    start = 0 if 0 in nums else 1
+    gaps = [n for n in range(start, nums[-1] + 2) if n not in nums]
+    return f"{prefix}{gaps[0]:0{width}d}" if gaps else None
+
+
+def rendezvous(con) -> list[Finding]:
+    rs = query(con, "rendezvous")
+    fails = [r for r in rs if r["what"] in ("rdzv_timeout", "store_fail")]
+    if not fails:
+        return []
+    first_progress = job_started(con)
+    if first_progress is not None and all(r["ats"] is None or r["ats"] > first_progress for r in fails):
+        return []   # the job had assembled and run: a rendezvous error now is teardown, not the cause
+    expected: set[str] = set()
+    for r in rs:
+        if r["what"] == "nodelist" and r["value"]:
+            try:
+                expected.update(expand_hostlist(r["value"]))
+            except ValueError:
+                pass
+    if has_columns(con, "slurm_alloc", "nodelist"):
+        for (nl,) in con.execute("SELECT DISTINCT nodelist FROM slurm_alloc WHERE nodelist IS NOT NULL").fetchall():
+            try:
+                expected.update(expand_hostlist(nl))
+            except ValueError:
+                pass
+    counts = [int(r["value"]) for r in rs if r["what"] in ("min_nodes", "nnodes") and (r["value"] or "").isdigit()]
+    if has_columns(con, "elastic_launch", "min_nodes"):
+        counts += [int(n) for (n,) in con.execute("SELECT DISTINCT TRY_CAST(min_nodes AS BIGINT) FROM elastic_launch "
+                                                  "WHERE TRY_CAST(min_nodes AS BIGINT) IS NOT NULL").fetchall()]
+    need = max(counts) if counts else None
+    present = {h for (h,) in con.execute(
+        "SELECT DISTINCT host FROM aligned_events WHERE host IS NOT NULL").fetchall()}
+    joined = {r["host"] for r in rs if r["what"] in ("joined", "rdzv_timeout", "rdzv_complete", "store_fail") and r["host"]}
+    seen = joined or present
+    ev = [fails[0]["event_id"]] + [r["event_id"] for r in rs if r["what"] in ("nodelist", "min_nodes", "nnodes")][:2]
+    store = any(r["what"] == "store_fail" for r in fails) and not any(r["what"] == "rdzv_timeout" for r in fails)
+    if expected:
+        missing = sorted(expected - seen)
+        if missing:
+            return [Finding(detector="rendezvous", kind="rendezvous_timeout", score=0.85 if len(missing) == 1 else 0.6,
+                            why=f"rendezvous failed; the node list expects {len(expected)} nodes but "
+                                f"{', '.join(missing)} never showed up", host=m, time=fails[0]["ats"], evidence=ev,
+                            direct=True, extra={"missing": missing, "expected": sorted(expected)}) for m in missing]
+    guess = guess_missing(sorted(seen), need) if need is not None else None
+    if guess:
+        return [Finding(detector="rendezvous", kind="rendezvous_timeout", score=0.6,
+                        why=f"rendezvous failed; {len(seen)} of {need} expected nodes showed up "
+                            f"({', '.join(sorted(seen))}); the missing one is probably {guess} (inferred from the "
+                            f"host name sequence, not stated in the logs)",
+                        host=guess, time=fails[0]["ats"], evidence=ev, direct=True,
+                        extra={"missing": [guess], "inferred": True, "job_level": True})]
+    why = "rendezvous failed"
+    if store:
+        why = "the rendezvous store could not be reached (its host never started or is unreachable)"
+    if need is not None:
+        why += f"; {len(seen)} of {need} expected nodes showed up ({need - len(seen)} missing, names unknown)"
+    else:
+        why += "; the expected node set is unknown (no node list / nnodes in the logs)"
+    return [Finding(detector="rendezvous", kind="rendezvous_timeout", score=0.7, why=why, time=fails[0]["ats"],
+                    evidence=ev, direct=True,
+                    extra={"missing_count": (need - len(seen)) if need else None, "job_level": True})]

@@ -1,0 +1,91 @@
+"""Small helpers shared by the correlator: SQL files, defensive fact access, times."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from functools import lru_cache
+from pathlib import Path
+
+import duckdb
+
+from ..resources import data_dir
+
+
+@lru_cache(maxsize=None)
+def _sql_text(path: str) -> str:
+    return Path(path).read_text()
+
+
+def sql_file(rel: str) -> str:
+    """The text of queries/<rel> (e.g. 'detect/first_cause.sql')."""
+    return _sql_text(str(data_dir("queries") / rel))
+
+
+def sql_header(text: str) -> dict[str, str]:
+    """The `-- key: value` comment header of a SQL file."""
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        m = re.match(r"^--\s*(\w+)\s*:\s*(.*)$", line)
+        if m:
+            out.setdefault(m.group(1), m.group(2).strip())
+        elif line.strip() and not line.startswith("--"):
+            break
+    return out
+
+
+def table_exists(con: duckdb.DuckDBPyConnection, name: str) -> bool:
+    return con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = ?",
+                       [name]).fetchone()[0] > 0
+
+
+def columns(con: duckdb.DuckDBPyConnection, name: str) -> set[str]:
+    return {r[0] for r in con.execute(
+        "SELECT column_name FROM information_schema.columns WHERE table_name = ?", [name]).fetchall()}
+
+
+def has_columns(con, name: str, *cols: str) -> bool:
+    return table_exists(con, name) and set(cols) <= columns(con, name)
+
+
+def rows(con: duckdb.DuckDBPyConnection, sql: str, params=None) -> list[dict]:
+    cur = con.execute(sql, params or {})
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, r)) for r in cur.fetchall()]
+
+
+def iso(t) -> str | None:
+    """UTC ISO 8601 with milliseconds and Z (the verdict contract)."""
+    if t is None:
+        return None
+    if isinstance(t, (int, float)):
+        t = dt.datetime.fromtimestamp(t, dt.timezone.utc).replace(tzinfo=None)
+    if t.tzinfo is not None:
+        t = t.astimezone(dt.timezone.utc).replace(tzinfo=None)
+    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
+
+
+def short(text: str | None, n: int = 200) -> str:
+    s = (text or "").replace("\r", "").strip()
+    s = s.splitlines()[-1] if "\n" in s and len(s) > n else s
+    s = " ⏎ ".join(p.strip() for p in s.splitlines()) if "\n" in s else s
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def ensure_kind_catalog(con: duckdb.DuckDBPyConnection) -> None:
+    """Temp table `kind_catalog` (kind, role, failure): the store's `kinds` table when it is
+    filled, else parsers/kinds*.toml (an older or partial store still gets failure kinds)."""
+    n = 0
+    if table_exists(con, "kinds"):
+        n = con.execute("SELECT count(*) FROM kinds").fetchone()[0]
+    if n:
+        con.execute("CREATE OR REPLACE TEMP TABLE kind_catalog AS SELECT kind, role, failure FROM kinds")
+        return
+    from ..formats import load_kinds
+    kinds = {}
+    for p in sorted(data_dir("parsers").glob("kinds*.toml")):
+        kinds.update(load_kinds(p))
+    con.execute("CREATE OR REPLACE TEMP TABLE kind_catalog (kind VARCHAR, role VARCHAR, failure VARCHAR)")
+    if kinds:
+        con.executemany("INSERT INTO kind_catalog VALUES (?, ?, ?)",
+                        [[k.name, k.role, k.failure] for k in kinds.values()])

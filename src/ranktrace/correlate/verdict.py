@@ -1,0 +1,486 @@
+"""The verdict: combine the detectors' findings into one root cause (design.md section 4).
+
+1. identity + clock -> temp view aligned_events (ranktrace.correlate.clock.align);
+2. every rule of ranktrace.correlate.detectors.RULES -> findings;
+3. findings are completed from the identity table (host+pid -> rank, ...) and grouped per
+   culprit (rank, else host, else the job); a culprit's kind comes from its most specific
+   direct finding, else from absence evidence (half-dead node, named/behind/silent ranks);
+4. the first direct cause on the aligned clock leads; when two culprits cannot be
+   separated (close scores, or their order rests within the clock uncertainty) the
+   confidence stays below 0.8 and both are listed;
+5. `none` when nothing failed, `unknown` (with what is missing) when nothing decides.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import duckdb
+
+from . import identity as ident
+from .clock import align
+from .detectors import Finding, run_all
+from .detectors.base import SPECIFICITY
+from .util import ensure_kind_catalog, iso, rows, short, sql_file
+
+JOB_LEVEL = {"time_limit", "cancelled", "rendezvous_timeout", "scheduling"}
+NODE_LEVEL = {"node_failure"}
+MAX_EVIDENCE = 10
+# a later direct finding of the same culprit may explain the first one (the Xid behind a CUDA
+# error, the OOM kill behind a SIGKILL); nothing else overrides the first cause's kind
+_HW = ("gpu_fault", "oom", "gpu_oom", "node_failure")
+EXPLAINS = {"exception": _HW + ("cuda_error", "crash"), "killed": _HW, "crash": _HW + ("cuda_error",),
+            "cuda_error": ("gpu_fault",), "unknown": _HW + ("crash", "cuda_error", "killed", "hang", "exception"),
+            "hang": ("gpu_fault", "node_failure"), "network_error": ("gpu_fault", "node_failure")}
+MAX_CASCADE = 40
+
+
+# ---------------------------------------------------------------- candidates
+
+class Candidate:
+    def __init__(self, key):
+        self.key = key
+        self.findings: list[Finding] = []
+
+    @property
+    def direct(self) -> list[Finding]:
+        return [f for f in self.findings if f.direct]
+
+    def field(self, name):
+        for f in sorted(self.findings, key=lambda f: (-f.direct, -f.score)):
+            v = getattr(f, name)
+            if v is not None:
+                return v
+        return None
+
+    @property
+    def score(self) -> float:
+        p = 1.0
+        for f in self.findings:
+            p *= 1.0 - min(f.score, 0.97)
+        return 1.0 - p
+
+    @property
+    def time(self):
+        ts = [f.time for f in self.direct if f.time is not None] or [f.time for f in self.findings if f.time is not None]
+        return min(ts) if ts else None
+
+    @property
+    def time_written(self) -> bool:
+        """Its first direct cause carries a time written in the line (not inherited)."""
+        d = [f for f in self.direct if f.time is not None]
+        if not d:
+            return False
+        first = min(d, key=lambda f: f.time)
+        return first.extra.get("ts_ok", True) is not False
+
+    @property
+    def order_time(self):
+        """When the culprit failed, for ordering culprits. A traceback has no time of its own (it
+        inherits the previous line's); then the launcher's report of that worker's death, which
+        has one, orders better (two tracebacks after one shared 'reloading' line look
+        simultaneous; their workers' exit reports are seconds apart)."""
+        if self.time_written or not self.direct:
+            return self.time
+        agent = [f.time for f in self.findings
+                 if f.detector == "worker_exits" and f.extra.get("source") == "agent" and f.time is not None]
+        return min(agent) if agent else self.time
+
+    def kind(self, node_failed: set[str]) -> str:
+        d = [f for f in self.direct if f.kind not in ("unknown", None)]
+        if d:
+            # the first direct finding, upgraded by a more specific one that explains it
+            d.sort(key=lambda f: (f.time is None, f.time or dt.datetime.max, SPECIFICITY.get(f.kind, 99)))
+            best = d[0].kind
+            for f in d[1:]:
+                if f.kind in EXPLAINS.get(best, ()) and SPECIFICITY.get(f.kind, 99) < SPECIFICITY.get(best, 99):
+                    best = f.kind
+            return best
+        host = self.field("host")
+        if host in node_failed:
+            return "node_failure"
+        kinds = {f.kind for f in self.findings}
+        dets = {f.detector for f in self.findings}
+        if "hang" in kinds:
+            return "hang"
+        exits = [f for f in self.findings if f.detector == "worker_exits" and f.extra.get("signal") == 15]
+        if exits and dets & {"silent_ranks", "named_ranks", "watchdog"}:
+            return "hang"   # alive until its own launcher SIGTERMed it, silent meanwhile
+        others = [f.kind for f in self.findings if f.kind not in ("unknown", None)]
+        return others[0] if others else "unknown"
+
+
+def _complete(con, f: Finding) -> None:
+    got = ident.lookup(con, host=f.host, pid=f.pid, rank=f.rank, local_rank=f.local_rank, pod=f.pod)
+    for k in ("host", "pid", "rank", "local_rank"):
+        if getattr(f, k) is None and got.get(k) is not None:
+            setattr(f, k, got[k])
+    if f.gpu is None and got.get("gpu") is not None:
+        f.gpu = got["gpu"]
+    if f.pod is None and got.get("pod") is not None:
+        f.pod = got["pod"]
+
+
+def _group(findings: list[Finding]) -> dict:
+    cands: dict = {}
+    for f in findings:
+        if f.kind in JOB_LEVEL and not (f.kind == "scheduling" and f.pod):
+            # the job failed as a whole: the line's own host/rank is a reporter, not the culprit
+            if f.detector != "rendezvous":
+                f.rank = f.local_rank = f.pid = None
+                if f.kind == "rendezvous_timeout":
+                    f.host = None   # the agent that gave up is not the node that never came
+            key = ("job", None)
+        else:
+            key = f.key()
+        cands.setdefault(key, Candidate(key)).findings.append(f)
+    # host-only findings with one rank candidate on that host: same culprit
+    for key in [k for k in cands if k[0] == "host"]:
+        host = key[1]
+        if any(f.kind in NODE_LEVEL for f in cands[key].findings):
+            continue
+        ranks = [c for k, c in cands.items() if k[0] == "rank" and c.field("host") == host and c.direct]
+        if len(ranks) != 1:
+            # the one rank on that host that another source ties to the same failure kind
+            # (sacct's MaxRSSTask for a step over its memory limit)
+            kinds = {f.kind for f in cands[key].findings if f.direct}
+            ranks = [c for k, c in cands.items() if k[0] == "rank" and c.field("host") == host
+                     and any(f.kind in kinds for f in c.findings)]
+        if len(ranks) == 1:
+            ranks[0].findings.extend(cands.pop(key).findings)
+    # findings that name nobody (a cgroup OOM line of the step) join the one candidate that has a
+    # direct finding of the same kind
+    anon = cands.get(("job", None))
+    if anon:
+        movable = [f for f in anon.findings if f.kind not in JOB_LEVEL]
+        kinds = {f.kind for f in movable}
+        same = [c for k, c in cands.items() if k != ("job", None) and any(f.direct and f.kind in kinds
+                                                                          for f in c.findings)]
+        if not same:   # a traceback without identity + the one worker its launcher saw fail
+            same = [c for k, c in cands.items() if k != ("job", None) and any(
+                f.detector == "worker_exits" and f.extra.get("source") == "agent" and f.kind in kinds
+                and f.extra.get("signal") != 15 for f in c.findings)]
+        if movable and len(same) == 1:
+            same[0].findings.extend(movable)
+            anon.findings = [f for f in anon.findings if f.kind in JOB_LEVEL]
+            if not anon.findings:
+                del cands[("job", None)]
+    return cands
+
+
+# ---------------------------------------------------------------- evidence, cascade
+
+def _event_rows(con, ids: list[int]) -> dict[int, dict]:
+    if not ids:
+        return {}
+    rs = rows(con, "SELECT event_id, file, line, ats, role, kind, message, raw, host, rank FROM aligned_events "
+                   "WHERE event_id IN (SELECT unnest(?))", [list(ids)])
+    return {r["event_id"]: r for r in rs}
+
+
+def _cascade(con, t0, exclude_rank, exclude_host) -> list[dict]:
+    q = """
+        WITH s AS (
+            SELECT event_id, ats, host, rank, kind, file, line, message FROM aligned_events
+            WHERE role = 'symptom' AND (CAST($t0 AS TIMESTAMP) IS NULL OR ats IS NULL
+                                        OR ats >= CAST($t0 AS TIMESTAMP) - INTERVAL 2 SECOND)
+        ), f AS (   -- first symptom per (host, rank): an aggregate, cheap on millions of lines
+            SELECT arg_min(event_id, struct_pack(t := coalesce(ats, TIMESTAMP '9999-12-31'), f := file, l := line))
+                   AS event_id
+            FROM s GROUP BY host, rank
+        )
+        SELECT s.* FROM s JOIN f USING (event_id) ORDER BY ats NULLS LAST, host, rank, file, line LIMIT $n
+    """
+    out = []
+    for r in rows(con, q, {"t0": t0, "n": MAX_CASCADE}):
+        out.append({"time": iso(r["ats"]), "host": r["host"], "rank": r["rank"], "kind": r["kind"],
+                    "file": r["file"], "line": r["line"], "event_id": r["event_id"], "text": short(r["message"], 160)})
+    return out
+
+
+# ---------------------------------------------------------------- next steps
+
+def next_steps(kind: str, v: dict, job_id: str | None, extra: dict) -> list[str]:
+    host, pid, pod, rank = v.get("host") or "NODE", v.get("pid"), v.get("pod"), v.get("rank")
+    job = job_id or "JOB"
+    steps: list[str] = []
+    if kind == "oom":
+        if pod:
+            steps.append(f"kubectl describe pod {pod}   # Last State: OOMKilled, limits")
+        steps += [f"sacct -j {job} --format=JobID,State,ExitCode,MaxRSS,ReqMem", f"seff {job}",
+                  f"ssh {host} 'dmesg -T | grep -iE \"oom|killed process\"'"]
+    elif kind == "gpu_oom":
+        steps += [f"ssh {host} nvidia-smi", "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True  # or a smaller batch"]
+    elif kind == "gpu_fault":
+        reason = f"Xid {extra['xid']}" if extra.get("xid") else "GPU fault"
+        steps += [f"scontrol update NodeName={host} State=DRAIN Reason=\"{reason}\"",
+                  f"ssh {host} nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER"]
+        if extra.get("action"):
+            steps.append(f"# Xid catalogue: {extra['action']}")
+    elif kind == "cuda_error":
+        steps += [f"ssh {host} 'dmesg -T | grep -i xid'   # a GPU fault behind the CUDA error?",
+                  "CUDA_LAUNCH_BLOCKING=1  # rerun to get the failing kernel"]
+    elif kind == "hang":
+        steps += [f"ssh {host} py-spy dump --pid {pid or 'PID'}   # where rank {rank if rank is not None else '?'} is stuck",
+                  "TORCH_NCCL_DUMP_ON_TIMEOUT=1 TORCH_DISTRIBUTED_DEBUG=DETAIL  # flight recorder on the next run"]
+    elif kind == "node_failure":
+        steps += [f"scontrol show node {host}", "sinfo -R", f"kubectl describe node {host}  # on Kubernetes"]
+    elif kind == "killed":
+        steps += [f"ssh {host} 'dmesg -T | grep -iE \"oom|killed process\"'   # OOM killer or a person?",
+                  f"sacct -j {job} --format=JobID,State,ExitCode,MaxRSS"]
+    elif kind == "crash":
+        steps += [f"ssh {host} coredumpctl list  # or the core file of pid {pid or 'PID'}",
+                  "python -X faulthandler ...  # Python stack at the crash"]
+    elif kind == "rendezvous_timeout":
+        miss = ", ".join(extra.get("missing") or []) or "the missing node"
+        steps += [f"check that {miss} started its launcher (srun -w {miss} hostname)",
+                  "nc -z RDZV_HOST RDZV_PORT   # is the rendezvous store reachable?"]
+    elif kind == "network_error":
+        steps += [f"ssh {host} ibstat; ssh {host} ibv_devinfo", "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET  # rerun"]
+    elif kind == "desync":
+        steps += ["TORCH_DISTRIBUTED_DEBUG=DETAIL  # rerun: names the mismatched collective",
+                  "look for rank-dependent code paths around the collective (if rank == 0: ...)"]
+    elif kind == "time_limit":
+        steps += [f"sacct -j {job} --format=JobID,Elapsed,Timelimit,State", "raise --time or checkpoint more often"]
+    elif kind == "cancelled":
+        steps += [f"sacct -j {job} --format=JobID,State,ExitCode,Reason", f"scontrol show job {job}",
+                  "grep -i 'kill\\|preempt' slurmctld.log   # who cancelled"]
+    elif kind == "scheduling":
+        steps += [f"kubectl describe pod {pod or 'POD'}", "kubectl get events --sort-by=.lastTimestamp"]
+    elif kind == "exception":
+        steps += [f"ranktrace sql \"SELECT file, line, message FROM events WHERE rank = {rank if rank is not None else 'N'} "
+                  "AND role = 'cause'\"   # the full traceback"]
+    elif kind == "unknown":
+        steps += ["ranktrace sql queries/canned/last_words_per_rank.sql   # who stopped first",
+                  "collect the missing logs named under 'missing' and rerun diagnose"]
+    return steps
+
+
+# ---------------------------------------------------------------- main entry
+
+def _failure_seen(con) -> bool:
+    return con.execute("SELECT count(*) FROM aligned_events WHERE role IN ('cause', 'symptom') "
+                       "OR (severity IN ('error', 'critical') AND role <> 'info')").fetchone()[0] > 0
+
+
+def _who(v: dict) -> str:
+    parts = []
+    if v.get("rank") is not None:
+        parts.append(f"rank {v['rank']}" + (f" (local rank {v['local_rank']})" if v.get("local_rank") is not None else ""))
+    if v.get("pod"):
+        parts.append(f"pod {v['pod']}")
+    if v.get("host"):
+        parts.append(f"on {v['host']}" if parts else f"node {v['host']}")
+    return " ".join(parts) or "the job"
+
+
+def diagnose(con: duckdb.DuckDBPyConnection, *, offsets: dict[str, float] | None = None) -> dict:
+    """The verdict JSON of design.md section 4 for the store behind `con` (read-only is fine:
+    only temp tables/views are created). Extra keys: missing, next_steps, identity."""
+    ensure_kind_catalog(con)
+    clock = align(con, offsets)
+    con.execute("CREATE OR REPLACE TEMP TABLE hot_events AS " + sql_file("align/hot_events.sql"))
+    findings = run_all(con)
+    for f in findings:
+        _complete(con, f)
+    # a rendezvous error after the job had assembled and run is teardown, not the cause
+    from .detectors.rendezvous import job_started
+    started = job_started(con)
+    if started is not None:
+        for f in findings:
+            if f.kind == "rendezvous_timeout" and f.detector == "first_cause" and f.time is not None \
+                    and f.time > started:
+                f.direct, f.score = False, 0.05
+                f.why += " (after the job had started: teardown)"
+    cands = _group(findings)
+    node_failed = {f.host for f in findings if f.kind == "node_failure" and f.host}
+    failure = _failure_seen(con) or bool(findings)
+    unc = {c["host"]: c["uncertainty_s"] for c in clock}
+    n_events = con.execute("SELECT count(*) FROM events").fetchone()[0]
+
+    empty = {"kind": "none", "rank": None, "local_rank": None, "host": None, "pod": None, "pid": None,
+             "gpu": None, "time": None, "confidence": 0.0, "summary": ""}
+    missing: list[str] = []
+    if not failure:
+        v = dict(empty, confidence=0.85 if n_events else 0.0,
+                 summary="no failure found: no cause or symptom line in the logs" if n_events
+                 else "the store holds no events")
+        evidence = []
+        if not n_events:
+            v["kind"] = "unknown"
+            missing.append("logs: the store is empty")
+        else:
+            # lines no format understood that still read like failures: not a clean run we can vouch for
+            unread = rows(con, r"""
+                SELECT file, line, ats, host, message FROM aligned_events
+                WHERE (kind IS NULL OR kind = 'daemon_error')
+                  AND regexp_matches(message, 'Traceback \(most recent|[A-Za-z]Error:|Exception:|\bFATAL\b|\bKilled\b|'
+                                     || '\berror: |'
+                                     || '(?i:timed out|segmentation fault|out of memory|watchdog caught|\baborted\b)')
+                ORDER BY ats NULLS LAST, file, line LIMIT 5""")
+            if unread:
+                v.update(kind="unknown", confidence=0.2,
+                         summary=f"failure-like lines that no rule ties to the job (e.g. {short(unread[0]['message'], 120)}); "
+                                 "root cause not established")
+                missing.append("a log format or rule for these lines (ranktrace formats check FILE shows what is "
+                               "unclaimed)")
+                hosts = {r["host"] for r in unread}
+                if len(hosts) == 1:
+                    v["host"] = hosts.pop()
+                evidence = [{"file": r["file"], "line": r["line"], "time": iso(r["ats"]), "role": "unclassified",
+                             "text": short(r["message"], 240)} for r in unread]
+        return {"verdict": v, "hypotheses": [], "evidence": evidence, "cascade": [], "clock": clock,
+                "missing": missing, "next_steps": next_steps(v["kind"], v, None, {}) if evidence else []}
+
+    # rank candidates
+    def order_key(c: Candidate):
+        has_direct = bool(c.direct)
+        t = c.order_time
+        return (-has_direct, t is None, t or dt.datetime.max, -c.score)
+
+    ranked = sorted(cands.values(), key=lambda c: -c.score)
+    directs = sorted([c for c in cands.values() if c.direct], key=order_key)
+    best: Candidate | None = None
+    if directs:
+        best = directs[0]
+        # a stronger direct candidate at (nearly) the same time wins over the first one
+        for c in directs[1:3]:
+            if best.time is not None and c.time is not None and (c.time - best.time).total_seconds() <= 1.0 \
+                    and c.score > best.score + 0.2:
+                best = c
+    elif ranked:
+        best = ranked[0]
+
+    hyps = []
+    for c in sorted(cands.values(), key=lambda c: (c is not best, -c.score)):
+        k = c.kind(node_failed)
+        hyps.append({"kind": k, "rank": c.field("rank"), "host": c.field("host"),
+                     "score": round(c.score, 2),
+                     "why": "; ".join(dict.fromkeys(f.why for f in sorted(c.findings, key=lambda f: -f.score)))[:600],
+                     "_c": c})
+    if best is None or best.score < 0.25:
+        v = dict(empty, kind="unknown", confidence=round(min(best.score, 0.3), 2) if best else 0.0,
+                 summary="a failure was seen but no rule separates a root cause")
+        if best is not None:   # name the weak lead, with its low confidence
+            if best.score >= 0.2:
+                v["kind"] = best.kind(node_failed)
+            for k in ("rank", "local_rank", "host", "pod", "pid", "gpu"):
+                v[k] = best.field(k)
+            v["time"] = iso(best.time)
+            v["summary"] += f"; weak lead: {_who(v)} ({best.findings[0].why[:160]})"
+        missing.append("a cause line (traceback, exit status, scheduler record) from the rank that failed first")
+        best_kind = "unknown"
+    else:
+        best_kind = best.kind(node_failed)
+        conf = min(best.score, 0.97)
+        second = next((h for h in hyps if h["_c"] is not best), None)
+        if second:
+            sc = second["_c"]
+            if sc.score >= best.score - 0.15 and sc.score > 0.3:
+                conf = min(conf, 0.6)
+                missing.append(f"evidence separating {_who({'rank': best.field('rank'), 'host': best.field('host')})}"
+                               f" from {_who({'rank': sc.field('rank'), 'host': sc.field('host')})}")
+            if best.direct and sc.direct and not (best.time_written and sc.time_written):
+                conf = min(conf, 0.75)
+                missing.append("timestamps on the tracebacks: the order of the first two failures rests on "
+                               "inherited times and the launchers' exit reports")
+            # ordering that rests on the clock estimate
+            if best.direct and sc.direct and best.time and sc.time:
+                gap = abs((sc.time - best.time).total_seconds())
+                u = max((unc.get(best.field("host")) or 0.0), (unc.get(sc.field("host")) or 0.0))
+                if u and gap <= u:
+                    conf = min(conf, 0.55)
+                    missing.append(f"a better clock alignment: the first two causes are {gap:.2f}s apart, "
+                                   f"within the clock uncertainty {u:.2f}s")
+        if best_kind == "unknown":
+            conf = min(conf, 0.5)
+            missing.append("the culprit's own log (it wrote no cause line): kernel log / scheduler record / "
+                           "its stdout+stderr")
+        if not best.direct:
+            conf = min(conf, 0.75)
+        if any(f.extra.get("inferred") for f in best.findings):
+            conf = min(conf, 0.7)
+            missing.append("the expected node list (Slurm node list / hostfile / pod list): the missing node's "
+                           "name is inferred from the host name sequence")
+        v = {"kind": best_kind, "rank": best.field("rank"), "local_rank": best.field("local_rank"),
+             "host": best.field("host"), "pod": best.field("pod"), "pid": best.field("pid"), "gpu": best.field("gpu"),
+             "time": iso(best.time), "confidence": round(conf, 2), "summary": ""}
+        if best_kind in ("hang", "node_failure", "killed"):
+            # the culprit went quiet before anyone reported it: its last line is the better time
+            quiet = [f.extra.get("last_ats") or f.time for f in best.findings
+                     if f.detector in ("silent_ranks", "half_dead_nodes") and (f.extra.get("last_ats") or f.time)]
+            if quiet and best_kind != "killed":
+                v["time"] = iso(min(quiet))
+        rank_level = best_kind in ("exception", "crash", "killed", "oom", "gpu_oom", "cuda_error", "hang")
+        if rank_level and all(v[k] is None for k in ("rank", "pid", "pod", "host")):
+            v["confidence"] = min(v["confidence"], 0.6)
+            missing.append("who: no line names the process, pod or node that failed")
+        if rank_level and v["rank"] is None and v["pid"] is None and v["pod"] is None:
+            n_ranks = con.execute("SELECT count(DISTINCT rank) FROM aligned_events WHERE rank IS NOT NULL "
+                                  + ("AND (host = ? OR host IS NULL)" if v["host"] else ""), [v["host"]] if v["host"] else []
+                                  ).fetchone()[0]
+            if n_ranks > 1:
+                v["confidence"] = min(v["confidence"], 0.7)
+                missing.append("which rank it was: the logs name only the node/step "
+                               "(sacct MaxRSS per task, the kernel log's oom-kill line with the pid)")
+        if best_kind in JOB_LEVEL:
+            for k in ("rank", "local_rank", "pid", "gpu"):
+                v[k] = None
+            v["host"] = best.field("host")   # the node named (missing node; where the limit hit)
+        if best_kind in NODE_LEVEL and best.key[0] == "host":
+            v["rank"] = v["local_rank"] = v["pid"] = None
+
+    # evidence
+    ev_ids: list[int] = []
+    roles: dict[int, str] = {}
+    if best is not None:
+        for f in sorted(best.findings, key=lambda f: (-f.direct, -f.score)):
+            for e in f.evidence:
+                if e not in ev_ids:
+                    ev_ids.append(e)
+                    roles[e] = "cause" if f.direct else "support"
+    cascade = _cascade(con, best.time if best else None, v.get("rank"), v.get("host"))
+    for c in cascade[:3]:
+        if c["event_id"] not in ev_ids:
+            ev_ids.append(c["event_id"])
+            roles[c["event_id"]] = "symptom"
+    for h in hyps[1:3]:
+        for f in h["_c"].findings[:1]:
+            for e in f.evidence[:1]:
+                if e not in ev_ids:
+                    ev_ids.append(e)
+                    roles[e] = "alternative"
+    evr = _event_rows(con, ev_ids[: MAX_EVIDENCE * 2])
+    evidence = []
+    seen_text = set()
+    for e in ev_ids:
+        r = evr.get(e)
+        if not r:
+            continue
+        text = short(r["message"] or r["raw"], 240)
+        if (text, roles[e]) in seen_text:
+            continue   # the same traceback in the tee'd node log and the --log-dir file
+        seen_text.add((text, roles[e]))
+        evidence.append({"file": r["file"], "line": r["line"], "time": iso(r["ats"]),
+                         "role": r["role"] if roles[e] in ("cause", "symptom") else roles[e], "text": text})
+        if len(evidence) >= MAX_EVIDENCE:
+            break
+
+    # summary
+    n_casc = len({(c["host"], c["rank"]) for c in cascade})
+    if v["kind"] != "unknown" or best is not None:
+        lead = next((f for f in sorted(best.findings, key=lambda f: (-f.direct, -f.score))), None) if best else None
+        what = lead.why if lead else ""
+        v["summary"] = (f"{v['kind']}: {_who(v)}" + (f" at {v['time']}" if v["time"] else "")
+                        + (f" — {what}" if what else "")
+                        + (f"; {n_casc} other process(es) then failed (cascade)" if n_casc else ""))[:400]
+    extra = next((f.extra for f in (best.findings if best else []) if f.detector == "xid"), {})
+    extra = dict(extra)
+    extra["missing"] = next((f.extra.get("missing") for f in (best.findings if best else [])
+                             if f.extra.get("missing")), None)
+    job_id = con.execute("SELECT any_value(job_id) FROM events WHERE job_id IS NOT NULL").fetchone()[0]
+    for h in hyps:
+        h.pop("_c")
+    return {"verdict": v, "hypotheses": hyps[:8], "evidence": evidence,
+            "cascade": [{k: c[k] for k in ("time", "host", "rank", "kind", "file", "line")} for c in cascade],
+            "clock": clock, "missing": missing, "next_steps": next_steps(v["kind"], v, job_id, extra)}

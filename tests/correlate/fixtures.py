@@ -1,0 +1,75 @@
+"""Tiny event tables for correlator tests: an in-memory store with the real schema."""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+
+import duckdb
+
+from ranktrace.correlate.util import ensure_kind_catalog
+from ranktrace.store import init_schema
+
+T0 = dt.datetime(2026, 3, 2, 3, 0, 0)
+ROLE = {"progress": "info", "python_exception": "cause", "host_oom": "cause", "gpu_oom": "cause",
+        "gpu_xid": "cause", "cuda_error": "cause", "crash_signal": "cause", "killed_signal": "cause",
+        "collective_timeout": "symptom", "peer_closed": "symptom", "store_error": "symptom",
+        "worker_failed": "symptom", "failure_summary": "symptom", "sigterm_sent": "symptom",
+        "rdzv_timeout": "cause", "rdzv_complete": "lifecycle", "node_failure": "cause", "time_limit": "cause",
+        "cancelled": "cause", "task_exit": "lifecycle", "network_error": "cause", "desync": "cause",
+        "hang_report": "cause", "watchdog_abort": "symptom", None: "info"}
+_ids = itertools.count(1)
+
+
+def ev(t: float | None, message: str, *, kind=None, host=None, rank=None, local_rank=None, pid=None,
+       file=None, line=None, role=None, severity=None, ts_kind=None, raw=None, **kw) -> dict:
+    """One event; t = seconds after T0 (None: no time)."""
+    n = next(_ids)
+    file = file or f"{host or 'job'}.log"
+    return dict(event_id=n, file_id=1, file=file, line=line or n, end_line=line or n,
+                ts=None if t is None else T0 + dt.timedelta(seconds=t),
+                ts_kind=ts_kind or ("none" if t is None else "exact"), format="test",
+                host=host, rank=rank, local_rank=local_rank, pid=pid,
+                severity=severity or ("error" if ROLE.get(kind) in ("cause", "symptom") else "info"),
+                kind=kind, role=role or ROLE.get(kind, "info"), message=message, raw=raw or message, **kw)
+
+
+def store(events: list[dict], facts: dict[str, list[dict]] | None = None,
+          path: str = ":memory:") -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect(path)
+    con.execute("SET TimeZone = 'UTC'")
+    init_schema(con, None)
+    cols = [r[0] for r in con.execute("SELECT column_name FROM information_schema.columns "
+                                      "WHERE table_name = 'events' ORDER BY ordinal_position").fetchall()]
+    for e in events:
+        row = [e.get(c) for c in cols]
+        con.execute(f"INSERT INTO events VALUES ({', '.join('?' * len(cols))})", row)
+    for table, rs in (facts or {}).items():
+        keys = list(rs[0])
+        con.execute(f'CREATE TABLE "{table}" ({", ".join(f"{k} {_t(rs[0][k])}" for k in keys)})')
+        for r in rs:
+            con.execute(f'INSERT INTO "{table}" VALUES ({", ".join("?" * len(keys))})', [r[k] for k in keys])
+    ensure_kind_catalog(con)
+    return con
+
+
+def _t(v) -> str:
+    return "BIGINT" if isinstance(v, int) else "DOUBLE" if isinstance(v, float) else "VARCHAR"
+
+
+def steps(hosts_ranks: dict[str, list[int]], n: int, step_time: float = 0.5, skew: dict | None = None,
+          start: float = 0.0, stop_at: dict | None = None) -> list[dict]:
+    """Progress lines of a synchronous loop: step k on every rank at start + k*step_time
+    (+ the host's clock skew). stop_at: rank -> last step it logs."""
+    out = []
+    skew = skew or {}
+    stop_at = stop_at or {}
+    for k in range(1, n + 1):
+        for h, ranks in sorted(hosts_ranks.items()):
+            for r in ranks:
+                if k > stop_at.get(r, n):
+                    continue
+                t = start + k * step_time + skew.get(h, 0.0) + 0.003 * (r % 3)
+                out.append(ev(t, f"[rank{r}] step {k} loss 0.5 step_time {step_time}s", kind="progress",
+                              host=h, rank=r, file=f"{h}.log"))
+    return out

@@ -1,0 +1,57 @@
+import pytest
+
+from ranktrace.correlate.clock import align, estimate_offsets
+from ranktrace.correlate.identity import build_identity
+
+from .fixtures import ev, steps, store
+
+NODES = {"a1": [0, 1], "a2": [2, 3], "a3": [4, 5]}
+
+
+@pytest.mark.parametrize("skew", [37.0, -23.0, 0.8])
+def test_offset_from_progress_steps_within_uncertainty(skew):
+    con = store(steps(NODES, 20, skew={"a2": skew}))
+    build_identity(con)
+    clock = {c["host"]: c for c in estimate_offsets(con)}
+    ref = [h for h, c in clock.items() if c["basis"] == "reference host"]
+    assert len(ref) == 1
+    true = {"a1": 0.0, "a2": skew, "a3": 0.0}
+    for h, c in clock.items():
+        want = true[h] - true[ref[0]]
+        assert c["uncertainty_s"] is not None
+        assert abs(c["offset_s"] - want) <= c["uncertainty_s"] + 1e-9, (h, c)
+    assert clock["a2"]["uncertainty_s"] < 0.5
+
+
+def test_pinned_offset_wins_and_aligns_events():
+    evs = steps(NODES, 5) + [ev(100.0, "boom", kind="python_exception", host="a3", rank=4)]
+    con = store(evs)
+    clock = align(con, {"a3": 10.0})
+    c = {x["host"]: x for x in clock}
+    assert c["a3"]["offset_s"] == 10.0 and "pinned" in c["a3"]["basis"]
+    ats, ts = con.execute("SELECT epoch(ats), epoch(ts) FROM aligned_events WHERE message = 'boom'").fetchone()
+    assert ts - ats == pytest.approx(10.0)
+
+
+def test_no_anchor_means_unknown_uncertainty_not_a_guess():
+    con = store([ev(1, "hello", host="x1"), ev(2, "hello", host="x2"), ev(3, "bye", host="x1")])
+    clock = {c["host"]: c for c in align(con)}
+    assert clock["x1"]["basis"] == "reference host"       # most events
+    assert clock["x2"]["uncertainty_s"] is None and clock["x2"]["offset_s"] == 0.0
+
+
+def test_reference_is_deterministic_on_ties():
+    con = store([ev(1, "a", host="zz"), ev(1, "a", host="aa")])
+    clock = align(con)
+    assert [c["host"] for c in clock if c["basis"] == "reference host"] == ["aa"]
+
+
+def test_collective_start_anchors_when_no_progress():
+    # watchdog lines: same SeqNum started together; host b logs 5 s ahead
+    msg = "[Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=52, OpType=ALLREDUCE, " \
+          "Timeout(ms)=600000) ran for {ran} milliseconds before timing out."
+    con = store([ev(600.0, msg.format(r=0, ran=600000), kind="collective_timeout", host="a", rank=0),
+                 ev(605.5, msg.format(r=1, ran=600500), kind="collective_timeout", host="b", rank=1)])
+    clock = {c["host"]: c for c in align(con)}
+    assert clock["b"]["offset_s"] == pytest.approx(5.0, abs=0.01)
+    assert clock["b"]["uncertainty_s"] >= 0.5

@@ -1,0 +1,73 @@
+"""diagnose over every incident bundle in sample_logs/*/ that has expected_verdict.json:
+the kind and the culprit (rank / host when the truth names them) must match, and a miss
+must never carry confidence >= 0.8. Skips while no bundle exists."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from ranktrace.correlate import diagnose
+from ranktrace.ingest.pipeline import ingest
+
+REPO = Path(__file__).resolve().parents[2]
+TRUTH_FILES = {"truth.json", "expected_verdict.json", "README.md"}
+BUNDLES = sorted(p.parent for p in (REPO / "sample_logs").glob("*/expected_verdict.json"))
+
+
+def _files(d: Path) -> list[str]:
+    # the answer must never reach the store
+    return sorted(str(p) for p in d.rglob("*") if p.is_file() and p.name not in TRUTH_FILES)
+
+
+@pytest.mark.skipif(not BUNDLES, reason="no sample_logs/*/expected_verdict.json yet")
+@pytest.mark.parametrize("bundle", BUNDLES, ids=[b.name for b in BUNDLES])
+def test_bundle_verdict(bundle, tmp_path, catalog):
+    want = json.loads((bundle / "expected_verdict.json").read_text())["verdict"]
+    db = str(tmp_path / "s.duckdb")
+    ingest(_files(bundle), db, catalog)
+    con = duckdb.connect(db, read_only=True)
+    try:
+        got = diagnose(con)
+    finally:
+        con.close()
+    v = got["verdict"]
+    ok = v["kind"] == want["kind"]
+    if want.get("rank") is not None:
+        ok = ok and v["rank"] == want["rank"]
+    if want.get("host") is not None:
+        ok = ok and v["host"] == want["host"]
+    assert ok or v["confidence"] < 0.8, f"confident wrong blame: {v} (truth {want})"
+    assert v["kind"] == want["kind"], (v, want)
+    if want.get("rank") is not None:
+        assert v["rank"] == want["rank"], (v, want)
+    if want.get("host") is not None:
+        assert v["host"] == want["host"], (v, want)
+    # the contract's shape
+    assert set(got) >= {"verdict", "hypotheses", "evidence", "cascade", "clock"}
+    assert set(v) >= {"kind", "rank", "local_rank", "host", "pod", "pid", "gpu", "time", "confidence", "summary"}
+
+
+SKEWED = [b for b in BUNDLES if json.loads((b / "expected_verdict.json").read_text()).get("clock")]
+
+
+@pytest.mark.skipif(not SKEWED, reason="no skewed sample bundle yet")
+@pytest.mark.parametrize("bundle", SKEWED, ids=[b.name for b in SKEWED])
+def test_bundle_clock_within_uncertainty(bundle, tmp_path, catalog):
+    want = {c["host"]: c["offset_s"] for c in json.loads((bundle / "expected_verdict.json").read_text())["clock"]}
+    db = str(tmp_path / "s.duckdb")
+    ingest(_files(bundle), db, catalog)
+    con = duckdb.connect(db, read_only=True)
+    try:
+        clock = {c["host"]: c for c in diagnose(con)["clock"]}
+    finally:
+        con.close()
+    ref = next(h for h, c in clock.items() if c["basis"] == "reference host")
+    shift = want.get(ref, 0.0)   # both lists are relative to their own reference host
+    for h, off in want.items():
+        if h not in clock or clock[h]["uncertainty_s"] is None:
+            continue
+        assert abs(clock[h]["offset_s"] - (off - shift)) <= clock[h]["uncertainty_s"] + 1e-6, (h, clock[h], off)

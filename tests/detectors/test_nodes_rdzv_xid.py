@@ -1,0 +1,74 @@
+from ranktrace.correlate.detectors import half_dead_nodes, rendezvous, xid
+
+from .helpers import ev, run, steps
+
+NODES = {"n1": [0, 1], "n2": [2, 3], "n3": [4, 5]}
+
+
+def test_half_dead_node_stops_without_teardown():
+    evs = steps(NODES, 20, stop_at={2: 12, 3: 12}) + [
+        ev(40, "Watchdog caught collective operation timeout", kind="collective_timeout", host=h, rank=r)
+        for h in ("n1", "n3") for r in NODES[h]] + [
+        ev(41, "failed (exitcode: 1) local_rank: 0 (pid: 1) of binary: python", kind="worker_failed", host=h)
+        for h in ("n1", "n3")]
+    got = run(half_dead_nodes, evs)
+    assert [f.host for f in got] == ["n2"] and got[0].kind == "node_failure"
+
+
+def test_every_node_tears_down_no_half_dead():
+    evs = steps(NODES, 5) + [ev(20, "Connection closed by peer", kind="peer_closed", host=h, rank=NODES[h][0])
+                             for h in NODES]
+    assert run(half_dead_nodes, evs) == []
+
+
+def test_rendezvous_names_missing_node_from_nodelist():
+    evs = [ev(1, "SLURM_JOB_NODELIST=n[1-4]", host="n1"),
+           ev(2, "Rendezvous'ing worker group", kind="rdzv_join", host="n1"),
+           ev(2, "Rendezvous'ing worker group", kind="rdzv_join", host="n2"),
+           ev(2, "Rendezvous'ing worker group", kind="rdzv_join", host="n4"),
+           ev(30, "torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError", kind="rdzv_timeout", host="n1")]
+    got = run(rendezvous, evs)
+    assert [f.host for f in got] == ["n3"] and got[0].kind == "rendezvous_timeout"
+
+
+def test_rendezvous_without_node_set_counts_only():
+    evs = [ev(1, "  min_nodes                : 4", host="n1"),
+           ev(2, "Rendezvous'ing worker group", kind="rdzv_join", host="n1"),
+           ev(30, "RendezvousTimeoutError", kind="rdzv_timeout", host="n1")]
+    got = run(rendezvous, evs)
+    assert len(got) == 1 and got[0].host is None and got[0].extra["missing_count"] == 3
+
+
+def test_xid_first_of_cascade():
+    evs = [ev(1, "NVRM: Xid (PCI:0000:04:00): 31, pid=32755, name=python, MMU Fault", kind="gpu_xid", host="g1"),
+           ev(40, "NVRM: Xid (PCI:0000:04:00): 62, pid='<unknown>'", kind="gpu_xid", host="g1"),
+           ev(41, "NVRM: Xid (PCI:0000:04:00): 45, pid='<unknown>'", kind="gpu_xid", host="g1")]
+    got = run(xid, evs)
+    assert len(got) == 1 and got[0].extra["xid"] == 31 and got[0].pid == 32755 and "62" in got[0].why
+
+
+def test_scheduler_names_failed_node_not_the_reporter():
+    from ranktrace.correlate.detectors import node_events
+    evs = [ev(5, "Node failure on n2", kind="node_failure", host="ctl"),
+           ev(40, "Killing JobId=7 on failed node n2", kind="node_failure", host="ctl")]
+    got = run(node_events, evs)
+    assert [f.host for f in got] == ["n2"] and got[0].direct
+
+
+def test_rendezvous_guess_from_name_sequence():
+    from ranktrace.correlate.detectors.rendezvous import guess_missing
+    assert guess_missing(["ml-e01", "ml-e02", "ml-e03"], 4) == "ml-e04"
+    assert guess_missing(["ml-g02", "ml-g03", "ml-g04"], 4) == "ml-g01"
+    assert guess_missing(["n1", "n2", "n4"], 4) == "n3"
+    assert guess_missing(["a1", "b2", "c3"], 4) is None      # not one sequence
+    assert guess_missing(["n1", "n2"], 4) is None             # two missing: no guess
+
+
+def test_step_cancel_without_reason_is_weak_cancelled():
+    from ranktrace.correlate.detectors import step_cancels
+    got = run(step_cancels, [ev(5, "error: *** STEP 42929.0 ON cn109 CANCELLED AT 2020-02-19T02:32:29 ***",
+                                kind="step_cancelled", host="cn109")])
+    assert [(f.kind, f.host) for f in got] == [("cancelled", "cn109")] and got[0].score < 0.5
+    with_reason = run(step_cancels, [ev(5, "*** JOB 7 ON n1 CANCELLED AT 2026-11-29T16:48:23 DUE TO TIME LIMIT ***",
+                                        kind="step_cancelled", host="n1")])
+    assert with_reason == []

@@ -1,0 +1,33 @@
+"""Every SQL file of queries/detect, queries/canned and queries/align has its header and runs."""
+
+from pathlib import Path
+
+import pytest
+
+from ranktrace.correlate.clock import align
+from ranktrace.correlate.util import sql_header
+from ranktrace.resources import data_dir
+
+from .helpers import ev, steps, store
+
+Q = data_dir("queries")
+FILES = sorted(p for d in ("detect", "canned", "align") for p in (Q / d).glob("*.sql"))
+
+
+@pytest.fixture(scope="module")
+def con():
+    c = store(steps({"n1": [0, 1], "n2": [2, 3]}, 4) + [
+        ev(9, "RuntimeError: x", kind="python_exception", host="n2", rank=3),
+        ev(10, "srun: error: n1: tasks 0-1: Terminated", host="n1")])
+    align(c)
+    return c
+
+
+@pytest.mark.parametrize("path", FILES, ids=[f"{p.parent.name}/{p.name}" for p in FILES])
+def test_header_and_runs(path: Path, con):
+    text = path.read_text()
+    h = sql_header(text)
+    assert {"name", "kind", "params", "returns"} <= set(h), h
+    assert h["name"] == path.stem
+    params = {"host": "n1", "offset_s": 0.0} if "$host" in text else None
+    con.execute(text, params).fetchall()
