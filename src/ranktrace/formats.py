@@ -172,6 +172,7 @@ class Envelope:
     samples: tuple[tuple[str, dict], ...]
     order: int = 100
     deny: tuple[str, ...] = ()        # bodies starting with these are never peeled
+    weak: tuple[str, ...] = ()        # identity it gives only when the line itself says nothing
 
     @cached_property
     def compiled(self):
@@ -398,7 +399,10 @@ def load_envelope(path: Path) -> Envelope:
     env = Envelope(name=name, path=path, regex=rx, scope=scope,
                    ts=_time_spec(doc.get("ts"), where), prefilter=doc.get("prefilter"),
                    samples=samples, order=int(doc.get("order", 100)),
-                   deny=tuple(doc.get("deny", ())))
+                   deny=tuple(doc.get("deny", ())), weak=tuple(doc.get("weak", ())))
+    for c in env.weak:
+        if c not in IDENTITY_COLUMNS:
+            raise FormatError(f"{where}: weak {c!r} is not one of {IDENTITY_COLUMNS}")
     for text, expect in samples:
         m = env.compiled.match(text)
         if not m:

@@ -49,10 +49,10 @@ def init_schema(con: duckdb.DuckDBPyConnection, cat: Catalog | None) -> None:
     con.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", [SCHEMA_VERSION])
     if cat is None:
         return
-    kinds = pl.DataFrame(
+    kinds_df = pl.DataFrame(  # noqa: F841 - referenced by name in SQL
         [(k.name, k.role, k.severity, k.failure, k.description) for k in cat.kinds.values()],
         schema=["kind", "role", "severity", "failure", "description"], orient="row")
-    con.execute("INSERT OR REPLACE INTO kinds SELECT * FROM kinds")
+    con.execute("INSERT OR REPLACE INTO kinds SELECT * FROM kinds_df")
     for table, cols in cat.fact_tables.items():
         con.execute(f'CREATE TABLE IF NOT EXISTS "{table}" (event_id BIGINT NOT NULL, file_id BIGINT NOT NULL)')
         have = {r[0] for r in con.execute(

@@ -87,3 +87,25 @@ def test_a_block_takes_its_time_from_its_own_text(catalog):
     ev = events(catalog, text).row(0, named=True)
     assert ev["kind"] == "failure_summary" and ev["end_line"] == 8
     assert (ev["ts"].isoformat(), ev["ts_kind"]) == ("2023-03-02T00:58:20", "local")
+
+
+def test_srun_task_number_yields_to_the_rank_the_line_names(catalog):
+    text = "\n".join([f"{t}: [rank{r}]:step 3 loss 0.5" for t, r in ((0, 0), (0, 1), (1, 2), (1, 3))] * 3)
+    ev = events(catalog, text)
+    assert ev["rank"].to_list() == [0, 1, 2, 3] * 3
+    plain = "\n".join(f"{t}: step 3 loss 0.5" for t in (0, 1, 2, 3))
+    assert events(catalog, plain)["rank"].to_list() == [0, 1, 2, 3]
+
+
+def test_tracebacks_of_two_srun_tasks_stay_apart_and_keep_their_task(catalog):
+    text = "\n".join([
+        "0: Traceback (most recent call last):",
+        "1: Traceback (most recent call last):",
+        '0:   File "a.py", line 1, in <module>',
+        '1:   File "b.py", line 2, in <module>',
+        "1: RuntimeError: task one failed",
+        "0: ValueError: task zero failed",
+    ])
+    tb = events(catalog, text).sort("rank")
+    assert tb["rank"].to_list() == [0, 1]
+    assert tb["message"].to_list() == ["ValueError: task zero failed", "RuntimeError: task one failed"]

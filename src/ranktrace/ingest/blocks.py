@@ -13,7 +13,7 @@ import polars as pl
 
 from ..formats import Block
 
-STREAM = ["host", "rank", "local_rank"]
+STREAM = ["host", "rank", "local_rank", "weak_rank"]
 
 
 def find_blocks(df: pl.DataFrame, blocks: list[Block]) -> pl.DataFrame:

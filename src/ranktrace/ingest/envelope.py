@@ -40,7 +40,9 @@ def sniff(head: pl.Series, envelopes: list[Envelope]) -> list[Envelope]:
 
 
 def empty_identity() -> list[pl.Expr]:
-    return [pl.lit(None, pl.String).alias(c) for c in IDENTITY_COLUMNS]
+    """Identity columns, and their weak_ twins (identity an envelope gives
+    only when nothing closer to the message does: srun's task number)."""
+    return [pl.lit(None, pl.String).alias(p + c) for p in ("", "weak_") for c in IDENTITY_COLUMNS]
 
 
 def _candidates(env: Envelope) -> pl.Expr:
@@ -102,8 +104,8 @@ def peel(df: pl.DataFrame, envelopes: list[Envelope], tz: str) -> pl.DataFrame:
             ]
             for c in IDENTITY_COLUMNS:
                 if c in caps.columns:
-                    updates.append(pl.coalesce(pl.col(c), pl.when(h).then(pl.lit(caps[c])))
-                                   .alias(c))
+                    col = f"weak_{c}" if c in env.weak else c
+                    updates.append(pl.coalesce(pl.col(col), pl.when(h).then(pl.lit(caps[c]))).alias(col))
             if new_ts is not None:
                 updates += [
                     pl.when(take_ts).then(pl.lit(new_ts)).otherwise(pl.col("env_ts")).alias("env_ts"),

@@ -65,13 +65,16 @@ def _identity(df: pl.DataFrame, hints: dict) -> pl.DataFrame:
         parts = [pl.col(c)]
         if f"p_{c}" in df.columns:
             parts.append(pl.col(f"p_{c}"))
+        if f"weak_{c}" in df.columns:
+            parts.append(pl.col(f"weak_{c}"))
         if c in hints:
             parts.append(pl.lit(str(hints[c])))
         e = pl.coalesce(parts) if len(parts) > 1 else parts[0]
         if c in INT_IDENTITY:
             e = e.str.strip_chars().cast(pl.Int64, strict=False)
         exprs.append(e.alias(c))
-    return df.with_columns(exprs).drop([f"p_{c}" for c in IDENTITY_COLUMNS if f"p_{c}" in df.columns])
+    return df.with_columns(exprs).drop([f"{p}{c}" for p in ("p_", "weak_") for c in IDENTITY_COLUMNS
+                                        if f"{p}{c}" in df.columns])
 
 
 def _block_times(bl: pl.DataFrame, cat: Catalog, tz: str) -> pl.DataFrame:
@@ -172,7 +175,7 @@ def process_batch(batch: pl.DataFrame, ctx: FileContext, cat: Catalog, envelopes
         parts.append(bl)
     cols = ["line", "end_line", "offset", "raw", "message", "format", "pattern", "level", "ts", "ts_kind",
             "ts_text", "env_ts", "env_ts_kind", "env_ts_text", "envelopes", *IDENTITY_COLUMNS,
-            *[f"p_{c}" for c in IDENTITY_COLUMNS]]
+            *[f"{p}{c}" for p in ("p_", "weak_") for c in IDENTITY_COLUMNS]]
     ev = pl.concat([p.select([c for c in cols if c in p.columns]) for p in parts], how="diagonal_relaxed")
     ev = _identity(ev, ctx.hints)
     ev = _carry(ev, cat)
