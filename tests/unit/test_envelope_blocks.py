@@ -89,12 +89,15 @@ def test_a_block_takes_its_time_from_its_own_text(catalog):
     assert (ev["ts"].isoformat(), ev["ts_kind"]) == ("2023-03-02T00:58:20", "local")
 
 
-def test_srun_task_number_yields_to_the_rank_the_line_names(catalog):
-    text = "\n".join([f"{t}: [rank{r}]:step 3 loss 0.5" for t, r in ((0, 0), (0, 1), (1, 2), (1, 3))] * 3)
-    ev = events(catalog, text)
-    assert ev["rank"].to_list() == [0, 1, 2, 3] * 3
-    plain = "\n".join(f"{t}: step 3 loss 0.5" for t in (0, 1, 2, 3))
-    assert events(catalog, plain)["rank"].to_list() == [0, 1, 2, 3]
+def test_a_weak_envelope_identity_yields_to_the_line(catalog):
+    from dataclasses import replace
+    srun = next(e for e in catalog.envelopes if e.name == "srun_label")
+    weak = replace(srun, weak=("rank",))
+    from ranktrace.ingest import envelope
+    import polars as pl
+    batch = pl.DataFrame({"line": [1, 2], "offset": [0, 0], "raw": ["0: [rank5]:x", "1: plain"]})
+    df = envelope.peel(batch, [weak] + [e for e in catalog.envelopes if e.scope == "line"], "UTC")
+    assert df["rank"].to_list() == ["5", None] and df["weak_rank"].to_list() == ["0", "1"]
 
 
 def test_tracebacks_of_two_srun_tasks_stay_apart_and_keep_their_task(catalog):
