@@ -289,7 +289,7 @@ class RanktraceApp(App):
         fb = self.query_one(FilterBar)
         fb.disabled = False
         fb.add_class("open")
-        fb.value = _filters_text(self.filters)
+        fb.value = self.filters.describe()
         fb.focus()
 
     @on(FilterBar.Submitted)
@@ -342,22 +342,6 @@ class RanktraceApp(App):
         else:
             self.screen.toggle_class("hide-detail")
 
-
-def _filters_text(f: Filters) -> str:
-    parts = []
-    if f.min_severity:
-        parts.append(f"sev:{f.min_severity}")
-    if f.role:
-        parts.append(f"role:{f.role}")
-    if f.kind:
-        parts.append(f"kind:{f.kind}")
-    if f.host:
-        parts.append(f"host:{f.host}")
-    if f.rank is not None:
-        parts.append(f"rank:{f.rank}")
-    if f.text:
-        parts.append(f.text)
-    return " ".join(parts)
 
 
 def run(db: str) -> int:

@@ -85,9 +85,10 @@ class Filters:
                     or self.rank is not None)
 
     def describe(self) -> str:
+        """The filters in the filter bar's own syntax (sev:error role:cause text)."""
         parts = []
         if self.min_severity:
-            parts.append(f"sev>={self.min_severity}")
+            parts.append(f"sev:{self.min_severity}")
         if self.role:
             parts.append(f"role:{self.role}")
         if self.kind:
@@ -97,7 +98,7 @@ class Filters:
         if self.rank is not None:
             parts.append(f"rank:{self.rank}")
         if self.text:
-            parts.append(repr(self.text))
+            parts.append(self.text)
         return " ".join(parts) or "none"
 
     @classmethod
