@@ -104,6 +104,12 @@ def insert_facts(con: duckdb.DuckDBPyConnection, table: str, facts: pl.DataFrame
     con.execute(f'INSERT INTO "{table}" BY NAME SELECT * FROM arrow')
 
 
+def refresh_summaries(con: duckdb.DuckDBPyConnection) -> None:
+    """Tables derived from events that readers want without a scan (lanes)."""
+    for f in sorted((data_dir("queries") / "store").glob("*.sql")):
+        con.execute(f.read_text())
+
+
 def infer_years(con: duckdb.DuckDBPyConnection) -> int | None:
     """Move year-less times to the year that puts them nearest the bundle's
     fully dated events. Returns the reference year used (None: nothing to do).

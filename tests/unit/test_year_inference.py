@@ -34,3 +34,14 @@ def test_lines_interpolated_from_a_yearless_time_move_with_it(tmp_path, ingest_t
     s, con = ingest_to([d])
     rows = con.execute("SELECT year(ts), ts_kind FROM events WHERE file LIKE '%node1.log' ORDER BY line").fetchall()
     assert rows == [(2026, "year_inferred"), (2026, "interpolated")]
+
+
+def test_lanes_summary_matches_the_events(tmp_path, ingest_to):
+    d = tmp_path / "bundle"
+    write(d / "node1.log", "[rank0]:calefo8:1:2 [0] NCCL INFO proxy.cc:698 -> 6\n[rank1]:plain words\n")
+    write(d / "slurmd.log", "[2026-01-03T00:10:00.000] launch task StepId=7.0 request from UID:0\n")
+    s, con = ingest_to([d])
+    direct = con.execute("""SELECT host, rank, count(*), min(ts), max(ts) FROM events
+                            GROUP BY ALL ORDER BY ALL""").fetchall()
+    lanes = con.execute("SELECT host, rank, events, first_ts, last_ts FROM lanes ORDER BY ALL").fetchall()
+    assert lanes == direct and len(lanes) == 3

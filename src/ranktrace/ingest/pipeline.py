@@ -427,6 +427,7 @@ def ingest(paths: list[str], db: str, cat: Catalog, *, tz: str = "UTC", progress
             while inflight:
                 collect(inflight.popleft())
         year = store.infer_years(con)
+        store.refresh_summaries(con)
     finally:
         con.close()
     return IngestSummary(results, warnings, time.perf_counter() - t0, year)

@@ -268,6 +268,7 @@ class StoreData:
         if "events" not in tables:
             raise ValueError(f"{p}: not a ranktrace store (no events table)")
         self.has_files = "files" in tables
+        self.has_lanes = "lanes" in tables
 
     def close(self) -> None:
         try:
@@ -368,6 +369,17 @@ class StoreData:
         order: by name; rank lanes by rank, then node-level lanes). One scan,
         cached; clock offsets are applied per host in Python."""
         raw = getattr(self, "_raw_lanes", None)
+        # Stores from this version keep a `lanes` table (queries/store/lanes.sql):
+        # the first screen then needs no scan of events.
+        source = ("(SELECT host, rank, source AS src, events, errors, causes, first_ts AS f, last_ts AS l "
+                  "FROM lanes)" if self.has_lanes else "events")
+        if raw is None and self.has_lanes:
+            raw = self._raw_lanes = self._cur().execute(f"""
+                SELECT coalesce(host, '{NO_HOST}') AS h, rank, src, sum(events), sum(errors), sum(causes),
+                       epoch_us(min(f)) / 1e6, epoch_us(max(l)) / 1e6
+                FROM {source} GROUP BY 1, 2, 3
+                ORDER BY h = '{NO_HOST}', h, rank IS NULL, rank, src
+            """).fetchall()
         if raw is None:
             raw = self._raw_lanes = self._cur().execute(f"""
                 SELECT * FROM (
