@@ -76,10 +76,6 @@ class Pattern:
     def compiled(self):
         return pyregex.compile(self.regex)
 
-    @cached_property
-    def groups(self) -> tuple[str, ...]:
-        return tuple(self.compiled.groupindex)
-
 
 @dataclass(frozen=True)
 class Block:
