@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-import regex as pyregex
+import re as pyregex
 
 from .resources import data_dir
 
@@ -459,12 +459,17 @@ def format_dirs(extra: list[str | Path] | None = None) -> list[Path]:
     return dirs
 
 
-def load_catalog(extra_dirs: list[str | Path] | None = None, *, check_samples: bool | str = True) -> Catalog:
+def load_catalog(extra_dirs: list[str | Path] | None = None, *, check_samples: bool | str = True,
+                 builtin_samples: bool = False) -> Catalog:
     """Load every format, envelope and kind. Raises FormatError on a bad file.
 
     check_samples: True refuses the catalog when any sample fails; "drop"
     leaves out each format whose samples fail (named in `warnings`) and goes
     on with the rest; False skips the sample run (tests run it themselves).
+    The samples run only when a user directory adds formats: the built-in
+    ones are proven by the test suite (tests/formats/test_samples.py) and by
+    `ranktrace formats check`, and running them again costs seconds on
+    every ingest. `builtin_samples=True` runs them anyway.
 
     User directories may hold formats/*.toml and envelopes/*.toml, or the
     .toml files directly (an envelope file says `envelope = true`)."""
@@ -495,7 +500,7 @@ def load_catalog(extra_dirs: list[str | Path] | None = None, *, check_samples: b
             if item.kind is not None and item.kind not in kinds:
                 raise FormatError(f"{f.path}: kind {item.kind!r} is not in parsers/kinds.toml")
     cat = _assemble(formats, envelopes, kinds)
-    if check_samples:
+    if check_samples and (builtin_samples or len(format_dirs(extra_dirs)) > 1):
         from .samples import check_catalog  # late: samples uses the pipeline
         problems = check_catalog(cat)
         if problems and check_samples == "drop":
