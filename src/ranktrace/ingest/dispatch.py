@@ -153,3 +153,41 @@ def required_literal(regex: str) -> str | None:
     """The single literal every match contains, if there is one."""
     lits = required_literals(regex)
     return lits[0] if lits and len(lits) == 1 else None
+
+
+PRE = "__pre"
+_TAILS = {".*": "", r"\S.*": r"\S"}
+_FLAGS = re.compile(r"^\(\?[aiLmsux]+\)")
+
+
+@lru_cache(maxsize=None)
+def split_tail(regex: str) -> tuple[str, str] | None:
+    """For a regex anchored at ^ that ends in a rest-of-line group,
+    `^P(?P<message>.*)$`, return (`^(?P<__pre>P)`, "message"): the line minus
+    the captured prefix is the group. Regex engines pay for captures per
+    character spanned, and a message spans most of the line: capturing only
+    the prefix halves the cost of extraction. None when the regex has no
+    such shape (or the group is not at its top level)."""
+    flags = _FLAGS.match(regex)
+    head = flags.group(0) if flags else ""
+    body = regex[len(head):]
+    if not body.startswith("^"):
+        return None
+    for tail, guard in _TAILS.items():
+        m = re.search(r"\(\?P<(\w+)>" + re.escape(tail) + r"\)\$$", body)
+        if not m:
+            continue
+        prefix = body[:m.start()]
+        try:
+            whole = P.parse(body)
+            P.parse(prefix)
+        except re.error:
+            return None
+        # The group must be the last top-level item but for `$`.
+        items = list(whole)
+        if len(items) < 2 or items[-2][0] is not C.SUBPATTERN or items[-1][0] is not C.AT:
+            return None
+        if whole.state.groupdict.get(m.group(1)) != items[-2][1][0]:
+            return None
+        return f"{head}(?P<{PRE}>{prefix}){guard}", m.group(1)
+    return None

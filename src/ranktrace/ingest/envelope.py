@@ -17,6 +17,7 @@ import polars as pl
 
 from ..formats import IDENTITY_COLUMNS, Envelope
 from . import timeparse
+from .capture import capture
 from .dispatch import NON_ASCII, first_chars, required_literals
 
 MAX_DEPTH = 4
@@ -76,16 +77,18 @@ def peel(df: pl.DataFrame, envelopes: list[Envelope], tz: str) -> pl.DataFrame:
     )
     if not envelopes:
         return df
+    # Only a line peeled in one round can have another envelope under it:
+    # the others were tried against every envelope already, unchanged.
+    df = df.with_columns(pl.lit(True).alias("_live"))
     for _ in range(MAX_DEPTH):
         df = df.with_columns(pl.lit(False).alias("_done"))
         peeled = False
         for env in envelopes:
-            cand = _candidates(env) & ~pl.col("_done")
+            cand = _candidates(env) & pl.col("_live") & ~pl.col("_done")
             df = df.with_columns(cand.alias("_cand"))
             if not df["_cand"].any():
                 continue
-            caps = df.select(pl.when(pl.col("_cand")).then(pl.col("body")).str.extract_groups(env.regex)
-                             .alias("m")).unnest("m")
+            caps = capture(df.select(pl.when(pl.col("_cand")).then(pl.col("body")).alias("body")), env.regex)
             hit = caps["rest"].is_not_null()
             if not hit.any():
                 continue
@@ -117,4 +120,5 @@ def peel(df: pl.DataFrame, envelopes: list[Envelope], tz: str) -> pl.DataFrame:
             df = df.with_columns(updates)
         if not peeled:
             break
-    return df.drop("_done", "_cand", strict=False)
+        df = df.with_columns(pl.col("_done").alias("_live"))
+    return df.drop("_done", "_cand", "_live", strict=False)

@@ -12,13 +12,14 @@ import polars as pl
 
 from ..formats import IDENTITY_COLUMNS, Block, Pattern
 from . import timeparse
+from .capture import HIT, capture
 from .dispatch import NON_ASCII, first_chars, required_literals
 
 OUT = ["_i", "format", "pattern", "level", "message", "ts", "ts_kind", "ts_text", *[f"p_{c}" for c in IDENTITY_COLUMNS]]
 
 
-def _claim(matched: pl.DataFrame, p: Pattern, tz: str) -> pl.DataFrame:
-    caps = matched.select("_i", pl.col("body"), pl.col("body").str.extract_groups(p.regex).alias("m")).unnest("m")
+def _claim(caps: pl.DataFrame, p: Pattern, tz: str) -> pl.DataFrame:
+    """Event columns of the lines `p` matched (`caps`: its captures)."""
     def cap(name: str) -> pl.Expr:
         return pl.col(name) if name in caps.columns and name != "body" else pl.lit(None, pl.String)
     cols = [
@@ -66,10 +67,10 @@ def match_lines(df: pl.DataFrame, patterns: list[Pattern], tz: str) -> pl.DataFr
             cand = cand.filter(has)
             if len(cand) == 0:
                 continue
-        matched = cand.filter(pl.col("body").str.contains(p.regex))
+        matched = capture(cand, p.regex, keep=("_i", "body"), matched_only=True)
         if len(matched) == 0:
             continue
-        parts.append(_claim(matched, p, tz))
+        parts.append(_claim(matched.drop(HIT), p, tz))
         left = left.join(matched.select("_i"), on="_i", how="anti")
         present = set(left["_fc"].unique().to_list())
     if not parts:

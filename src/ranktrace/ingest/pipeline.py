@@ -7,14 +7,16 @@ timestamps -> normalize -> classify -> facts -> store.
 
 from __future__ import annotations
 
+import io
 import os
+import queue
 import threading
 import time
-from collections import Counter, deque
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Callable
+from typing import Callable, Iterator
 
 import polars as pl
 
@@ -23,6 +25,7 @@ from ..formats import IDENTITY_COLUMNS, INT_IDENTITY, Catalog
 from . import blocks as blk
 from . import classify, envelope, extract, read, timeparse
 from .discover import FileRef, InputError, discover, open_text_stream
+from .writer import Writer
 
 EVENT_COLUMNS = [
     "event_id", "file_id", "file", "line", "end_line", "byte_offset", "ts", "ts_kind", "ts_text",
@@ -237,40 +240,54 @@ class Claims:
             return fid
 
 
-def ingest_file(con, ref: FileRef, cat: Catalog, *, tz: str = "UTC", progress: Progress | None = None,
-                batch_bytes: int = read.BATCH_BYTES, max_line: int = read.MAX_LINE,
-                claims: Claims | None = None) -> FileResult:
+@dataclass
+class Parsed:
+    """One batch of a file, parsed (what parse_file yields as it goes)."""
+    file_id: int
+    events: pl.DataFrame
+    facts: dict[str, pl.DataFrame]
+
+
+@dataclass
+class Finished:
+    """The end of a file: its result and its `files` row (None: store nothing)."""
+    file_id: int | None
+    result: FileResult
+    row: list | None
+
+
+def parse_file(con, ref: FileRef, cat: Catalog, *, tz: str = "UTC", progress: Progress | None = None,
+               batch_bytes: int = read.BATCH_BYTES, max_line: int = read.MAX_LINE,
+               claims: Claims | None = None) -> Iterator[Parsed | Finished]:
+    """Read and parse one file: yields a Parsed per batch, then one Finished.
+    `con` is only read (is the file known already? which id is free?)."""
     progress = progress or Progress()
     res = FileResult(ref.path)
     try:
         sha = store.sha256_file(ref.opener)
     except OSError as exc:
         res.status, res.problems = "failed", [f"{ref.path}: cannot read: {exc}"]
-        return res
-    claim = claims.claim(con, sha, ref) if claims else (
+        yield Finished(None, res, None)
+        return
+    file_id = claims.claim(con, sha, ref) if claims else (
         None if store.known_file(con, sha, ref.path, ref.source) else store.free_file_id(con, sha, ref.path))
-    if claim is None:
+    if file_id is None:
         res.status = "duplicate"
-        return res
-    file_id = claim
+        yield Finished(None, res, None)
+        return
     ctx = FileContext(file_id, ref.path, ref.hints, tz)
     stats = read.ReadStats()
-    con.begin()
+    envs: list = []
     try:
-        with open_text_stream(ref) as stream:
-            head = read._read_some(stream, 8192, stats)
+        with open_text_stream(ref) as raw:
+            head = read._read_some(raw, 8192, stats)
             if _looks_binary(head):
                 res.status = "failed"
                 res.problems.append(f"{ref.path}: binary data, not a text log; skipped "
                                     "(if it is a compressed log, give it its real extension)")
-                stream = None
             else:
-                import io
-                stream = io.BufferedReader(_Prepend(head, stream), buffer_size=1 << 16)
-            carry = None
-            envs = None
-            prev_ts = None
-            if stream is not None:
+                stream = io.BufferedReader(_Prepend(head, raw), buffer_size=1 << 16)
+                carry, prev_ts, envs = None, None, None
                 batches = read.iter_batches(stream, stats, batch_bytes=batch_bytes, max_line=max_line)
                 pending = next(batches, None)
                 while pending is not None:
@@ -282,38 +299,57 @@ def ingest_file(con, ref: FileRef, cat: Catalog, *, tz: str = "UTC", progress: P
                         envs.sort(key=lambda e: (e.order, e.name))
                     out = process_batch(batch, ctx, cat, envs, final=nxt is None, prev_ts=prev_ts)
                     carry, prev_ts = out.carry, out.last_ts
-                    _store_batch(con, out, res)
+                    _count(out.events, res)
+                    yield Parsed(file_id, out.events, out.facts)
                     progress.on_batch(stats.bytes - res.bytes, len(pending))
                     res.bytes = stats.bytes
                     pending = nxt
-        res.lines = stats.lines
-        if stats.invalid_utf8:
-            res.problems.append(f"{ref.path}: invalid UTF-8 (shown as U+FFFD)")
-        if stats.nul_bytes:
-            res.problems.append(f"{ref.path}: {stats.nul_bytes} NUL bytes (shown as U+FFFD)")
-        if stats.damaged:
-            res.problems.append(f"{ref.path}: compressed data is truncated ({stats.damaged}); "
-                                f"kept the {stats.lines} lines before the damage")
-        if stats.truncated_lines:
-            res.problems.append(f"{ref.path}: {stats.truncated_lines} line(s) longer than "
-                                f"{max_line >> 10} KiB kept truncated")
-        if res.status == "ingested" and stats.lines == 0:
-            res.status = "empty"
-            res.problems.append(f"{ref.path}: empty file")
-        _insert_file_row(con, ref, res, file_id, sha, envs or [])
-        con.commit()
     except (InputError, EOFError, OSError, ValueError) as exc:
-        con.rollback()
         what = str(exc) if isinstance(exc, InputError) else f"{ref.path}: {type(exc).__name__}: {exc}"
         if isinstance(exc, EOFError) or "Compressed file ended" in str(exc):
             what = f"{ref.path}: compressed data is truncated ({exc}); nothing of it was stored"
         res.status, res.problems = "failed", res.problems + [what]
         res.events = res.unparsed = 0
         res.formats.clear()
+        yield Finished(file_id, res, None)
+        return
+    res.lines = stats.lines
+    res.problems += _read_problems(ref, stats, max_line)
+    if res.status == "ingested" and stats.lines == 0:
+        res.status = "empty"
+        res.problems.append(f"{ref.path}: empty file")
+    yield Finished(file_id, res, _file_row(ref, res, file_id, sha, envs or []))
+
+
+def _read_problems(ref: FileRef, stats: read.ReadStats, max_line: int) -> list[str]:
+    out = []
+    if stats.invalid_utf8:
+        out.append(f"{ref.path}: invalid UTF-8 (shown as U+FFFD)")
+    if stats.nul_bytes:
+        out.append(f"{ref.path}: {stats.nul_bytes} NUL bytes (shown as U+FFFD)")
+    if stats.damaged:
+        out.append(f"{ref.path}: compressed data is truncated ({stats.damaged}); "
+                   f"kept the {stats.lines} lines before the damage")
+    if stats.truncated_lines:
+        out.append(f"{ref.path}: {stats.truncated_lines} line(s) longer than "
+                   f"{max_line >> 10} KiB kept truncated")
+    return out
+
+
+def ingest_file(con, ref: FileRef, cat: Catalog, **kw) -> FileResult:
+    """One file into the store through `con`, in this thread."""
+    writer = Writer(con)
+    try:
+        for msg in parse_file(con, ref, cat, **kw):
+            if isinstance(msg, Parsed):
+                writer.add(msg.file_id, msg.events, msg.facts)
+            elif msg.file_id is not None:
+                writer.done(msg.file_id, msg.row)
+        writer.close()
     except BaseException:
-        con.rollback()
+        writer.abort()
         raise
-    return res
+    return msg.result
 
 
 class _Prepend:
@@ -340,36 +376,28 @@ class _Prepend:
         return len(data)
 
 
-def _store_batch(con, out: BatchResult, res: FileResult) -> None:
-    ev = out.events
-    if len(ev):
-        store.insert_events(con, ev)
-    for table, facts in out.facts.items():
-        store.insert_facts(con, table, facts)
+def _count(ev: pl.DataFrame, res: FileResult) -> None:
     res.events += len(ev)
-    counts = ev.group_by("format").len()
-    for fmt, n in counts.iter_rows():
+    for fmt, n in ev.group_by("format").len().iter_rows():
         res.formats[fmt] += n
     res.unparsed = res.formats.get("raw", 0)
 
 
-def _insert_file_row(con, ref: FileRef, res: FileResult, file_id: int, sha: str, envs: list) -> None:
+def _file_row(ref: FileRef, res: FileResult, file_id: int, sha: str, envs: list) -> list:
     claimed = [(n, f) for f, n in res.formats.items() if f != "raw"]
     fmt = max(claimed)[1] if claimed else ("raw" if res.events else None)
     env_names = ",".join(e.name for e in envs if e.scope == "file") or None
     hints = ref.hints
+
     def as_int(v):
         try:
             return int(v)
         except (TypeError, ValueError):
             return None
-    con.execute(
-        "INSERT INTO files VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-        [file_id, ref.path, ref.source or None, fmt, env_names, ref.compression, ref.size, res.lines, res.events,
-         res.unparsed, res.problems or None, sha, hints.get("host"), as_int(hints.get("rank")),
-         as_int(hints.get("local_rank")), hints.get("pod"),
-         datetime.now(timezone.utc).replace(tzinfo=None, microsecond=0)],
-    )
+    return [file_id, ref.path, ref.source or None, fmt, env_names, ref.compression, ref.size, res.lines,
+            res.events, res.unparsed, res.problems or None, sha, hints.get("host"), as_int(hints.get("rank")),
+            as_int(hints.get("local_rank")), hints.get("pod"),
+            datetime.now(timezone.utc).replace(tzinfo=None, microsecond=0)]
 
 
 @dataclass
@@ -383,6 +411,9 @@ class IngestSummary:
 def ingest(paths: list[str], db: str, cat: Catalog, *, tz: str = "UTC", progress: Progress | None = None,
            warn: Callable[[str], None] | None = None, stdin=None, workers: int | None = None,
            exclude: list[str] | None = None) -> IngestSummary:
+    """Files are parsed in `workers` threads (polars and DuckDB release the
+    GIL); this thread discovers the inputs and writes every batch through
+    one Writer, so inserts are large and commits few."""
     workers = workers or min(4, os.cpu_count() or 1)
     warnings: list[str] = []
 
@@ -393,41 +424,76 @@ def ingest(paths: list[str], db: str, cat: Catalog, *, tz: str = "UTC", progress
 
     t0 = time.perf_counter()
     con = store.open_store(db, cat)
-    results = []
+    results: list[FileResult] = []
     claims = Claims()
+    # Bounded: a parser waits while the writer is behind (memory stays flat).
+    messages: queue.Queue = queue.Queue(maxsize=2 * workers)
+    stop = threading.Event()
 
-    def one(ref: FileRef) -> FileResult:
-        # Each thread has its own cursor, so its own transaction: a file is
-        # in the store completely or not at all. polars and DuckDB release
-        # the GIL, so two files parse on two cores.
+    def put(msg) -> None:
+        while not stop.is_set():
+            try:
+                messages.put(msg, timeout=0.2)
+                return
+            except queue.Full:
+                pass
+
+    def parse(ref: FileRef) -> None:
         cur = con.cursor()
         try:
-            return ingest_file(cur, ref, cat, tz=tz, progress=progress, claims=claims)
+            for msg in parse_file(cur, ref, cat, tz=tz, progress=progress, claims=claims):
+                put(msg)
+                if stop.is_set():
+                    return
+        except BaseException as exc:  # the writer re-raises it
+            put(exc)
         finally:
             cur.close()
 
-    def collect(fut) -> None:
-        r = fut.result()
-        for p in r.problems:
-            _warn(p)
-        results.append(r)
-
+    writer = Writer(con)
     try:
         _remember_fallback_time(con, paths)
         # discover() is consumed lazily: archive members are held in memory
         # only while in flight.
+        refs = iter(discover(paths, _warn, stdin=stdin, exclude=exclude))
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            inflight: deque = deque()
-            for ref in discover(paths, _warn, stdin=stdin, exclude=exclude):
+            running = 0
+
+            def start_next() -> bool:
+                ref = next(refs, None)
+                if ref is None:
+                    return False
                 if progress:
                     progress.on_file(ref.path)
-                inflight.append(pool.submit(one, ref))
-                while len(inflight) > workers:
-                    collect(inflight.popleft())
-            while inflight:
-                collect(inflight.popleft())
+                pool.submit(parse, ref)
+                return True
+
+            try:
+                while running < workers and start_next():
+                    running += 1
+                while running:
+                    msg = messages.get()
+                    if isinstance(msg, BaseException):
+                        raise msg
+                    if isinstance(msg, Parsed):
+                        writer.add(msg.file_id, msg.events, msg.facts)
+                        continue
+                    if msg.file_id is not None:
+                        writer.done(msg.file_id, msg.row)
+                    for p in msg.result.problems:
+                        _warn(p)
+                    results.append(msg.result)
+                    running -= 1
+                    if start_next():
+                        running += 1
+            finally:
+                stop.set()
+        writer.close()
         year = store.infer_years(con)
         store.refresh_summaries(con)
+    except BaseException:
+        writer.abort()
+        raise
     finally:
         con.close()
     return IngestSummary(results, warnings, time.perf_counter() - t0, year)
