@@ -12,6 +12,7 @@ from __future__ import annotations
 import polars as pl
 
 from ..formats import Block
+from .dispatch import absent
 
 STREAM = ["host", "rank", "local_rank", "weak_rank"]
 
@@ -22,6 +23,8 @@ def find_blocks(df: pl.DataFrame, blocks: list[Block]) -> pl.DataFrame:
     if not blocks or len(df) == 0:
         return df
     for b in blocks:
+        if absent(df, pl.col("body"), b.start):
+            continue
         free = pl.col("block").is_null()
         start = free & pl.col("body").str.contains(b.start)
         # Cheap exit: no start line in this batch for this block kind.

@@ -11,6 +11,7 @@ from __future__ import annotations
 import polars as pl
 
 from ..formats import INT_IDENTITY, SEVERITIES, Catalog, Fact
+from .dispatch import absent
 
 SEV_RANK = {s: i for i, s in enumerate(SEVERITIES)}
 
@@ -19,6 +20,8 @@ def _rule_kinds(part: pl.DataFrame, rules: list) -> pl.DataFrame:
     """Apply one format's rules to that format's rows (first match wins)."""
     kind = sev = role = None
     for r in rules:
+        if absent(part, pl.col(r.field), r.regex):
+            continue
         cond = pl.col(r.field).str.contains(r.regex)
         if r.on is not None:
             cond = (pl.col("pattern") == f"{r.format}.{r.on}") & cond
@@ -28,6 +31,8 @@ def _rule_kinds(part: pl.DataFrame, rules: list) -> pl.DataFrame:
         else:
             kind, sev, role = (kind.when(cond).then(pl.lit(r.kind)), sev.when(cond).then(pl.lit(r.severity, pl.String)),
                                role.when(cond).then(pl.lit(r.role, pl.String)))
+    if kind is None:
+        return part
     return part.with_columns(kind.otherwise(pl.col("kind")).alias("kind"),
                              sev.otherwise(None).alias("_rsev"), role.otherwise(None).alias("_rrole"))
 
@@ -100,6 +105,8 @@ def extract_facts(ev: pl.DataFrame, cat: Catalog) -> tuple[dict[str, pl.DataFram
                 continue
             got = pl.DataFrame(rows, schema={"event_id": pl.Int64, **{c: pl.String for c in fact.columns}})
         else:
+            if absent(sub, pl.col("message"), fact.regex):
+                continue
             sub = sub.filter(pl.col("message").str.contains(fact.regex))
             if len(sub) == 0:
                 continue

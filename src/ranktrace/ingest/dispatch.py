@@ -18,6 +18,8 @@ import re
 import string
 from functools import lru_cache
 
+import polars as pl
+
 try:  # Python 3.11+
     from re import _constants as C, _parser as P
 except ImportError:  # pragma: no cover
@@ -191,3 +193,22 @@ def split_tail(regex: str) -> tuple[str, str] | None:
             return None
         return f"{head}(?P<{PRE}>{prefix}){guard}", m.group(1)
     return None
+
+
+def literal_test(col: pl.Expr, regex: str, prefilter: str | None = None):
+    """A cheap expression true on every value `regex` can match (memmem or
+    Aho-Corasick for its required literals), or None when it has none."""
+    lits = (prefilter,) if prefilter else required_literals(regex)
+    if not lits:
+        return None
+    if len(lits) == 1:
+        return col.str.contains(lits[0], literal=True)
+    return col.str.contains_any(list(lits))
+
+
+def absent(df: pl.DataFrame, col: pl.Expr, regex: str) -> bool:
+    """True when no value of `col` can match `regex` (its literal is absent):
+    the regex need not run at all. Errors are rare, so most rules, facts and
+    blocks are skipped this way in most batches."""
+    test = literal_test(col, regex)
+    return test is not None and not df.select(test.any()).item()

@@ -18,7 +18,7 @@ import polars as pl
 from ..formats import IDENTITY_COLUMNS, Envelope
 from . import timeparse
 from .capture import capture
-from .dispatch import NON_ASCII, first_chars, required_literals
+from .dispatch import NON_ASCII, first_chars, literal_test
 
 MAX_DEPTH = 4
 SNIFF_LINES = 200
@@ -54,10 +54,9 @@ def _candidates(env: Envelope) -> pl.Expr:
         fc = pl.col("body").str.slice(0, 1)
         key = pl.when(fc.str.len_bytes() > 1).then(pl.lit(NON_ASCII)).otherwise(fc)
         cand = key.is_in(list(first))
-    lits = (env.prefilter,) if env.prefilter else required_literals(env.regex)
-    if lits:
-        cand = cand & (pl.col("body").str.contains(lits[0], literal=True) if len(lits) == 1
-                       else pl.col("body").str.contains_any(list(lits)))
+    has = literal_test(pl.col("body"), env.regex, env.prefilter)
+    if has is not None:
+        cand = cand & has
     for d in env.deny:
         cand = cand & ~pl.col("body").str.starts_with(d)
     return cand

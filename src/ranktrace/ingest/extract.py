@@ -13,7 +13,7 @@ import polars as pl
 from ..formats import IDENTITY_COLUMNS, Block, Pattern
 from . import timeparse
 from .capture import HIT, capture
-from .dispatch import NON_ASCII, first_chars, required_literals
+from .dispatch import NON_ASCII, first_chars, literal_test
 
 OUT = ["_i", "format", "pattern", "level", "message", "ts", "ts_kind", "ts_text", *[f"p_{c}" for c in IDENTITY_COLUMNS]]
 
@@ -60,10 +60,8 @@ def match_lines(df: pl.DataFrame, patterns: list[Pattern], tz: str) -> pl.DataFr
         if first is not None and not (first & present):
             continue
         cand = left if first is None else left.filter(pl.col("_fc").is_in(list(first & present)))
-        lits = (p.prefilter,) if p.prefilter else required_literals(p.regex)
-        if lits:
-            has = (pl.col("body").str.contains(lits[0], literal=True) if len(lits) == 1
-                   else pl.col("body").str.contains_any(list(lits)))
+        has = literal_test(pl.col("body"), p.regex, p.prefilter)
+        if has is not None:
             cand = cand.filter(has)
             if len(cand) == 0:
                 continue

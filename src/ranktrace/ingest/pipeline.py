@@ -400,6 +400,9 @@ def _file_row(ref: FileRef, res: FileResult, file_id: int, sha: str, envs: list)
             datetime.now(timezone.utc).replace(tzinfo=None, microsecond=0)]
 
 
+INGEST_DUCKDB_MEMORY = "512MB"
+
+
 @dataclass
 class IngestSummary:
     files: list[FileResult]
@@ -424,10 +427,13 @@ def ingest(paths: list[str], db: str, cat: Catalog, *, tz: str = "UTC", progress
 
     t0 = time.perf_counter()
     con = store.open_store(db, cat)
+    # DuckDB would keep every block it writes cached (up to 80% of RAM);
+    # ingest reads little back, so its memory stays flat at any input size.
+    con.execute(f"SET memory_limit = '{INGEST_DUCKDB_MEMORY}'")
     results: list[FileResult] = []
     claims = Claims()
     # Bounded: a parser waits while the writer is behind (memory stays flat).
-    messages: queue.Queue = queue.Queue(maxsize=2 * workers)
+    messages: queue.Queue = queue.Queue(maxsize=workers)
     stop = threading.Event()
 
     def put(msg) -> None:

@@ -12,7 +12,7 @@ from typing import BinaryIO, Iterator
 
 import polars as pl
 
-BATCH_BYTES = 32 << 20
+BATCH_BYTES = 16 << 20
 MAX_LINE = 1 << 20
 
 
