@@ -71,6 +71,41 @@ def test_data_module_pages_and_aggregates(incident):
         s.close()
 
 
+def test_summary_tables_agree_with_a_scan_of_events(incident):
+    """The first screen reads `lanes` and `lane_buckets` (built at ingest)
+    instead of scanning events: same failure times, same lane totals,
+    severities and cause marks, cells off by at most one."""
+    from ranktrace.tui.data import StoreData
+    host, _ = _culprit(incident)
+    v = dict(incident.verdict, clock=[{"host": host, "offset_s": 2.5, "uncertainty_s": 0.1}])
+    fast = StoreData(incident.db, verdict_fn=lambda con: v)
+    slow = StoreData(incident.db, verdict_fn=lambda con: v)
+    try:
+        for s in (fast, slow):
+            s.load_verdict()
+        assert fast.bucket_width is not None and fast.has_lane_failures
+        slow.bucket_width, slow.has_lane_failures = None, False
+        slow._lane_failures = None
+        assert fast._failure_times() == pytest.approx(slow._failure_times())
+        assert fast.summary()["incident"] == pytest.approx(slow.summary()["incident"])
+        lanes = fast.lanes()
+        ext = fast.extent()
+        n = int((ext[1] - ext[0]) / (4 * fast.bucket_width))
+        assert n >= 5, "the incident must span enough slots of lane_buckets to compare"
+        a, b = fast.buckets(ext[0], ext[1] + 1e-3, n, lanes), slow.buckets(ext[0], ext[1] + 1e-3, n, lanes)
+        assert a.keys() == b.keys()
+        for key in a:
+            assert sum(x.count for x in a[key].values()) == sum(x.count for x in b[key].values()), key
+            assert max(x.sev for x in a[key].values()) == max(x.sev for x in b[key].values()), key
+            ca = sorted(i for i, x in a[key].items() if x.cause)
+            cb = sorted(i for i, x in b[key].items() if x.cause)
+            assert len(ca) <= len(cb) and all(min(abs(i - j) for j in cb) <= 1 for i in ca), key
+            assert bool(ca) == bool(cb), key
+    finally:
+        fast.close()
+        slow.close()
+
+
 def test_data_module_degrades_without_diagnosis(incident):
     from ranktrace.tui.data import StoreData
 
@@ -173,6 +208,77 @@ async def test_zoom_pan_fit_keys(make_app, size):
 
 
 @run_async
+async def test_mouse_click_scroll_and_zoom(make_app):
+    """A click puts the cursor on the lane and time under the pointer; the
+    wheel scrolls lanes, shift+wheel pans, ctrl+wheel zooms at the pointer;
+    a double click on a host label folds it."""
+    from textual import events
+    from ranktrace.tui.widgets.timeline import AXIS_ROWS, Timeline
+    app = make_app()
+    async with app.run_test(size=(200, 60)) as pilot:
+        await settle(app, pilot)
+        tl = app.query_one(Timeline)
+        x, y = tl.label_w + 11, AXIS_ROWS + 2
+        assert await pilot.click(Timeline, offset=(x, y))
+        await pilot.pause()
+        assert tl.cursor_row == tl.top + 2
+        assert tl.col_of(tl.cursor_t) == x - tl.label_w - 1
+
+        def wheel(kind, **mods):
+            ev = kind(tl, x, y, 0, 0, 0, mods.get("shift", False), False, mods.get("ctrl", False))
+            getattr(tl, "on_" + {events.MouseScrollUp: "mouse_scroll_up",
+                                 events.MouseScrollDown: "mouse_scroll_down"}[kind])(ev)
+
+        span = tl.t1 - tl.t0
+        wheel(events.MouseScrollUp, ctrl=True)
+        assert tl.t1 - tl.t0 == pytest.approx(span * 0.8)          # zoom in at the pointer
+        assert tl.t0 <= tl.cursor_t < tl.t1
+        t0 = tl.t0
+        wheel(events.MouseScrollDown, shift=True)
+        assert tl.t0 > t0                                          # pan right
+        if len(tl.rows) > tl.body_height:
+            top = tl.top
+            wheel(events.MouseScrollDown)
+            assert tl.top == min(top + 3, len(tl.rows) - tl.body_height)
+        host_row = next(i for i, r in enumerate(tl.rows) if r.kind == "host")
+        tl.top = 0
+        tl.refresh()
+        await pilot.pause()
+        host = tl.rows[host_row].host
+        assert await pilot.click(Timeline, offset=(2, AXIS_ROWS + host_row), times=2)
+        await pilot.pause()
+        assert host in tl.collapsed
+        await settle(app, pilot)
+
+
+@run_async
+async def test_a_lane_that_stops_early_is_drawn_silent(make_app):
+    """Silence is visible: after the last event of a lane whose peers go on
+    logging, its row shows the silence marker instead of blank space."""
+    from ranktrace.tui.widgets.timeline import Timeline
+    app = make_app()
+    async with app.run_test(size=(200, 60)) as pilot:
+        await settle(app, pilot)
+        tl = app.query_one(Timeline)
+        await pilot.press("a")                     # the whole extent: every lane's end is in view
+        await settle(app, pilot)
+        # In the real incident some node-level lanes (the agent's, torch's)
+        # of the nodes that did not fail stop while the failing node goes on.
+        quiet = next((ln for ln in tl.all_lanes if tl._silent(ln)), None)
+        assert quiet is not None, "the incident has a lane that stops early"
+        peers_last = max(ln.last for ln in tl.all_lanes if ln.last is not None and
+                         (ln.rank is None) == (quiet.rank is None))
+        assert peers_last - quiet.last > tl.silence_gap
+        loud = [ln for ln in tl.all_lanes if ln.last == peers_last]
+        assert loud and not any(tl._silent(ln) for ln in loud)
+        idx = next(i for i, r in enumerate(tl.rows) if r.kind == "lane" and r.lane is quiet)
+        text = "".join(seg.text for seg in tl._row_line(idx, tl.size.width))
+        after = text[tl.label_w + 1 + tl.col_of(quiet.last) + 1:]
+        assert after.strip() and set(after.strip()) <= {"·", "│"}, after
+        await settle(app, pilot)
+
+
+@run_async
 async def test_jump_keys(make_app, incident):
     from ranktrace.tui.widgets.timeline import Timeline
     app = make_app()
@@ -258,6 +364,44 @@ async def test_event_list_follows_cursor_and_filters(make_app, incident):
         await pilot.press("x")
         await settle(app, pilot)
         assert not app.filters.active()
+
+
+@run_async
+async def test_event_list_pages_backward_from_the_cursor(make_app):
+    """The list opens at the cursor's time; Up on its first row brings the
+    events just before, in order, without gaps or repeats; forward paging
+    still continues after the last row."""
+    from ranktrace.tui.widgets import panes
+    from ranktrace.tui.widgets.panes import EventList
+    from ranktrace.tui.widgets.timeline import Timeline
+    app = make_app()
+    async with app.run_test(size=(200, 60)) as pilot:
+        await settle(app, pilot)
+        el, tl = app.query_one(EventList), app.query_one(Timeline)
+        everything = app.store.events_page(None, limit=100_000)
+        timed = [r for r in everything if r.time is not None]
+        mid = timed[len(timed) // 2]
+        tl.jump_to(mid.time)
+        await settle(app, pilot)
+        first = el.items[0]
+        assert first.time >= tl.t0 + tl.col_of(mid.time) * tl.dt - 1e-6
+        pos = [r.event_id for r in everything].index(first.event_id)
+        assert pos > 0, "the list must start after some earlier events"
+        el.focus()
+        el.move_cursor(row=0)
+        await pilot.press("up")
+        await settle(app, pilot)
+        got = [r.event_id for r in el.items]
+        want = [r.event_id for r in everything[max(0, pos - panes.PAGE):pos]]
+        assert got[:len(want)] == want and got[len(want)] == first.event_id
+        assert el.cursor_row == len(want) - 1              # one row up from where it was
+        assert el.items[el.cursor_row].event_id == everything[pos - 1].event_id
+        n = len(el.items)
+        el.move_cursor(row=n - 1)                           # forward paging still continues
+        await settle(app, pilot)
+        ids = [r.event_id for r in el.items]
+        assert len(ids) == len(set(ids))
+        assert ids == [r.event_id for r in everything[pos - len(want):pos - len(want) + len(ids)]]
 
 
 @run_async

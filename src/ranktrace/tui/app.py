@@ -195,6 +195,10 @@ class RanktraceApp(App):
         if self._sync_timer is not None:
             self._sync_timer.stop()
         self._sync_pending = True
+        # The first list comes at once; later ones wait for the cursor to rest.
+        if not self.query_one(EventList).items:
+            self._sync_list()
+            return
         self._sync_timer = self.set_timer(0.12, self._sync_list)
 
     @property

@@ -35,6 +35,8 @@ NO_HOST = "(no host)"
 
 _SEV_SQL = ("CASE severity WHEN 'debug' THEN 0 WHEN 'info' THEN 1 WHEN 'notice' THEN 2 "
             "WHEN 'warning' THEN 3 WHEN 'error' THEN 4 WHEN 'critical' THEN 5 ELSE 1 END")
+# lane_buckets serves a timeline cell when the cell is at least this many slots wide.
+BUCKET_SLOTS_PER_CELL = 4
 # The node-level source of an event without a rank: slurmd, kubelet, kernel, ...
 _SRC_SQL = "CASE WHEN rank IS NULL THEN coalesce(program, format, 'log') END"
 
@@ -269,6 +271,15 @@ class StoreData:
             raise ValueError(f"{p}: not a ranktrace store (no events table)")
         self.has_files = "files" in tables
         self.has_lanes = "lanes" in tables
+        cols = {r[0] for r in self._con.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = 'lanes'").fetchall()}
+        # Stores of older versions lack the failure times and the buckets:
+        # those are then read from `events`.
+        self.has_lane_failures = "first_cause_ts" in cols
+        self.bucket_width: int | None = None
+        if "lane_buckets" in tables:
+            w = self._con.execute("SELECT min(width) FROM lane_buckets").fetchone()[0]
+            self.bucket_width = int(w) if w is not None else None
 
     def close(self) -> None:
         try:
@@ -380,6 +391,12 @@ class StoreData:
                 FROM {source} GROUP BY 1, 2, 3
                 ORDER BY h = '{NO_HOST}', h, rank IS NULL, rank, src
             """).fetchall()
+            if self.has_lane_failures:
+                self._lane_failures = self._cur().execute(f"""
+                    SELECT coalesce(host, '{NO_HOST}'), epoch_us(min(first_cause_ts)) / 1e6,
+                           epoch_us(min(first_error_ts)) / 1e6, epoch_us(max(last_failure_ts)) / 1e6
+                    FROM lanes GROUP BY 1
+                """).fetchall()
         if raw is None:
             raw = self._raw_lanes = self._cur().execute(f"""
                 SELECT * FROM (
@@ -418,6 +435,15 @@ class StoreData:
         cached = getattr(self, "_ff_cache", None)
         if cached and cached[0] == key:
             r = cached[1]
+        elif getattr(self, "_lane_failures", None) is not None:
+            # Per host, aligned = logged - offset: the lanes table's times give
+            # the same answer as the scan of events below.
+            def pick(i, f):
+                vals = [float(row[i]) - self.offsets.get(row[0], 0.0) for row in self._lane_failures
+                        if row[i] is not None]
+                return f(vals) if vals else None
+            r = (pick(1, min), pick(2, min), pick(3, max))
+            self._ff_cache = (key, r)
         else:
             r = self._cur().execute(f"""
                 SELECT min({a}) FILTER (WHERE role = 'cause'),
@@ -464,14 +490,35 @@ class StoreData:
         {lane.key: {bucket index: Bucket}}. Only non-empty buckets come back."""
         if n <= 0 or t1 <= t0 or not lanes:
             return {}
-        a = self._aligned_sql()
         dt = (t1 - t0) / n
         hosts = sorted({ln.host for ln in lanes})
         want = {ln.key for ln in lanes}
         hp = ("(host IN (" + ",".join(_q(h) for h in hosts if h != NO_HOST) + ")"
               + (" OR host IS NULL" if NO_HOST in hosts else "") + ")") if hosts != [NO_HOST] else "host IS NULL"
         hp = hp.replace("host IN () OR ", "")
-        rows = self._cur().execute(f"""
+        if self.bucket_width is not None and dt >= BUCKET_SLOTS_PER_CELL * self.bucket_width:
+            # Zoomed out: a cell spans several of lane_buckets' slots, and a
+            # slot counts where it starts (off by less than a quarter cell).
+            off = self._off_sql()
+            rows = self._cur().execute(f"""
+                SELECT coalesce(host,'{NO_HOST}') AS h, rank, source,
+                       greatest(0, CAST(floor((slot - {off} - {t0!r}) / {dt!r}) AS INTEGER)) AS b,
+                       sum(events), max(max_sev), bool_or(cause), bool_or(symptom)
+                FROM lane_buckets
+                WHERE slot - {off} + width > {t0!r} AND slot - {off} < {t1!r} AND {hp}
+                GROUP BY ALL
+            """).fetchall()
+        else:
+            rows = self._events_buckets(t0, t1, dt, hp)
+        out: dict[tuple, dict[int, Bucket]] = {}
+        for h, r, s, b, c, sev, cause, sym in rows:
+            if (h, r, s) in want:
+                out.setdefault((h, r, s), {})[int(b)] = Bucket(int(c), int(sev), bool(cause), bool(sym))
+        return out
+
+    def _events_buckets(self, t0: float, t1: float, dt: float, hp: str) -> list[tuple]:
+        a = self._aligned_sql()
+        return self._cur().execute(f"""
             WITH e AS (
                 SELECT coalesce(host,'{NO_HOST}') AS h, rank, {_SRC_SQL} AS src,
                        {a} AS t, {_SEV_SQL} AS sev, role
@@ -483,11 +530,6 @@ class StoreData:
             FROM e WHERE t >= {t0!r} AND t < {t1!r}
             GROUP BY ALL
         """).fetchall()
-        out: dict[tuple, dict[int, Bucket]] = {}
-        for h, r, s, b, c, sev, cause, sym in rows:
-            if (h, r, s) in want:
-                out.setdefault((h, r, s), {})[int(b)] = Bucket(int(c), int(sev), bool(cause), bool(sym))
-        return out
 
     def next_error(self, t: float, direction: int = 1, lanes: list[Lane] | None = None,
                    min_sev: int = ERROR_SEV) -> tuple[float, tuple] | None:
@@ -574,6 +616,36 @@ class StoreData:
             LIMIT {int(limit)} OFFSET {int(offset)}
         """, params).fetchall()
         return self._rows(rows)
+
+    def events_before(self, first: EventRow, filters: Filters | None = None, limit: int = 200) -> list[EventRow]:
+        """The page of events just before `first` in list order (aligned time,
+        file, line), oldest first: the list pages backward from here. Reads a
+        growing time window back from `first`, like events_page."""
+        if first.time is None:
+            return []
+        a = self._aligned_sql()
+        fw, params = self._filter_sql(filters)
+        cols = self._EV_COLS.format(a=a)
+        t = float(first.time)
+        before = (f"({a} < {t!r} OR ({a} = {t!r} AND (file < ? OR (file = ? AND line < ?))))")
+        params = [first.file, first.file, int(first.line), *params]
+        ext = self.extent()
+        lo_off = min([0.0, *self.offsets.values()])
+        hi_off = max([0.0, *self.offsets.values()])
+        w = max(((ext[1] - ext[0]) / 1000.0) if ext else 1.0, 1.0)
+        while True:
+            whole = ext is None or t - w <= ext[0]
+            window = "TRUE" if whole else (
+                f"ts >= make_timestamp({int((t - w + lo_off) * 1e6) - 1}::BIGINT) "
+                f"AND ts <= make_timestamp({int((t + hi_off) * 1e6) + 1}::BIGINT) AND {a} >= {t - w!r}")
+            rows = self._cur().execute(f"""
+                SELECT {cols} FROM events
+                WHERE ts IS NOT NULL AND {window} AND {before} AND {fw}
+                ORDER BY t DESC, file DESC, line DESC LIMIT {int(limit)}
+            """, params).fetchall()
+            if len(rows) >= limit or whole:
+                return self._rows(rows[::-1])
+            w *= 8
 
     def count_events(self, filters: Filters | None = None) -> int:
         fw, params = self._filter_sql(filters)

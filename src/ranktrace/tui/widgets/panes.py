@@ -101,7 +101,8 @@ class EventList(DataTable):
             self.row = row
 
     class Page(Message):
-        def __init__(self, token: tuple, rows: list[EventRow], append: bool) -> None:
+        """append: False (a new list), True (after the last row), "before"."""
+        def __init__(self, token: tuple, rows: list[EventRow], append: bool | str) -> None:
             super().__init__()
             self.token = token
             self.rows = rows
@@ -115,6 +116,8 @@ class EventList(DataTable):
         self.items: list[EventRow] = []
         self.token: tuple = ()
         self.exhausted = False
+        self.at_start = False        # nothing before items[0]
+        self.before = 0              # rows paged in above the list's start
         self.fetching = False
         self.select_id: int | None = None
 
@@ -141,33 +144,55 @@ class EventList(DataTable):
     @work(thread=True, exclusive=True, group="event-page")
     def _fetch(self, token, start, filters, offset, append) -> None:
         try:
-            rows = self.store.events_page(start, filters, offset=offset, limit=PAGE)
+            if append == "before":
+                rows = self.store.events_before(self.items[0], filters, limit=PAGE)
+            else:
+                rows = self.store.events_page(start, filters, offset=offset, limit=PAGE)
         except Exception as exc:
             self.app.call_from_thread(self.notify, f"event query failed: {exc}", severity="error", markup=False)
             rows = []
         self.post_message(self.Page(token, rows, append))
+
+    def _add(self, r: EventRow, width: int) -> None:
+        self.add_row(
+            _plain(_short_time(r.time)),
+            _clip(r.host or "", 10),
+            _plain("" if r.rank is None else r.rank),
+            Text(r.severity[:5], style=SEV_STYLE.get(r.severity, "")),
+            Text(r.role[:7], style=ROLE_STYLE.get(r.role, "")),
+            _clip(r.message, width),
+        )
 
     def on_event_list_page(self, msg: "EventList.Page") -> None:
         msg.stop()
         if msg.token != self.token:
             return
         self.fetching = False
+        width = max(self.size.width - 12 - 10 - 4 - 5 - 7 - 12, 20)
+        if msg.append == "before":
+            # Earlier events go on top: the table is rebuilt (DataTable only
+            # appends) and the cursor moves to the event just above where it was.
+            if len(msg.rows) < PAGE:
+                self.at_start = True
+            if not msg.rows:
+                return
+            self.items = msg.rows + self.items
+            self.before += len(msg.rows)
+            self.clear()
+            for r in self.items:
+                self._add(r, width)
+            self.move_cursor(row=len(msg.rows) - 1)
+            return
         if len(msg.rows) < PAGE:
             self.exhausted = True
         if not msg.append:
             self.items = []
+            self.before = 0
+            self.at_start = self.start is None
             self.clear()
-        width = max(self.size.width - 12 - 10 - 4 - 5 - 7 - 12, 20)
         for r in msg.rows:
             self.items.append(r)
-            self.add_row(
-                _plain(_short_time(r.time)),
-                _clip(r.host or "", 10),
-                _plain("" if r.rank is None else r.rank),
-                Text(r.severity[:5], style=SEV_STYLE.get(r.severity, "")),
-                Text(r.role[:7], style=ROLE_STYLE.get(r.role, "")),
-                _clip(r.message, width),
-            )
+            self._add(r, width)
         if not msg.append and self.items:
             i = next((k for k, r in enumerate(self.items) if r.event_id == self.select_id), 0)
             self.move_cursor(row=i)
@@ -179,7 +204,16 @@ class EventList(DataTable):
             self.post_message(self.Selected(self.items[i]))
         if i >= len(self.items) - 5 and not self.exhausted and not self.fetching and self.items:
             self.fetching = True
-            self._fetch(self.token, self.start, self.filters, len(self.items), True)
+            self._fetch(self.token, self.start, self.filters, len(self.items) - self.before, True)
+
+    def action_cursor_up(self) -> None:
+        """Up on the first row pages backward (the list opens at the cursor's
+        time, so what came before is one key away)."""
+        if self.cursor_row == 0 and self.items and not self.at_start and not self.fetching:
+            self.fetching = True
+            self._fetch(self.token, self.start, self.filters, 0, "before")
+            return
+        super().action_cursor_up()
 
     def action_open(self) -> None:
         i = self.cursor_row
