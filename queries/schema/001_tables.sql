@@ -51,6 +51,7 @@ CREATE TABLE IF NOT EXISTS events (
     host        VARCHAR,
     rank        INTEGER,
     local_rank  INTEGER,
+    task        INTEGER,             -- the srun task (srun --label N:); under torchrun a node's agent
     pid         BIGINT,
     tid         BIGINT,
     job_id      VARCHAR,
@@ -67,3 +68,6 @@ CREATE TABLE IF NOT EXISTS events (
     message     VARCHAR,
     raw         VARCHAR NOT NULL     -- the original line or block
 );
+
+-- Stores written before the task column existed get it (NULL for old events).
+ALTER TABLE events ADD COLUMN IF NOT EXISTS task INTEGER;

@@ -27,10 +27,10 @@ from .resources import data_dir
 # Capture names that fill columns of the events table. Any other capture is
 # kept for facts only.
 IDENTITY_COLUMNS = (
-    "host", "rank", "local_rank", "pid", "tid", "job_id", "step_id",
+    "host", "rank", "local_rank", "task", "pid", "tid", "job_id", "step_id",
     "pod", "namespace", "container", "gpu", "program",
 )
-INT_IDENTITY = ("rank", "local_rank", "pid", "tid")
+INT_IDENTITY = ("rank", "local_rank", "task", "pid", "tid")
 RESERVED = IDENTITY_COLUMNS + ("ts", "level", "message")
 SEVERITIES = ("debug", "info", "notice", "warning", "error", "critical")
 ROLES = ("cause", "symptom", "lifecycle", "info")

@@ -18,7 +18,7 @@ from .resources import data_dir
 
 DEFAULT_DB = "ranktrace.duckdb"
 FACT_SQL_TYPES = {"str": "VARCHAR", "int": "BIGINT", "float": "DOUBLE"}
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 
 
 def schema_files() -> list[Path]:

@@ -89,15 +89,20 @@ def test_a_block_takes_its_time_from_its_own_text(catalog):
     assert (ev["ts"].isoformat(), ev["ts_kind"]) == ("2023-03-02T00:58:20", "local")
 
 
-def test_a_weak_envelope_identity_yields_to_the_line(catalog):
-    from dataclasses import replace
-    srun = next(e for e in catalog.envelopes if e.name == "srun_label")
-    weak = replace(srun, weak=("rank",))
-    from ranktrace.ingest import envelope
-    import polars as pl
-    batch = pl.DataFrame({"line": [1, 2], "offset": [0, 0], "raw": ["0: [rank5]:x", "1: plain"]})
-    df = envelope.peel(batch, [weak] + [e for e in catalog.envelopes if e.scope == "line"], "UTC")
-    assert df["rank"].to_list() == ["5", None] and df["weak_rank"].to_list() == ["0", "1"]
+def test_srun_task_is_its_own_column_and_an_inner_rank_wins(catalog):
+    """`srun --label torchrun`: the label is the task (a node's agent), the
+    payload's [rankN]: is the rank; without one the task stands in for it."""
+    text = "\n".join([
+        "  1: [rank5]:[E1108 10:52:31.525000 ProcessGroupNCCL.cpp:616] [Rank 5] Watchdog caught collective "
+        "operation timeout",
+        "  0: [rank2]: step 40 loss 0.11",
+        "  1: I1108 10:52:30.000000 torch/distributed/elastic/agent/server/api.py:12] starting workers",
+        "  0: step 41 loss 0.10",
+    ])
+    ev = events(catalog, text).sort("line")
+    assert ev["task"].to_list() == [1, 0, 1, 0]
+    assert ev["rank"].to_list() == [5, 2, 1, 0]
+    assert ev["envelopes"].to_list()[:2] == ["srun_label>rank_prefix"] * 2
 
 
 def test_tracebacks_of_two_srun_tasks_stay_apart_and_keep_their_task(catalog):

@@ -136,8 +136,8 @@ def build_base(con: duckdb.DuckDBPyConnection) -> None:
                                       AS INTEGER)
                         ELSE e.rank END AS rank,
                    CASE WHEN e.envelopes LIKE 'srun_label%' THEN coalesce(e.host, lh.host) ELSE e.host END AS host),
-               CASE WHEN e.envelopes LIKE 'srun_label%' THEN e.rank END AS srun_task
-        FROM events e LEFT JOIN srun_label_host lh ON e.envelopes LIKE 'srun_label%' AND lh.task = e.rank
+               CASE WHEN e.envelopes LIKE 'srun_label%' THEN coalesce(e.task, e.rank) END AS srun_task
+        FROM events e LEFT JOIN srun_label_host lh ON e.envelopes LIKE 'srun_label%' AND lh.task = coalesce(e.task, e.rank)
     """)
     _pod_host(con)
 

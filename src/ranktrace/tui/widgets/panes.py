@@ -259,7 +259,7 @@ class DetailPane(VerticalScroll):
         if not e:
             return Text("event not found")
         t = Text()
-        ident = [f"{k}={e[k]}" for k in ("host", "rank", "local_rank", "pid", "pod", "container", "gpu",
+        ident = [f"{k}={e[k]}" for k in ("host", "rank", "local_rank", "task", "pid", "pod", "container", "gpu",
                                           "job_id", "step_id") if e.get(k) not in (None, "")]
         t.append(" ".join(ident) or "no identity", style="bold")
         t.append("\n")
