@@ -128,6 +128,10 @@ def build_base(con: duckdb.DuckDBPyConnection) -> None:
     uniq = [[t, next(iter(h))] for t, h in pairs.items() if len(h) == 1 and next(iter(h))]
     if uniq:
         con.executemany("INSERT INTO srun_label_host VALUES (?, ?)", uniq)
+    # Stores of schema 1 have no task column: the label was in rank there.
+    task = "coalesce(e.task, e.rank)" if con.execute(
+        "SELECT count(*) FROM information_schema.columns WHERE table_name = 'events' AND column_name = 'task'"
+    ).fetchone()[0] else "e.rank"
     con.execute(r"""
         CREATE OR REPLACE TEMP VIEW events_base0 AS
         SELECT e.* REPLACE (
@@ -136,9 +140,9 @@ def build_base(con: duckdb.DuckDBPyConnection) -> None:
                                       AS INTEGER)
                         ELSE e.rank END AS rank,
                    CASE WHEN e.envelopes LIKE 'srun_label%' THEN coalesce(e.host, lh.host) ELSE e.host END AS host),
-               CASE WHEN e.envelopes LIKE 'srun_label%' THEN coalesce(e.task, e.rank) END AS srun_task
-        FROM events e LEFT JOIN srun_label_host lh ON e.envelopes LIKE 'srun_label%' AND lh.task = coalesce(e.task, e.rank)
-    """)
+               CASE WHEN e.envelopes LIKE 'srun_label%' THEN {task} END AS srun_task
+        FROM events e LEFT JOIN srun_label_host lh ON e.envelopes LIKE 'srun_label%' AND lh.task = {task}
+    """.replace("{task}", task))
     _pod_host(con)
 
 
