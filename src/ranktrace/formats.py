@@ -66,6 +66,7 @@ class Pattern:
     ts: TimeSpec | None = None
     kind: str | None = None        # default event kind of lines of this pattern
     carry: tuple[str, ...] = ()    # identity captures forward-filled in the file
+    end_carry: tuple[str, ...] = ()  # carried identity that stops at this line (a new section)
     program: str | None = None
 
     @property
@@ -284,9 +285,12 @@ def load_format(path: Path) -> Format:
         patterns.append(Pattern(
             format=name, id=pid, regex=rx, prefilter=p.get("prefilter"),
             ts=_time_spec(p.get("ts"), f"{where} pattern {pid}"),
-            kind=p.get("kind"), carry=tuple(p.get("carry", ())),
+            kind=p.get("kind"), carry=tuple(p.get("carry", ())), end_carry=tuple(p.get("end_carry", ())),
             program=p.get("program", program),
         ))
+        for c in (*patterns[-1].carry, *patterns[-1].end_carry):
+            if c not in IDENTITY_COLUMNS:
+                raise FormatError(f"{where} pattern {pid}: carry/end_carry {c!r} is not one of {IDENTITY_COLUMNS}")
     blocks = []
     for i, b in enumerate(doc.get("block", [])):
         bid = _req(b, "id", f"{where} block #{i}")

@@ -73,6 +73,25 @@ def test_carried_identity_fills_the_section_and_stops_at_a_blank_line(catalog):
     assert ev.filter(ev["line"] == 7)["pod"].to_list() == [None]
 
 
+def test_a_new_section_ends_the_carried_container(catalog):
+    """`end_carry`: the Events rows of a describe dump are about the pod, not
+    about the last container listed above them."""
+    text = "\n".join([
+        "Name:           trainer-worker-3",
+        "Containers:",
+        "  pytorch:",
+        "    Restart Count:  1",
+        "Events:",
+        "  Type     Reason     Age   From     Message",
+        "  Warning  BackOff    2m    kubelet  Back-off restarting failed container",
+    ])
+    ev = events(catalog, text).sort("line")
+    by_line = dict(zip(ev["line"].to_list(), ev["container"].to_list()))
+    assert by_line[3] == "pytorch" and by_line[4] == "pytorch"
+    assert by_line[5] is None and by_line[7] is None
+    assert set(ev["pod"].to_list()) == {"trainer-worker-3"}
+
+
 def test_a_block_takes_its_time_from_its_own_text(catalog):
     text = "\n".join([
         "train.py FAILED",

@@ -99,8 +99,11 @@ def _block_times(bl: pl.DataFrame, cat: Catalog, tz: str) -> pl.DataFrame:
 def _carry(ev: pl.DataFrame, cat: Catalog) -> pl.DataFrame:
     """`carry = ["pod"]` on a pattern: the value it captured fills that
     column on the following lines of the file that have none (the `Name:`
-    line of a `kubectl describe` dump names the pod of every line below)."""
+    line of a `kubectl describe` dump names the pod of every line below).
+    `end_carry = ["container"]`: a line of that pattern (a new section of
+    the dump) stops the carried value."""
     carriers = [(p.key, c) for p in cat.patterns for c in p.carry]
+    enders = [(p.key, c) for p in cat.patterns for c in p.end_carry]
     if not carriers:
         return ev
     # A section ends at a blank line (a gap in line numbers): one dump of
@@ -110,8 +113,15 @@ def _carry(ev: pl.DataFrame, cat: Catalog) -> pl.DataFrame:
     exprs = []
     for col in sorted({c for _, c in carriers}):
         keys = [k for k, c in carriers if c == col]
+        ends = [k for k, c in enders if c == col]
         src = pl.when(pl.col("pattern").is_in(keys)).then(pl.col(col))
-        exprs.append(pl.coalesce(pl.col(col), src.forward_fill().over("_sec")).alias(col))
+        carried = src.forward_fill().over("_sec")
+        if ends:
+            # Whether the last carrier or ender above (this line included) was a carrier.
+            live = (pl.when(pl.col("pattern").is_in(keys)).then(True)
+                    .when(pl.col("pattern").is_in(ends)).then(False).forward_fill().over("_sec"))
+            carried = pl.when(live).then(carried)
+        exprs.append(pl.coalesce(pl.col(col), carried).alias(col))
     return ev.with_columns(exprs).drop("_sec")
 
 
