@@ -107,6 +107,7 @@ class Fact:
     types: dict = field(default_factory=dict)
     identity: tuple[str, ...] = ()   # captures that also fill event identity
     multi: bool = False              # every match in a block, not just the first
+    field: str = "message"           # the column it reads: message, or an envelope's capture
 
     @cached_property
     def compiled(self):
@@ -170,6 +171,12 @@ class Envelope:
     order: int = 100
     deny: tuple[str, ...] = ()        # bodies starting with these are never peeled
     weak: tuple[str, ...] = ()        # identity it gives only when the line itself says nothing
+    facts: tuple[Fact, ...] = ()      # facts from its captures (a tqdm bar glued before a line)
+
+    @property
+    def kept(self) -> dict[str, str]:
+        """Captures its facts read -> the batch column that keeps them."""
+        return {f.field.removeprefix(f"_env_{self.name}_"): f.field for f in self.facts}
 
     @cached_property
     def compiled(self):
@@ -316,27 +323,7 @@ def load_format(path: Path) -> Format:
     ids = [p.id for p in patterns] + [b.id for b in blocks]
     if len(set(ids)) != len(ids):
         raise FormatError(f"{where}: pattern/block ids must be unique: {ids}")
-    facts = []
-    for i, f in enumerate(doc.get("fact", [])):
-        fw = f"{where} fact #{i}"
-        rx = _req(f, "regex", fw)
-        _compile_check(rx, fw)
-        fact = Fact(
-            format=name, table=_req(f, "table", fw), regex=rx, on=f.get("on"),
-            types=dict(f.get("types", {})), identity=tuple(f.get("identity", ())),
-            multi=bool(f.get("multi", False)),
-        )
-        for c, t in fact.types.items():
-            if t not in FACT_TYPES:
-                raise FormatError(f"{fw}: type of {c} must be one of {FACT_TYPES}")
-            if c not in fact.columns:
-                raise FormatError(f"{fw}: typed column {c!r} is not a capture of the regex")
-        for c in fact.identity:
-            if c not in IDENTITY_COLUMNS or c not in fact.columns:
-                raise FormatError(f"{fw}: identity {c!r} must be a capture and one of {IDENTITY_COLUMNS}")
-        if fact.on is not None and fact.on not in ids:
-            raise FormatError(f"{fw}: on={fact.on!r} names no pattern or block of this format")
-        facts.append(fact)
+    facts = _load_facts(doc, name, where, ids=ids)
     rules = []
     for i, r in enumerate(doc.get("rule", [])):
         rw = f"{where} rule #{i}"
@@ -378,6 +365,47 @@ def load_format(path: Path) -> Format:
     )
 
 
+def envelope_column(envelope: str, capture: str) -> str:
+    """The batch column that keeps an envelope's capture for its facts."""
+    return f"_env_{envelope}_{capture}"
+
+
+def _load_facts(doc: dict, owner: str, where: str, *, ids: list | None = None,
+                captures: set | None = None) -> list[Fact]:
+    """[[fact]] tables of a format (read the message; `on` a pattern or block
+    in `ids`) or of an envelope (`field` = one of its `captures`)."""
+    facts = []
+    for i, f in enumerate(doc.get("fact", [])):
+        fw = f"{where} fact #{i}"
+        rx = _req(f, "regex", fw)
+        _compile_check(rx, fw)
+        column = "message"
+        if captures is not None:
+            cap = _req(f, "field", fw)
+            if cap not in captures or cap == "rest":
+                raise FormatError(f"{fw}: field {cap!r} must name a capture of the envelope (not rest)")
+            column = envelope_column(owner, cap)
+        fact = Fact(
+            format=owner, table=_req(f, "table", fw), regex=rx, on=f.get("on"),
+            types=dict(f.get("types", {})), identity=tuple(f.get("identity", ())),
+            multi=bool(f.get("multi", False)), field=column,
+        )
+        for c, t in fact.types.items():
+            if t not in FACT_TYPES:
+                raise FormatError(f"{fw}: type of {c} must be one of {FACT_TYPES}")
+            if c not in fact.columns:
+                raise FormatError(f"{fw}: typed column {c!r} is not a capture of the regex")
+        for c in fact.identity:
+            if c not in IDENTITY_COLUMNS or c not in fact.columns:
+                raise FormatError(f"{fw}: identity {c!r} must be a capture and one of {IDENTITY_COLUMNS}")
+        if fact.on is not None and (ids is None or fact.on not in ids):
+            raise FormatError(f"{fw}: on={fact.on!r} names no pattern or block of this format")
+        if captures is not None and (fact.multi or fact.identity):
+            raise FormatError(f"{fw}: an envelope's fact has no multi or identity")
+        facts.append(fact)
+    return facts
+
+
 def load_envelope(path: Path) -> Envelope:
     try:
         doc = tomllib.loads(path.read_text())
@@ -399,7 +427,8 @@ def load_envelope(path: Path) -> Envelope:
     env = Envelope(name=name, path=path, regex=rx, scope=scope,
                    ts=_time_spec(doc.get("ts"), where), prefilter=doc.get("prefilter"),
                    samples=samples, order=int(doc.get("order", 100)),
-                   deny=tuple(doc.get("deny", ())), weak=tuple(doc.get("weak", ())))
+                   deny=tuple(doc.get("deny", ())), weak=tuple(doc.get("weak", ())),
+                   facts=tuple(_load_facts(doc, name, where, captures=set(pyregex.compile(rx).groupindex))))
     for c in env.weak:
         if c not in IDENTITY_COLUMNS:
             raise FormatError(f"{where}: weak {c!r} is not one of {IDENTITY_COLUMNS}")
@@ -525,7 +554,7 @@ def _assemble(formats: list[Format], envelopes: list[Envelope], kinds: dict) -> 
     cat = Catalog(
         formats=formats, envelopes=envelopes, kinds=kinds, patterns=ordered,
         blocks=[b for f in formats for b in f.blocks],
-        facts=[x for f in formats for x in f.facts],
+        facts=[x for f in formats for x in f.facts] + [x for e in envelopes for x in e.facts],
         rules=[r for f in formats for r in f.rules], warnings=warnings,
     )
     _check_fact_types(cat)

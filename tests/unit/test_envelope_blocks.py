@@ -92,6 +92,19 @@ def test_a_new_section_ends_the_carried_container(catalog):
     assert set(ev["pod"].to_list()) == {"trainer-worker-3"}
 
 
+def test_a_glued_progress_bar_gives_the_same_progress_row_as_a_bar_alone(catalog):
+    """tqdm_glued keeps its bar for its own fact: the progress row equals the
+    one training_progress gives for the bar on a line of its own (the two
+    regexes must not drift apart)."""
+    bar = "Epoch 2:  13%|#3        | 65/500 [12:44<14:40, 4.11s/it, loss=0.36, lr=5e-6]"
+    line = "n191-204-176:427053:441775 [0] NCCL INFO misc/socket.cc:829 -> 3"
+    alone = run_text(catalog, bar).facts["progress"].drop("event_id", "file_id")
+    out = run_text(catalog, bar + line)
+    glued = out.facts["progress"].drop("event_id", "file_id")
+    assert alone.to_dicts() == glued.to_dicts() == [{"epoch": 2, "step": 65, "total": 500, "loss": 0.36}]
+    assert out.events["format"].to_list() == ["nccl"] and out.events["envelopes"].to_list() == ["tqdm_glued"]
+
+
 def test_a_block_takes_its_time_from_its_own_text(catalog):
     text = "\n".join([
         "train.py FAILED",

@@ -89,9 +89,16 @@ def extract_facts(ev: pl.DataFrame, cat: Catalog) -> tuple[dict[str, pl.DataFram
     out: dict[str, list[pl.DataFrame]] = {}
     fills: list[pl.DataFrame] = []
     for fact in cat.facts:
-        cond = pl.col("format") == fact.format
-        if fact.on is not None:
-            cond = cond & (pl.col("pattern") == f"{fact.format}.{fact.on}")
+        src = pl.col(fact.field)
+        if fact.field != "message":
+            # An envelope's fact: it reads the capture the envelope kept.
+            if fact.field not in ev.columns:
+                continue
+            cond = src.is_not_null()
+        else:
+            cond = pl.col("format") == fact.format
+            if fact.on is not None:
+                cond = cond & (pl.col("pattern") == f"{fact.format}.{fact.on}")
         sub = ev.filter(cond)
         if len(sub) == 0:
             continue
@@ -105,12 +112,12 @@ def extract_facts(ev: pl.DataFrame, cat: Catalog) -> tuple[dict[str, pl.DataFram
                 continue
             got = pl.DataFrame(rows, schema={"event_id": pl.Int64, **{c: pl.String for c in fact.columns}})
         else:
-            if absent(sub, pl.col("message"), fact.regex):
+            if absent(sub, src, fact.regex):
                 continue
-            sub = sub.filter(pl.col("message").str.contains(fact.regex))
+            sub = sub.filter(src.str.contains(fact.regex))
             if len(sub) == 0:
                 continue
-            got = sub.select("event_id", pl.col("message").str.extract_groups(fact.regex).alias("m")).unnest("m")
+            got = sub.select("event_id", src.str.extract_groups(fact.regex).alias("m")).unnest("m")
         got = _cast(got, fact)
         out.setdefault(fact.table, []).append(got)
         if fact.identity and not fact.multi:

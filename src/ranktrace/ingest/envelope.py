@@ -73,6 +73,7 @@ def peel(df: pl.DataFrame, envelopes: list[Envelope], tz: str) -> pl.DataFrame:
         pl.lit(None, pl.String).alias("env_ts_kind"),
         pl.lit(None, pl.String).alias("env_ts_text"),
         pl.lit(None, pl.String).alias("envelopes"),
+        *[pl.lit(None, pl.String).alias(col) for env in envelopes for col in env.kept.values()],
     )
     if not envelopes:
         return df
@@ -108,6 +109,8 @@ def peel(df: pl.DataFrame, envelopes: list[Envelope], tz: str) -> pl.DataFrame:
                 if c in caps.columns:
                     col = f"weak_{c}" if c in env.weak else c
                     updates.append(pl.coalesce(pl.col(col), pl.when(h).then(pl.lit(caps[c]))).alias(col))
+            for cap, col in env.kept.items():
+                updates.append(pl.coalesce(pl.col(col), pl.when(h).then(pl.lit(caps[cap]))).alias(col))
             if new_ts is not None:
                 updates += [
                     pl.when(take_ts).then(pl.lit(new_ts)).otherwise(pl.col("env_ts")).alias("env_ts"),

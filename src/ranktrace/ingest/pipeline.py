@@ -188,7 +188,8 @@ def process_batch(batch: pl.DataFrame, ctx: FileContext, cat: Catalog, envelopes
         parts.append(bl)
     cols = ["line", "end_line", "offset", "raw", "message", "format", "pattern", "level", "ts", "ts_kind",
             "ts_text", "env_ts", "env_ts_kind", "env_ts_text", "envelopes", *IDENTITY_COLUMNS,
-            *[f"{p}{c}" for p in ("p_", "weak_") for c in IDENTITY_COLUMNS]]
+            *[f"{p}{c}" for p in ("p_", "weak_") for c in IDENTITY_COLUMNS],
+            *[c for env in envelopes for c in env.kept.values()]]
     ev = pl.concat([p.select([c for c in cols if c in p.columns]) for p in parts], how="diagonal_relaxed")
     ev = _identity(ev, ctx.hints)
     ev = _carry(ev, cat)
