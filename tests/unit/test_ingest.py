@@ -195,3 +195,34 @@ def test_a_block_longer_than_a_batch_stays_one_event(tmp_path, catalog):
                        ).fetchall()
     assert rows == [(2, 123, "ValueError: boom")]
     assert con.execute("SELECT count(*) FROM events").fetchone()[0] == 3
+
+
+def test_a_file_failing_after_its_rows_went_in_leaves_nothing(tmp_path, catalog):
+    """The writer shares one transaction among files: a file that fails after
+    some of its batches were inserted has them taken out again, facts
+    included; the other files of the transaction stay, complete."""
+    from ranktrace import store
+    from ranktrace.ingest.writer import Writer
+    from ranktrace.samples import run_text
+    con = store.open_store(str(tmp_path / "s.duckdb"), catalog)
+    out = run_text(catalog, NCCL * 10)
+    assert len(out.facts["nccl_error"]) == 10
+
+    def as_file(fid):
+        fix = lambda df: df.with_columns(file_id=df["file_id"] * 0 + fid,
+                                         event_id=(df["event_id"] % (1 << 32)) + (fid << 32))
+        return fix(out.events), {t: fix(f) for t, f in out.facts.items()}
+
+    w = Writer(con, group_rows=15)
+    ev, facts = as_file(1)
+    w.add(1, ev, facts)               # 10 rows: buffered
+    ev2, facts2 = as_file(2)
+    w.add(2, ev2, facts2)             # 20 rows: inserted (the transaction is open)
+    assert w.in_txn and w.buffered == 0
+    w.done(1, None)                   # file 1 failed: its rows go
+    row = [2, "b.log", None, "nccl", None, None, 1, 10, 10, 0, None, "sha-b", None, None, None, None, None]
+    w.done(2, row)
+    w.close()
+    assert con.execute("SELECT DISTINCT file_id FROM events").fetchall() == [(2,)]
+    assert con.execute("SELECT count(*), min(file_id) FROM nccl_error").fetchone() == (10, 2)
+    assert con.execute("SELECT file_id, events FROM files").fetchall() == [(2, 10)]
