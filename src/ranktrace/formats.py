@@ -447,8 +447,11 @@ def _precedence(patterns: list[Pattern], samples: list[Sample]) -> tuple[list[Pa
     """Order patterns so that specific ones come before generic ones.
 
     P must precede Q when Q matches a sample of P but P matches none of Q's
-    samples (Q is the more generic). Ties keep file order (format name, then
-    position), which makes the order deterministic."""
+    samples (Q is the more generic). Among patterns free to go in either
+    order, those with a required literal go first (a literal test is cheap,
+    and the lines they claim are then never tried against the broad
+    patterns without one), then file order (format name, then position):
+    the order is deterministic."""
     by_key = {p.key: p for p in patterns}
     own: dict[str, list[str]] = {p.key: [] for p in patterns}
     for s in samples:
@@ -469,7 +472,8 @@ def _precedence(patterns: list[Pattern], samples: list[Sample]) -> tuple[list[Pa
                 warnings.append(f"patterns {p.key} and {q.key} match each other's samples; "
                                 "file order decides between them")
     # Kahn's algorithm with a stable tie-break on the original position.
-    pos = {p.key: i for i, p in enumerate(patterns)}
+    from .ingest.dispatch import required_literals   # late: dispatch is part of the engine
+    pos = {p.key: (not (p.prefilter or required_literals(p.regex)), i) for i, p in enumerate(patterns)}
     order: list[str] = []
     remaining = dict(before)
     while remaining:
