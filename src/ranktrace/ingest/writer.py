@@ -16,7 +16,7 @@ import polars as pl
 
 from .. import store
 
-GROUP_ROWS = 500_000
+GROUP_ROWS = 300_000
 
 FILE_ROW_SQL = "INSERT INTO files VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
 
