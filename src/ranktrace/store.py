@@ -9,12 +9,16 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-import duckdb
-import polars as pl
+from typing import TYPE_CHECKING
 
-from .formats import Catalog
-from .ingest.timeparse import PLACEHOLDER_YEAR
+import duckdb
+
 from .resources import data_dir
+
+if TYPE_CHECKING:  # polars is imported where it is used: readers (tui, sql) start faster without it
+    import polars as pl
+
+    from .formats import Catalog
 
 DEFAULT_DB = "ranktrace.duckdb"
 FACT_SQL_TYPES = {"str": "VARCHAR", "int": "BIGINT", "float": "DOUBLE"}
@@ -49,6 +53,7 @@ def init_schema(con: duckdb.DuckDBPyConnection, cat: Catalog | None) -> None:
     con.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", [SCHEMA_VERSION])
     if cat is None:
         return
+    import polars as pl
     kinds_df = pl.DataFrame(  # noqa: F841 - referenced by name in SQL
         [(k.name, k.role, k.severity, k.failure, k.description) for k in cat.kinds.values()],
         schema=["kind", "role", "severity", "failure", "description"], orient="row")
@@ -118,6 +123,7 @@ def infer_years(con: duckdb.DuckDBPyConnection) -> int | None:
     year-less time takes, of the reference year and its neighbours, the year
     that lands it closest to that median (a December glog line in a January
     bundle goes to the year before)."""
+    from .ingest import timeparse
     n = con.execute("SELECT count(*) FROM events WHERE ts_kind = 'year_inferred'").fetchone()[0]
     if not n:
         return None
@@ -138,6 +144,6 @@ def infer_years(con: duckdb.DuckDBPyConnection) -> int | None:
         FROM (SELECT year(to_timestamp($ref)) AS y) r
         WHERE ts IS NOT NULL AND (ts_kind = 'year_inferred'
               -- lines that inherited a year-less time from the line before
-              OR (ts_kind = 'interpolated' AND year(ts) = {PLACEHOLDER_YEAR}))
+              OR (ts_kind = 'interpolated' AND year(ts) = {timeparse.PLACEHOLDER_YEAR}))
     """, {"ref": ref})
     return int(con.execute("SELECT year(to_timestamp(?))", [ref]).fetchone()[0])

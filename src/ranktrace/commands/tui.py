@@ -21,8 +21,12 @@ def cmd_tui(args) -> int:
     except Exception as exc:  # not a DuckDB file, not a ranktrace store, locked for writing
         print(f"ranktrace: cannot open {db}: {exc}", file=sys.stderr)
         return 2
+    # The first screen's summary is read while Textual loads and starts.
+    import threading
+    warm = threading.Thread(target=store.summary, name="warm-summary", daemon=True)
+    warm.start()
     from ..tui.app import RanktraceApp  # textual is imported only here
-    app = RanktraceApp(str(db), store=store)
+    app = RanktraceApp(str(db), store=store, warm=warm)
     try:
         app.run()
     finally:

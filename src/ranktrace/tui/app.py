@@ -5,6 +5,7 @@ post messages; the UI thread only draws."""
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 from rich.text import Text
@@ -20,6 +21,9 @@ from .data import Filters, Lane, StoreData, fmt_time
 from .widgets.panes import (DetailPane, EventList, EvidenceView, FilterBar, HelpScreen, SqlConsole,
                             VerdictHeader)
 from .widgets.timeline import Timeline
+
+# The diagnosis waits at most this long for the first screen to be drawn.
+FIRST_PAINT_WAIT_S = 3.0
 
 SEV_CYCLE = ["", "warning", "error", "critical"]
 ROLE_CYCLE = ["", "cause", "cause,symptom", "symptom"]
@@ -110,9 +114,12 @@ class RanktraceApp(App):
             self.row = row
             self.note = note
 
-    def __init__(self, db: str, verdict_fn=None, store: StoreData | None = None) -> None:
+    def __init__(self, db: str, verdict_fn=None, store: StoreData | None = None,
+                 warm: threading.Thread | None = None) -> None:
+        """warm: a thread already reading store.summary() (its results are cached)."""
         super().__init__()
         self.db = db
+        self._warm = warm
         self.store = store or StoreData(db, verdict_fn=verdict_fn)
         self.filters = Filters()
         self.summary: Summary | None = None
@@ -120,6 +127,7 @@ class RanktraceApp(App):
         self._sync_timer = None
         self._sync_pending = False
         self._pending_select: int | None = None
+        self._first_paint = threading.Event()
 
     # ------------------------------------------------------------------ layout
 
@@ -143,9 +151,11 @@ class RanktraceApp(App):
     def on_mount(self) -> None:
         self.query_one(VerdictHeader).show_loading(self.db)
         self.call_after_refresh(self.query_one(Timeline).focus)
+        self._paint_timer = self.set_interval(0.03, self._check_first_paint)
         self._startup()
 
     def on_unmount(self) -> None:
+        self._first_paint.set()
         self.store.interrupt()
 
     # ------------------------------------------------------------------ startup: two phases
@@ -157,11 +167,16 @@ class RanktraceApp(App):
 
     @work(thread=True, exclusive=True, group="startup")
     def _startup(self) -> None:
+        if self._warm is not None:
+            self._warm.join()
         try:
             self.post_message(self.Ready(self._summary(), 1))
         except Exception as exc:
             self.post_message(self.Ready(None, 1, f"{type(exc).__name__}: {exc}"))
             return
+        # The diagnosis takes DuckDB's threads for seconds on a large store:
+        # it starts once the first screen (timeline and list) is drawn.
+        self._first_paint.wait(FIRST_PAINT_WAIT_S)
         self.store.load_verdict()   # never raises
         try:
             self.post_message(self.Ready(self._summary(), 2))
@@ -207,6 +222,16 @@ class RanktraceApp(App):
         from textual.worker import WorkerState
         return (self.phase < 2 or self._sync_pending
                 or any(w.state in (WorkerState.PENDING, WorkerState.RUNNING) for w in self.workers))
+
+    def _check_first_paint(self) -> None:
+        """Polled until the timeline has its data and the list its first page."""
+        try:
+            tl, el = self.query_one(Timeline), self.query_one(EventList)
+        except NoMatches:
+            return
+        if self.phase >= 1 and (tl.data_token is not None or not tl.all_lanes) and (el.items or el.exhausted):
+            self._first_paint.set()
+            self._paint_timer.stop()
 
     def _sync_list(self) -> None:
         self._sync_pending = False
