@@ -7,8 +7,9 @@ slurmctld/slurmd logs. Line shapes follow shared/real_log_shapes.
 
     python benchmarks/gen_corpus.py OUT_DIR [--mb 1000]
 
-The corpus is built from a block of varied lines per file, repeated with
-advancing times until the size is reached (fast: about 1 GB/min).
+Every line is generated (no block is repeated): times advance through the
+run, progress steps go on, NCCL channels and ports are drawn at random, so the
+store compresses like a real one would (about 1 GB/min).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 
 NODES = [f"trn-node{i:02d}" for i in range(1, 9)]
 RANKS_PER_NODE = 8
+T0 = datetime(2026, 3, 2, 3, 0, 0)   # the job starts; the node booted 1000 s before
 
 
 def torch_block(node_idx: int, host: str, t0: datetime, rng: random.Random, steps: range) -> list[str]:
@@ -73,19 +75,18 @@ def syslog_block(host: str, t0: datetime, n: int, rng: random.Random) -> list[st
         t = t0 + timedelta(seconds=i)
         out.append(f"{t:%b %d %H:%M:%S} {host} slurmd[2199]: launch task StepId=4242.0 request from UID:1000 "
                    f"GID:1000 HOST:10.0.0.{rng.randrange(255)} PORT:{rng.randrange(65535)}")
-        out.append(f"{t:%b %d %H:%M:%S} {host} kernel: [{1000 + i}.{rng.randrange(10**6):06d}] NVRM: GPU at "
+        uptime = 1000 + int((t - T0).total_seconds())
+        out.append(f"{t:%b %d %H:%M:%S} {host} kernel: [{uptime}.{rng.randrange(10**6):06d}] NVRM: GPU at "
                    f"PCI:0000:{rng.randrange(256):02x}:00: GPU-680c9403-43d1-6cfc-9afd-7eabddb8b338")
     return out
 
 
-def write_repeated(path: Path, block: list[str], target: int, stamp_of: callable) -> int:
-    """Write `block` repeatedly (each copy shifted by stamp_of) until target bytes."""
-    text = "\n".join(block) + "\n"
-    written = 0
+def write_until(path: Path, target: int, lines_of) -> int:
+    """Write the lines of lines_of(k) for k = 0, 1, ... until target bytes."""
+    written, k = 0, 0
     with open(path, "w") as fh:
-        k = 0
         while written < target:
-            chunk = stamp_of(text, k)
+            chunk = "\n".join(lines_of(k)) + "\n"
             fh.write(chunk)
             written += len(chunk)
             k += 1
@@ -102,24 +103,31 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     rng = random.Random(args.seed)
     total = int(args.mb * 1e6)
-    t0 = datetime(2026, 3, 2, 3, 0, 0)
+    t0 = T0
     per_node = total * 0.85 / len(NODES)
     per_aux = total * 0.15 / (len(NODES) * 2 + 1)
     written = 0
+    steps_per_chunk = 10
     for i, host in enumerate(NODES):
-        block = torch_block(i, host, t0, rng, range(0, 40))
-        # Each repetition moves the step numbers on, so progress keeps advancing.
-        written += write_repeated(out / f"{host}.log", block, int(per_node),
-                                  lambda text, k: text.replace("step ", f"step {k}0") if k else text)
-        with open(out / f"{host}.log", "a") as fh:
-            fh.write("\n".join(cascade(i, host, t0 + timedelta(hours=2))) + "\n")
+        path = out / f"{host}.log"
+        steps = []
+
+        def chunk(k: int) -> list[str]:
+            steps.append((k + 1) * steps_per_chunk)
+            return torch_block(i, host, t0, rng, range(k * steps_per_chunk, (k + 1) * steps_per_chunk))
+        written += write_until(path, int(per_node), chunk)
+        # The watchdogs fire 10 minutes after the last step.
+        with open(path, "a") as fh:
+            fh.write("\n".join(cascade(i, host, t0 + timedelta(seconds=steps[-1] * 0.8 + 600))) + "\n")
         d = out / host
         d.mkdir(exist_ok=True)
-        written += write_repeated(d / "kubelet.log", klog_block(host, t0, 400, rng), int(per_aux), lambda t, k: t)
-        written += write_repeated(d / "syslog", syslog_block(host, t0, 400, rng), int(per_aux), lambda t, k: t)
-    ctld = [f"[2026-03-02T03:{m:02d}:{s:02d}.{rng.randrange(1000):03d}] sched: Allocate JobId=4242 "
-            f"NodeList=trn-node[01-08] #CPUs=512 Partition=gpu" for m in range(60) for s in range(0, 60, 5)]
-    written += write_repeated(out / "slurmctld.log", ctld, int(per_aux), lambda t, k: t)
+        written += write_until(d / "kubelet.log", int(per_aux),
+                               lambda k: klog_block(host, t0 + timedelta(seconds=200 * k), 100, rng))
+        written += write_until(d / "syslog", int(per_aux),
+                               lambda k: syslog_block(host, t0 + timedelta(seconds=100 * k), 100, rng))
+    written += write_until(out / "slurmctld.log", int(per_aux), lambda k: [
+        f"[{t0 + timedelta(seconds=5 * (k * 100 + j), milliseconds=rng.randrange(1000)):%Y-%m-%dT%H:%M:%S.%f}"[:-3]
+        + "] sched: Allocate JobId=4242 NodeList=trn-node[01-08] #CPUs=512 Partition=gpu" for j in range(100)])
     print(f"wrote {written / 1e6:.0f} MB to {out}")
 
 
