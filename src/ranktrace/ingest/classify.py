@@ -124,14 +124,13 @@ def extract_facts(ev: pl.DataFrame, cat: Catalog) -> tuple[dict[str, pl.DataFram
             fills.append(got.select("event_id", *[pl.col(c).cast(pl.String) for c in fact.identity]))
     tables = {t: pl.concat(parts, how="diagonal_relaxed") for t, parts in out.items()}
     for f in fills:
+        # Few events carry such facts: a lookup by event_id, not a join of the batch.
         f = f.unique("event_id", keep="first")
-        cols = [c for c in f.columns if c != "event_id"]
-        ev = ev.join(f.rename({c: f"_f_{c}" for c in cols}), on="event_id", how="left")
         fill_exprs = []
-        for c in cols:
-            val = pl.col(f"_f_{c}")
+        for c in (c for c in f.columns if c != "event_id"):
+            val = pl.col("event_id").replace_strict(f["event_id"], f[c], default=None, return_dtype=pl.String)
             if c in INT_IDENTITY:
                 val = val.cast(pl.Int64, strict=False)
             fill_exprs.append(pl.coalesce(pl.col(c), val).alias(c))
-        ev = ev.with_columns(fill_exprs).drop([f"_f_{c}" for c in cols])
+        ev = ev.with_columns(fill_exprs)
     return tables, ev
