@@ -496,8 +496,7 @@ def format_dirs(extra: list[str | Path] | None = None) -> list[Path]:
     return dirs
 
 
-def load_catalog(extra_dirs: list[str | Path] | None = None, *, check_samples: bool | str = True,
-                 builtin_samples: bool = False) -> Catalog:
+def load_catalog(extra_dirs: list[str | Path] | None = None, *, check_samples: bool | str = True) -> Catalog:
     """Load every format, envelope and kind. Raises FormatError on a bad file.
 
     check_samples: True refuses the catalog when any sample fails; "drop"
@@ -506,7 +505,7 @@ def load_catalog(extra_dirs: list[str | Path] | None = None, *, check_samples: b
     The samples run only when a user directory adds formats: the built-in
     ones are proven by the test suite (tests/formats/test_samples.py) and by
     `ranktrace formats check`, and running them again costs seconds on
-    every ingest. `builtin_samples=True` runs them anyway.
+    every ingest.
 
     User directories may hold formats/*.toml and envelopes/*.toml, or the
     .toml files directly (an envelope file says `envelope = true`)."""
@@ -537,7 +536,7 @@ def load_catalog(extra_dirs: list[str | Path] | None = None, *, check_samples: b
             if item.kind is not None and item.kind not in kinds:
                 raise FormatError(f"{f.path}: kind {item.kind!r} is not in parsers/kinds.toml")
     cat = _assemble(formats, envelopes, kinds)
-    if check_samples and (builtin_samples or len(format_dirs(extra_dirs)) > 1):
+    if check_samples and len(format_dirs(extra_dirs)) > 1:
         from .samples import check_catalog  # late: samples uses the pipeline
         problems = check_catalog(cat)
         if problems and check_samples == "drop":

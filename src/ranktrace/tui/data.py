@@ -276,6 +276,9 @@ class StoreData:
         # Stores of older versions lack the failure times and the buckets:
         # those are then read from `events`.
         self.has_lane_failures = "first_cause_ts" in cols
+        self._raw_lanes: list | None = None       # lanes() rows, before clock offsets
+        self._lane_failures: list | None = None   # per host: first cause, first error, last failure
+        self._ff_cache: tuple | None = None        # (offsets, failure times)
         self.bucket_width: int | None = None
         if "lane_buckets" in tables:
             w = self._con.execute("SELECT min(width) FROM lane_buckets").fetchone()[0]
@@ -379,24 +382,16 @@ class StoreData:
         """Every lane with its summary, ranks grouped under their host (host
         order: by name; rank lanes by rank, then node-level lanes). One scan,
         cached; clock offsets are applied per host in Python."""
-        raw = getattr(self, "_raw_lanes", None)
+        raw = self._raw_lanes
         # Stores from this version keep a `lanes` table (queries/store/lanes.sql):
         # the first screen then needs no scan of events.
-        source = ("(SELECT host, rank, source AS src, events, errors, causes, first_ts AS f, last_ts AS l "
-                  "FROM lanes)" if self.has_lanes else "events")
         if raw is None and self.has_lanes:
             raw = self._raw_lanes = self._cur().execute(f"""
-                SELECT coalesce(host, '{NO_HOST}') AS h, rank, src, sum(events), sum(errors), sum(causes),
-                       epoch_us(min(f)) / 1e6, epoch_us(max(l)) / 1e6
-                FROM {source} GROUP BY 1, 2, 3
-                ORDER BY h = '{NO_HOST}', h, rank IS NULL, rank, src
+                SELECT coalesce(host, '{NO_HOST}') AS h, rank, source, sum(events), sum(errors), sum(causes),
+                       epoch_us(min(first_ts)) / 1e6, epoch_us(max(last_ts)) / 1e6
+                FROM lanes GROUP BY 1, 2, 3
+                ORDER BY h = '{NO_HOST}', h, rank IS NULL, rank, source
             """).fetchall()
-            if self.has_lane_failures:
-                self._lane_failures = self._cur().execute(f"""
-                    SELECT coalesce(host, '{NO_HOST}'), epoch_us(min(first_cause_ts)) / 1e6,
-                           epoch_us(min(first_error_ts)) / 1e6, epoch_us(max(last_failure_ts)) / 1e6
-                    FROM lanes GROUP BY 1
-                """).fetchall()
         if raw is None:
             raw = self._raw_lanes = self._cur().execute(f"""
                 SELECT * FROM (
@@ -432,12 +427,18 @@ class StoreData:
     def _failure_times(self) -> tuple[float | None, float | None]:
         a = self._aligned_sql()
         key = tuple(sorted(self.offsets.items()))
-        cached = getattr(self, "_ff_cache", None)
-        if cached and cached[0] == key:
-            r = cached[1]
-        elif getattr(self, "_lane_failures", None) is not None:
+        if self._ff_cache and self._ff_cache[0] == key:
+            r = self._ff_cache[1]
+        elif self.has_lane_failures:
             # Per host, aligned = logged - offset: the lanes table's times give
             # the same answer as the scan of events below.
+            if self._lane_failures is None:
+                self._lane_failures = self._cur().execute(f"""
+                    SELECT coalesce(host, '{NO_HOST}'), epoch_us(min(first_cause_ts)) / 1e6,
+                           epoch_us(min(first_error_ts)) / 1e6, epoch_us(max(last_failure_ts)) / 1e6
+                    FROM lanes GROUP BY 1
+                """).fetchall()
+
             def pick(i, f):
                 vals = [float(row[i]) - self.offsets.get(row[0], 0.0) for row in self._lane_failures
                         if row[i] is not None]
@@ -594,15 +595,11 @@ class StoreData:
         need = offset + limit
         ext = self.extent()
         if start is not None and ext is not None:
-            lo_off = min([0.0, *self.offsets.values()])
-            hi_off = max([0.0, *self.offsets.values()])
             w = max((ext[1] - ext[0]) / 1000.0, 1.0)
             while start + w < ext[1]:
-                lo = int((start + lo_off) * 1e6) - 1
-                hi = int((start + w + hi_off) * 1e6) + 1
                 rows = self._cur().execute(f"""
                     SELECT {cols} FROM events
-                    WHERE ts >= make_timestamp({lo}::BIGINT) AND ts <= make_timestamp({hi}::BIGINT)
+                    WHERE {self._ts_range_sql(start, start + w)}
                       AND {a} >= {start!r} AND {a} < {start + w!r} AND {fw}
                     ORDER BY t, file, line LIMIT {need}
                 """, params).fetchall()
@@ -630,14 +627,10 @@ class StoreData:
         before = (f"({a} < {t!r} OR ({a} = {t!r} AND (file < ? OR (file = ? AND line < ?))))")
         params = [first.file, first.file, int(first.line), *params]
         ext = self.extent()
-        lo_off = min([0.0, *self.offsets.values()])
-        hi_off = max([0.0, *self.offsets.values()])
         w = max(((ext[1] - ext[0]) / 1000.0) if ext else 1.0, 1.0)
         while True:
             whole = ext is None or t - w <= ext[0]
-            window = "TRUE" if whole else (
-                f"ts >= make_timestamp({int((t - w + lo_off) * 1e6) - 1}::BIGINT) "
-                f"AND ts <= make_timestamp({int((t + hi_off) * 1e6) + 1}::BIGINT) AND {a} >= {t - w!r}")
+            window = "TRUE" if whole else f"{self._ts_range_sql(t - w, t)} AND {a} >= {t - w!r}"
             rows = self._cur().execute(f"""
                 SELECT {cols} FROM events
                 WHERE ts IS NOT NULL AND {window} AND {before} AND {fw}
