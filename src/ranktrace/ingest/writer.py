@@ -24,6 +24,10 @@ FILE_ROW_SQL = "INSERT INTO files VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
 class Writer:
     def __init__(self, con, group_rows: int = GROUP_ROWS):
         self.con, self.group_rows = con, group_rows
+        self._reset()
+
+    def _reset(self) -> None:
+        """Nothing buffered, nothing open, no transaction."""
         self.events: list[pl.DataFrame] = []
         self.facts: dict[str, list[pl.DataFrame]] = {}
         self.buffered = 0            # rows waiting for the next INSERT
@@ -68,17 +72,15 @@ class Writer:
     def close(self) -> None:
         """Commit what is complete; a file still open here is a bug upstream."""
         if self.open:
+            unfinished = sorted(self.open)
             self.abort()
-            raise RuntimeError(f"writer closed with unfinished files {sorted(self.open)}")
+            raise RuntimeError(f"writer closed with unfinished files {unfinished}")
         self.commit()
 
     def abort(self) -> None:
         if self.in_txn:
             self.con.rollback()
-        self.in_txn = False
-        self.events, self.facts, self.file_rows, self.buffered, self.written = [], {}, [], 0, 0
-        self.open.clear()
-        self.inserted.clear()
+        self._reset()
 
     def _begin(self) -> None:
         if not self.in_txn:
