@@ -31,7 +31,7 @@ def torch_block(node_idx: int, host: str, t0: datetime, rng: random.Random, step
         for lr in range(RANKS_PER_NODE):
             rank = node_idx * RANKS_PER_NODE + lr
             pid = 40000 + rank
-            glog = f"{t:%m%d %H:%M:%S}.{t.microsecond:06d}"
+            glog = f"{t.month}{t:%d %H:%M:%S}.{t.microsecond:06d}"  # c10 leaves the month unpadded
             for k in range(6):
                 chan = rng.randrange(32)
                 out.append(f"[rank{rank}]:{host}:{pid}:{pid + 100 + k} [{lr}] NCCL INFO Channel {chan:02d}/0 : "
@@ -49,7 +49,7 @@ def cascade(node_idx: int, host: str, t: datetime) -> list[str]:
     out = []
     for lr in range(RANKS_PER_NODE):
         rank = node_idx * RANKS_PER_NODE + lr
-        glog = f"{t:%m%d %H:%M:%S}.{t.microsecond:06d}"
+        glog = f"{t.month}{t:%d %H:%M:%S}.{t.microsecond:06d}"  # c10 leaves the month unpadded
         out.append(f"[rank{rank}]:[E{glog}123 ProcessGroupNCCL.cpp:616] [Rank {rank}] Watchdog caught collective "
                    "operation timeout: WorkNCCL(SeqNum=90211, OpType=ALLREDUCE, NumelIn=9801523, "
                    "NumelOut=9801523, Timeout(ms)=600000) ran for 600031 milliseconds before timing out.")
