@@ -4,6 +4,12 @@ typed facts from message bodies.
 A format's rules apply to its own events, first match wins, in file order;
 a pattern or block may name a default kind. The kind catalogue
 (parsers/kinds.toml) gives each kind its role and minimum severity.
+
+Logs repeat themselves: a batch of 180 k NCCL lines holds ~20 k distinct
+messages. Rules and facts that read only (format, pattern, message) run once
+per distinct triple (`distinct`), and the results go back to the events
+through its key `_k`: classification and facts cost per distinct message,
+not per line.
 """
 
 from __future__ import annotations
@@ -14,6 +20,14 @@ from ..formats import INT_IDENTITY, SEVERITIES, Catalog, Fact
 from .dispatch import absent
 
 SEV_RANK = {s: i for i, s in enumerate(SEVERITIES)}
+KEY = "_k"
+MESSAGE_KEY = ["format", "pattern", "message"]
+
+
+def distinct(ev: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(distinct (format, pattern, message) with a key KEY, events with KEY)."""
+    d = ev.select(MESSAGE_KEY).unique(maintain_order=True).with_row_index(KEY)
+    return d, ev.join(d, on=MESSAGE_KEY, how="left", nulls_equal=True, maintain_order="left")
 
 
 def _rule_kinds(part: pl.DataFrame, rules: list) -> pl.DataFrame:
@@ -37,22 +51,33 @@ def _rule_kinds(part: pl.DataFrame, rules: list) -> pl.DataFrame:
                              sev.otherwise(None).alias("_rsev"), role.otherwise(None).alias("_rrole"))
 
 
-def classify(ev: pl.DataFrame, cat: Catalog) -> pl.DataFrame:
-    defaults = {p.key: p.kind for p in cat.patterns if p.kind} | {b.key: b.kind for b in cat.blocks if b.kind}
-    ev = ev.with_columns(
-        pl.col("pattern").replace_strict(defaults, default=None, return_dtype=pl.String).alias("kind"),
-        pl.lit(None, pl.String).alias("_rsev"), pl.lit(None, pl.String).alias("_rrole"))
-    # Rules of a format only ever see that format's rows: the cost is the sum
-    # over formats of rules x rows, not all rules x all rows.
+def classify(ev: pl.DataFrame, d: pl.DataFrame, cat: Catalog) -> pl.DataFrame:
+    """Add kind, severity and role. `d`, `ev`: as returned by distinct()."""
     by_format: dict[str, list] = {}
     for r in cat.rules:
         by_format.setdefault(r.format, []).append(r)
-    present = set(ev["format"].unique().to_list())
-    parts = [ev.filter(~pl.col("format").is_in(list(by_format)))]
-    for fmt, rules in by_format.items():
-        if fmt in present:
-            parts.append(_rule_kinds(ev.filter(pl.col("format") == fmt), rules))
-    ev = pl.concat(parts, how="vertical_relaxed")
+    present = set(d["format"].unique().to_list())
+    # A format with a rule on the raw line is classified line by line.
+    per_line = {f for f, rules in by_format.items() if f in present and any(r.field != "message" for r in rules)}
+
+    def rule_columns(frame: pl.DataFrame, formats) -> pl.DataFrame:
+        # Rules of a format only ever see that format's rows: the cost is the
+        # sum over formats of rules x rows, not all rules x all rows.
+        frame = frame.with_columns(pl.lit(None, pl.String).alias(c) for c in ("kind", "_rsev", "_rrole"))
+        parts = [frame.filter(~pl.col("format").is_in(list(formats)))]
+        parts += [_rule_kinds(frame.filter(pl.col("format") == f), by_format[f]) for f in formats]
+        return pl.concat(parts, how="vertical_relaxed")
+
+    ruled = rule_columns(d, [f for f in by_format if f in present and f not in per_line]).sort(KEY)
+    # KEY numbers the rows of d from 0: a gather, not a join.
+    ev = ev.with_columns(ruled[c].gather(ev[KEY]) for c in ("kind", "_rsev", "_rrole"))
+    if per_line:
+        rows = pl.col("format").is_in(list(per_line))
+        ev = pl.concat([ev.filter(~rows), rule_columns(ev.filter(rows).drop("kind", "_rsev", "_rrole"), per_line)],
+                       how="vertical_relaxed")
+    defaults = {p.key: p.kind for p in cat.patterns if p.kind} | {b.key: b.kind for b in cat.blocks if b.kind}
+    ev = ev.with_columns(pl.coalesce(
+        "kind", pl.col("pattern").replace_strict(defaults, default=None, return_dtype=pl.String)).alias("kind"))
 
     # Severity: the strongest of the level map, the kind's and the rule's.
     level_map = {(f, lv): sev for f, m in cat.levels.items() for lv, sev in m.items()}
@@ -84,40 +109,57 @@ def _cast(df: pl.DataFrame, fact: Fact) -> pl.DataFrame:
     return df.with_columns(casts) if casts else df
 
 
-def extract_facts(ev: pl.DataFrame, cat: Catalog) -> tuple[dict[str, pl.DataFrame], pl.DataFrame]:
-    """Return ({table: facts}, events with identity filled from facts)."""
+def _fact_rows(frame: pl.DataFrame, fact: Fact, key: str) -> pl.DataFrame | None:
+    """(key, captures) of the rows of `frame` the fact's regex matches."""
+    src = pl.col(fact.field)
+    if absent(frame, src, fact.regex):
+        return None
+    frame = frame.filter(src.str.contains(fact.regex))
+    if len(frame) == 0:
+        return None
+    return frame.select(key, src.str.extract_groups(fact.regex).alias("m")).unnest("m")
+
+
+def _multi_rows(frame: pl.DataFrame, fact: Fact) -> pl.DataFrame | None:
+    """Blocks are rare: every match of the block text, in Python."""
+    rows = []
+    for eid, raw in frame.select("event_id", "raw").iter_rows():
+        for m in fact.compiled.finditer(raw):
+            rows.append({"event_id": eid, **m.groupdict()})
+    if not rows:
+        return None
+    return pl.DataFrame(rows, schema={"event_id": pl.Int64, **{c: pl.String for c in fact.columns}})
+
+
+def extract_facts(ev: pl.DataFrame, d: pl.DataFrame, cat: Catalog) -> tuple[dict[str, pl.DataFrame], pl.DataFrame]:
+    """Return ({table: facts}, events with identity filled from facts).
+    `d`, `ev`: as returned by distinct()."""
     out: dict[str, list[pl.DataFrame]] = {}
     fills: list[pl.DataFrame] = []
+    by_format = d.partition_by("format", as_dict=True)
     for fact in cat.facts:
-        src = pl.col(fact.field)
         if fact.field != "message":
-            # An envelope's fact: it reads the capture the envelope kept.
+            # An envelope's fact: it reads the capture the envelope kept, line by line.
             if fact.field not in ev.columns:
                 continue
-            cond = src.is_not_null()
+            got = _fact_rows(ev.filter(pl.col(fact.field).is_not_null()), fact, "event_id")
         else:
-            cond = pl.col("format") == fact.format
+            sub = by_format.get((fact.format,))
+            if sub is None:
+                continue
             if fact.on is not None:
-                cond = cond & (pl.col("pattern") == f"{fact.format}.{fact.on}")
-        sub = ev.filter(cond)
-        if len(sub) == 0:
-            continue
-        if fact.multi:
-            # Blocks are rare: every match of the block text, in Python.
-            rows = []
-            for eid, raw in sub.select("event_id", "raw").iter_rows():
-                for m in fact.compiled.finditer(raw):
-                    rows.append({"event_id": eid, **m.groupdict()})
-            if not rows:
-                continue
-            got = pl.DataFrame(rows, schema={"event_id": pl.Int64, **{c: pl.String for c in fact.columns}})
-        else:
-            if absent(sub, src, fact.regex):
-                continue
-            sub = sub.filter(src.str.contains(fact.regex))
+                sub = sub.filter(pl.col("pattern") == f"{fact.format}.{fact.on}")
             if len(sub) == 0:
                 continue
-            got = sub.select("event_id", src.str.extract_groups(fact.regex).alias("m")).unnest("m")
+            if fact.multi:
+                got = _multi_rows(ev.filter(pl.col(KEY).is_in(sub[KEY])), fact)
+            else:
+                got = _fact_rows(sub, fact, KEY)
+                if got is not None:
+                    # Back from distinct messages to the events that carry them.
+                    got = ev.select("event_id", KEY).join(got, on=KEY, how="inner", maintain_order="left").drop(KEY)
+        if got is None:
+            continue
         got = _cast(got, fact)
         out.setdefault(fact.table, []).append(got)
         if fact.identity and not fact.multi:
@@ -133,4 +175,4 @@ def extract_facts(ev: pl.DataFrame, cat: Catalog) -> tuple[dict[str, pl.DataFram
                 val = val.cast(pl.Int64, strict=False)
             fill_exprs.append(pl.coalesce(pl.col(c), val).alias(c))
         ev = ev.with_columns(fill_exprs)
-    return tables, ev
+    return tables, ev.drop(KEY)

@@ -201,8 +201,9 @@ def process_batch(batch: pl.DataFrame, ctx: FileContext, cat: Catalog, envelopes
         pl.lit(ctx.file).alias("file"),
         pl.col("offset").alias("byte_offset"),
     )
-    ev = classify.classify(ev, cat)
-    facts, ev = classify.extract_facts(ev, cat)
+    d, ev = classify.distinct(ev)
+    ev = classify.classify(ev, d, cat)
+    facts, ev = classify.extract_facts(ev, d, cat)
     facts = {t: f.join(ev.select("event_id", "file_id"), on="event_id", how="left") for t, f in facts.items()}
     ev = ev.with_columns(pl.col("ts").dt.replace_time_zone(None)).select(EVENT_COLUMNS)
     return BatchResult(ev, facts, carry, last_ts[0] if len(last_ts) else prev_ts)
