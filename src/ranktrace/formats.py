@@ -210,6 +210,15 @@ class Catalog:
         raise KeyError(name)
 
     @cached_property
+    def tested(self) -> tuple[tuple[str, str | None], ...]:
+        """(regex, prefilter) of everything ingest tries on lines: patterns,
+        envelopes, block starts, rules, facts."""
+        out = [(p.regex, p.prefilter) for p in self.patterns] + [(e.regex, e.prefilter) for e in self.envelopes]
+        out += [(b.start, None) for b in self.blocks] + [(r.regex, None) for r in self.rules]
+        out += [(f.regex, None) for f in self.facts]
+        return tuple(dict.fromkeys(out))
+
+    @cached_property
     def fact_tables(self) -> dict[str, dict[str, str]]:
         """table -> {column: type}; types agree across formats (checked at load)."""
         out: dict[str, dict[str, str]] = {}

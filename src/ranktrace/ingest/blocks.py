@@ -12,18 +12,18 @@ from __future__ import annotations
 import polars as pl
 
 from ..formats import Block
-from .dispatch import absent
+from .dispatch import Presence, absent
 
 STREAM = ["host", "rank", "local_rank", "weak_rank"]
 
 
-def find_blocks(df: pl.DataFrame, blocks: list[Block]) -> pl.DataFrame:
+def find_blocks(df: pl.DataFrame, blocks: list[Block], presence: Presence) -> pl.DataFrame:
     """Add columns block (pattern key or null) and block_start (first line of its block)."""
     df = df.with_columns(pl.lit(None, pl.String).alias("block"), pl.lit(None, pl.Int64).alias("block_start"))
     if not blocks or len(df) == 0:
         return df
     for b in blocks:
-        if absent(df, pl.col("body"), b.start):
+        if presence.absent(b.start) or absent(df, pl.col("body"), b.start):
             continue
         free = pl.col("block").is_null()
         start = free & pl.col("body").str.contains(b.start)

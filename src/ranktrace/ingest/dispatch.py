@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 import string
+import threading
 from functools import lru_cache
 
 import polars as pl
@@ -195,10 +196,15 @@ def split_tail(regex: str) -> tuple[str, str] | None:
     return None
 
 
+def literal_set(regex: str, prefilter: str | None = None) -> tuple[str, ...] | None:
+    """The literals one of which every line `regex` matches contains."""
+    return (prefilter,) if prefilter else required_literals(regex)
+
+
 def literal_test(col: pl.Expr, regex: str, prefilter: str | None = None):
     """A cheap expression true on every value `regex` can match (memmem or
     Aho-Corasick for its required literals), or None when it has none."""
-    lits = (prefilter,) if prefilter else required_literals(regex)
+    lits = literal_set(regex, prefilter)
     if not lits:
         return None
     if len(lits) == 1:
@@ -212,3 +218,41 @@ def absent(df: pl.DataFrame, col: pl.Expr, regex: str) -> bool:
     blocks are skipped this way in most batches."""
     test = literal_test(col, regex)
     return test is not None and not df.select(test.any()).item()
+
+
+class Presence:
+    """Which required literals occur anywhere in a batch.
+
+    Most literals are absent from most batches (error words in a batch of
+    NCCL INFO lines): one Aho-Corasick pass over the batch text rules them
+    all out, where a test per pattern, rule and block would scan the batch
+    once each. A regex none of whose literals is present cannot match any
+    line of the batch, nor any part of a line (envelope bodies, messages,
+    joined blocks are all made of the batch's text).
+
+    Literals found in recent batches are checked first, one by one (a
+    substring search that stops at the first hit), and left out of the
+    automaton: its output would hold every one of their many occurrences."""
+
+    _recent = threading.local()  # per parse thread: its batches come from one file at a time
+
+    def __init__(self, text: pl.Series, tested: tuple[tuple[str, str | None], ...]):
+        wanted = set()
+        for regex, prefilter in tested:
+            wanted.update(literal_set(regex, prefilter) or ())
+        blob = text.str.join("\n")
+        flat = blob[0]
+        likely = getattr(Presence._recent, "found", frozenset())
+        self.present = {lit for lit in wanted & likely if lit in flat}
+        rare = sorted(wanted - likely)
+        if rare:
+            found = blob.str.extract_many(rare, overlapping=True).list.unique()[0]
+            self.present.update(found.to_list())
+        Presence._recent.found = frozenset(self.present)
+
+    def absent(self, regex: str, prefilter: str | None = None) -> bool:
+        """True when `regex` cannot match anything in the batch."""
+        lits = literal_set(regex, prefilter)
+        # A literal across lines could span two lines of a block that are not
+        # neighbours in the batch (interleaved streams): never ruled out.
+        return bool(lits) and self.present.isdisjoint(lits) and not any("\n" in lit for lit in lits)

@@ -18,7 +18,7 @@ import polars as pl
 from ..formats import IDENTITY_COLUMNS, Envelope
 from . import timeparse
 from .capture import capture
-from .dispatch import NON_ASCII, first_chars, literal_test
+from .dispatch import NON_ASCII, Presence, first_chars, literal_test
 
 MAX_DEPTH = 4
 SNIFF_LINES = 200
@@ -62,7 +62,7 @@ def _candidates(env: Envelope) -> pl.Expr:
     return cand
 
 
-def peel(df: pl.DataFrame, envelopes: list[Envelope], tz: str) -> pl.DataFrame:
+def peel(df: pl.DataFrame, envelopes: list[Envelope], tz: str, presence: Presence) -> pl.DataFrame:
     """Add body, identity columns, env_ts / env_ts_kind / env_ts_text, envelopes.
 
     Columns are updated in place with when/then (no joins); an envelope's
@@ -75,6 +75,7 @@ def peel(df: pl.DataFrame, envelopes: list[Envelope], tz: str) -> pl.DataFrame:
         pl.lit(None, pl.String).alias("envelopes"),
         *[pl.lit(None, pl.String).alias(col) for env in envelopes for col in env.kept.values()],
     )
+    envelopes = [env for env in envelopes if not presence.absent(env.regex, env.prefilter)]
     if not envelopes:
         return df
     # Only a line peeled in one round can have another envelope under it:

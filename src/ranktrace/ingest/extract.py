@@ -13,7 +13,7 @@ import polars as pl
 from ..formats import IDENTITY_COLUMNS, Block, Pattern
 from . import timeparse
 from .capture import HIT, capture
-from .dispatch import NON_ASCII, first_chars, literal_test
+from .dispatch import NON_ASCII, Presence, first_chars, literal_test
 
 OUT = ["_i", "format", "pattern", "level", "message", "ts", "ts_kind", "ts_text", *[f"p_{c}" for c in IDENTITY_COLUMNS]]
 
@@ -41,7 +41,7 @@ def _claim(caps: pl.DataFrame, p: Pattern, tz: str) -> pl.DataFrame:
     return caps.select(cols)
 
 
-def match_lines(df: pl.DataFrame, patterns: list[Pattern], tz: str) -> pl.DataFrame:
+def match_lines(df: pl.DataFrame, patterns: list[Pattern], tz: str, presence: Presence) -> pl.DataFrame:
     """Claim rows that are not part of a block. Returns per-row captures (OUT columns).
 
     Each pattern only sees the lines that no earlier pattern claimed and
@@ -57,7 +57,7 @@ def match_lines(df: pl.DataFrame, patterns: list[Pattern], tz: str) -> pl.DataFr
         if len(left) == 0:
             break
         first = first_chars(p.regex)
-        if first is not None and not (first & present):
+        if first is not None and not (first & present) or presence.absent(p.regex, p.prefilter):
             continue
         cand = left if first is None else left.filter(pl.col("_fc").is_in(list(first & present)))
         has = literal_test(pl.col("body"), p.regex, p.prefilter)

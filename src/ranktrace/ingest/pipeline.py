@@ -25,6 +25,7 @@ from ..formats import IDENTITY_COLUMNS, INT_IDENTITY, Catalog
 from . import blocks as blk
 from . import classify, envelope, extract, read, timeparse
 from .discover import FileRef, InputError, discover, open_text_stream
+from .dispatch import Presence
 from .writer import Writer
 
 EVENT_COLUMNS = [
@@ -153,8 +154,9 @@ def _times(ev: pl.DataFrame, prev_ts: datetime | None) -> pl.DataFrame:
 def process_batch(batch: pl.DataFrame, ctx: FileContext, cat: Catalog, envelopes: list,
                   *, final: bool, prev_ts: datetime | None = None) -> BatchResult:
     """Turn a batch of (line, offset, raw) into events and facts. Pure."""
-    df = envelope.peel(batch, envelopes, ctx.tz).with_row_index("_i")
-    df = blk.find_blocks(df, cat.blocks)
+    presence = Presence(batch["raw"], cat.tested)
+    df = envelope.peel(batch, envelopes, ctx.tz, presence).with_row_index("_i")
+    df = blk.find_blocks(df, cat.blocks, presence)
     carry = None
     if not final:
         start = blk.open_block_start(df, {b.key: b.end for b in cat.blocks})
@@ -166,7 +168,7 @@ def process_batch(batch: pl.DataFrame, ctx: FileContext, cat: Catalog, envelopes
     # Lines that are blank once their envelopes are peeled carry nothing.
     df = df.filter((pl.col("body").str.strip_chars() != "") | pl.col("block").is_not_null())
 
-    caps = extract.match_lines(df, cat.patterns, ctx.tz)
+    caps = extract.match_lines(df, cat.patterns, ctx.tz, presence)
     lines = df.filter(pl.col("block").is_null()).join(caps, on="_i", how="left").with_columns(
         pl.col("line").alias("end_line"),
         pl.col("format").fill_null("raw"),
@@ -202,8 +204,8 @@ def process_batch(batch: pl.DataFrame, ctx: FileContext, cat: Catalog, envelopes
         pl.col("offset").alias("byte_offset"),
     )
     d, ev = classify.distinct(ev)
-    ev = classify.classify(ev, d, cat)
-    facts, ev = classify.extract_facts(ev, d, cat)
+    ev = classify.classify(ev, d, cat, presence)
+    facts, ev = classify.extract_facts(ev, d, cat, presence)
     facts = {t: f.join(ev.select("event_id", "file_id"), on="event_id", how="left") for t, f in facts.items()}
     ev = ev.with_columns(pl.col("ts").dt.replace_time_zone(None)).select(EVENT_COLUMNS)
     return BatchResult(ev, facts, carry, last_ts[0] if len(last_ts) else prev_ts)
@@ -442,6 +444,7 @@ def ingest(paths: list[str], db: str, cat: Catalog, *, tz: str = "UTC", progress
     # DuckDB would keep every block it writes cached (up to 80% of RAM);
     # ingest reads little back, so its memory stays flat at any input size.
     con.execute(f"SET memory_limit = '{INGEST_DUCKDB_MEMORY}'")
+    con.execute("SET preserve_insertion_order = false")
     results: list[FileResult] = []
     claims = Claims()
     # Bounded: a parser waits while the writer is behind (memory stays flat).
