@@ -210,12 +210,18 @@ class Catalog:
         raise KeyError(name)
 
     @cached_property
-    def tested(self) -> tuple[tuple[str, str | None], ...]:
-        """(regex, prefilter) of everything ingest tries on lines: patterns,
-        envelopes, block starts, rules, facts."""
+    def line_tests(self) -> tuple[tuple[str, str | None], ...]:
+        """(regex, prefilter) of what ingest tries on whole lines: patterns,
+        envelopes, block starts."""
         out = [(p.regex, p.prefilter) for p in self.patterns] + [(e.regex, e.prefilter) for e in self.envelopes]
-        out += [(b.start, None) for b in self.blocks] + [(r.regex, None) for r in self.rules]
-        out += [(f.regex, None) for f in self.facts]
+        out += [(b.start, None) for b in self.blocks]
+        return tuple(dict.fromkeys(out))
+
+    @cached_property
+    def message_tests(self) -> tuple[tuple[str, str | None], ...]:
+        """(regex, None) of the rules and facts that read an event's message."""
+        out = [(r.regex, None) for r in self.rules if r.field == "message"]
+        out += [(f.regex, None) for f in self.facts if f.field == "message"]
         return tuple(dict.fromkeys(out))
 
     @cached_property

@@ -104,8 +104,8 @@ def test_presence_agrees_with_a_scan_on_the_samples(catalog):
 
     from ranktrace.ingest.dispatch import Presence
     texts = [s.text for f in catalog.formats for s in f.samples]
-    pr = Presence(pl.Series(texts), catalog.tested)
-    for regex, prefilter in catalog.tested:
+    pr = Presence(pl.Series(texts), catalog.line_tests + catalog.message_tests)
+    for regex, prefilter in catalog.line_tests + catalog.message_tests:
         rx = re.compile(regex)
         if any(rx.search(t) for t in texts):
             assert not pr.absent(regex, prefilter), regex[:80]

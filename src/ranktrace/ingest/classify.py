@@ -30,11 +30,11 @@ def distinct(ev: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     return d, ev.join(d, on=MESSAGE_KEY, how="left", nulls_equal=True, maintain_order="left")
 
 
-def _rule_kinds(part: pl.DataFrame, rules: list, presence: Presence) -> pl.DataFrame:
+def _rule_kinds(part: pl.DataFrame, rules: list, in_messages: Presence) -> pl.DataFrame:
     """Apply one format's rules to that format's rows (first match wins)."""
     kind = sev = role = None
     for r in rules:
-        if presence.absent(r.regex) or absent(part, pl.col(r.field), r.regex):
+        if (r.field == "message" and in_messages.absent(r.regex)) or absent(part, pl.col(r.field), r.regex):
             continue
         cond = pl.col(r.field).str.contains(r.regex)
         if r.on is not None:
@@ -51,8 +51,9 @@ def _rule_kinds(part: pl.DataFrame, rules: list, presence: Presence) -> pl.DataF
                              sev.otherwise(None).alias("_rsev"), role.otherwise(None).alias("_rrole"))
 
 
-def classify(ev: pl.DataFrame, d: pl.DataFrame, cat: Catalog, presence: Presence) -> pl.DataFrame:
-    """Add kind, severity and role. `d`, `ev`: as returned by distinct()."""
+def classify(ev: pl.DataFrame, d: pl.DataFrame, cat: Catalog, in_messages: Presence) -> pl.DataFrame:
+    """Add kind, severity and role. `d`, `ev`: as returned by distinct();
+    `in_messages`: the literals present in d's messages."""
     by_format: dict[str, list] = {}
     for r in cat.rules:
         by_format.setdefault(r.format, []).append(r)
@@ -65,7 +66,7 @@ def classify(ev: pl.DataFrame, d: pl.DataFrame, cat: Catalog, presence: Presence
         # sum over formats of rules x rows, not all rules x all rows.
         frame = frame.with_columns(pl.lit(None, pl.String).alias(c) for c in ("kind", "_rsev", "_rrole"))
         parts = [frame.filter(~pl.col("format").is_in(list(formats)))]
-        parts += [_rule_kinds(frame.filter(pl.col("format") == f), by_format[f], presence) for f in formats]
+        parts += [_rule_kinds(frame.filter(pl.col("format") == f), by_format[f], in_messages) for f in formats]
         return pl.concat(parts, how="vertical_relaxed")
 
     ruled = rule_columns(d, [f for f in by_format if f in present and f not in per_line]).sort(KEY)
@@ -109,10 +110,10 @@ def _cast(df: pl.DataFrame, fact: Fact) -> pl.DataFrame:
     return df.with_columns(casts) if casts else df
 
 
-def _fact_rows(frame: pl.DataFrame, fact: Fact, key: str, presence: Presence) -> pl.DataFrame | None:
+def _fact_rows(frame: pl.DataFrame, fact: Fact, key: str, in_messages: Presence) -> pl.DataFrame | None:
     """(key, captures) of the rows of `frame` the fact's regex matches."""
     src = pl.col(fact.field)
-    if presence.absent(fact.regex) or absent(frame, src, fact.regex):
+    if (fact.field == "message" and in_messages.absent(fact.regex)) or absent(frame, src, fact.regex):
         return None
     frame = frame.filter(src.str.contains(fact.regex))
     if len(frame) == 0:
@@ -131,9 +132,9 @@ def _multi_rows(frame: pl.DataFrame, fact: Fact) -> pl.DataFrame | None:
     return pl.DataFrame(rows, schema={"event_id": pl.Int64, **{c: pl.String for c in fact.columns}})
 
 
-def extract_facts(ev: pl.DataFrame, d: pl.DataFrame, cat: Catalog, presence: Presence) -> tuple[dict[str, pl.DataFrame], pl.DataFrame]:
+def extract_facts(ev: pl.DataFrame, d: pl.DataFrame, cat: Catalog, in_messages: Presence) -> tuple[dict[str, pl.DataFrame], pl.DataFrame]:
     """Return ({table: facts}, events with identity filled from facts).
-    `d`, `ev`: as returned by distinct()."""
+    `d`, `ev`: as returned by distinct(); `in_messages`: the literals present in d's messages."""
     out: dict[str, list[pl.DataFrame]] = {}
     fills: list[pl.DataFrame] = []
     by_format = d.partition_by("format", as_dict=True)
@@ -142,7 +143,7 @@ def extract_facts(ev: pl.DataFrame, d: pl.DataFrame, cat: Catalog, presence: Pre
             # An envelope's fact: it reads the capture the envelope kept, line by line.
             if fact.field not in ev.columns:
                 continue
-            got = _fact_rows(ev.filter(pl.col(fact.field).is_not_null()), fact, "event_id", presence)
+            got = _fact_rows(ev.filter(pl.col(fact.field).is_not_null()), fact, "event_id", in_messages)
         else:
             sub = by_format.get((fact.format,))
             if sub is None:
@@ -154,7 +155,7 @@ def extract_facts(ev: pl.DataFrame, d: pl.DataFrame, cat: Catalog, presence: Pre
             if fact.multi:
                 got = _multi_rows(ev.filter(pl.col(KEY).is_in(sub[KEY])), fact)
             else:
-                got = _fact_rows(sub, fact, KEY, presence)
+                got = _fact_rows(sub, fact, KEY, in_messages)
                 if got is not None:
                     # Back from distinct messages to the events that carry them.
                     got = ev.select("event_id", KEY).join(got, on=KEY, how="inner", maintain_order="left").drop(KEY)

@@ -93,6 +93,12 @@ def _first(seq) -> tuple[set[str], bool]:
     return out, True
 
 
+def first_char(col: str) -> pl.Expr:
+    """A value's first character, NON_ASCII for any non-ASCII one."""
+    fc = pl.col(col).str.slice(0, 1)
+    return pl.when(fc.str.len_bytes() > 1).then(pl.lit(NON_ASCII)).otherwise(fc)
+
+
 @lru_cache(maxsize=None)
 def first_chars(regex: str) -> frozenset[str] | None:
     try:
@@ -221,7 +227,8 @@ def absent(df: pl.DataFrame, col: pl.Expr, regex: str) -> bool:
 
 
 class Presence:
-    """Which required literals occur anywhere in a batch.
+    """Which required literals occur anywhere in a batch's text (its lines,
+    or its distinct messages).
 
     Most literals are absent from most batches (error words in a batch of
     NCCL INFO lines): one Aho-Corasick pass over the batch text rules them
@@ -236,23 +243,28 @@ class Presence:
 
     _recent = threading.local()  # per parse thread: its batches come from one file at a time
 
-    def __init__(self, text: pl.Series, tested: tuple[tuple[str, str | None], ...]):
-        wanted = set()
-        for regex, prefilter in tested:
-            wanted.update(literal_set(regex, prefilter) or ())
+    def __init__(self, text: pl.Series, tests: tuple[tuple[str, str | None], ...]):
+        self.wanted: set[str] = set()
+        for regex, prefilter in tests:
+            self.wanted.update(literal_set(regex, prefilter) or ())
         blob = text.str.join("\n")
-        flat = blob[0]
-        likely = getattr(Presence._recent, "found", frozenset())
-        self.present = {lit for lit in wanted & likely if lit in flat}
-        rare = sorted(wanted - likely)
+        recent = getattr(Presence._recent, "found", None)
+        if recent is None:
+            recent = Presence._recent.found = {}
+        likely = recent.get(tests, frozenset())
+        flat = blob[0] if likely else ""
+        self.present = {lit for lit in self.wanted & likely if lit in flat}
+        rare = sorted(self.wanted - likely)
         if rare:
             found = blob.str.extract_many(rare, overlapping=True).list.unique()[0]
             self.present.update(found.to_list())
-        Presence._recent.found = frozenset(self.present)
+        recent[tests] = frozenset(self.present)
 
     def absent(self, regex: str, prefilter: str | None = None) -> bool:
-        """True when `regex` cannot match anything in the batch."""
+        """True when `regex` cannot match anything in the text. Only for the
+        regexes this was built for (others are never ruled out)."""
         lits = literal_set(regex, prefilter)
         # A literal across lines could span two lines of a block that are not
         # neighbours in the batch (interleaved streams): never ruled out.
-        return bool(lits) and self.present.isdisjoint(lits) and not any("\n" in lit for lit in lits)
+        return (bool(lits) and self.wanted.issuperset(lits) and self.present.isdisjoint(lits)
+                and not any("\n" in lit for lit in lits))

@@ -18,7 +18,7 @@ import polars as pl
 from ..formats import IDENTITY_COLUMNS, Envelope
 from . import timeparse
 from .capture import capture
-from .dispatch import NON_ASCII, Presence, first_chars, literal_test
+from .dispatch import Presence, first_char, first_chars, literal_test
 
 MAX_DEPTH = 4
 SNIFF_LINES = 200
@@ -51,9 +51,7 @@ def _candidates(env: Envelope) -> pl.Expr:
     cand = pl.lit(True)
     first = first_chars(env.regex)
     if first is not None:
-        fc = pl.col("body").str.slice(0, 1)
-        key = pl.when(fc.str.len_bytes() > 1).then(pl.lit(NON_ASCII)).otherwise(fc)
-        cand = key.is_in(list(first))
+        cand = pl.col("_fc").is_in(list(first))
     has = literal_test(pl.col("body"), env.regex, env.prefilter)
     if has is not None:
         cand = cand & has
@@ -82,7 +80,7 @@ def peel(df: pl.DataFrame, envelopes: list[Envelope], tz: str, presence: Presenc
     # the others were tried against every envelope already, unchanged.
     df = df.with_columns(pl.lit(True).alias("_live"))
     for _ in range(MAX_DEPTH):
-        df = df.with_columns(pl.lit(False).alias("_done"))
+        df = df.with_columns(pl.lit(False).alias("_done"), first_char("body").alias("_fc"))
         peeled = False
         for env in envelopes:
             cand = _candidates(env) & pl.col("_live") & ~pl.col("_done")
@@ -124,4 +122,4 @@ def peel(df: pl.DataFrame, envelopes: list[Envelope], tz: str, presence: Presenc
         if not peeled:
             break
         df = df.with_columns(pl.col("_done").alias("_live"))
-    return df.drop("_done", "_cand", "_live", strict=False)
+    return df.drop("_done", "_cand", "_live", "_fc", strict=False)

@@ -13,7 +13,7 @@ import polars as pl
 from ..formats import IDENTITY_COLUMNS, Block, Pattern
 from . import timeparse
 from .capture import HIT, capture
-from .dispatch import NON_ASCII, Presence, first_chars, literal_test
+from .dispatch import Presence, first_char, first_chars, literal_test
 
 OUT = ["_i", "format", "pattern", "level", "message", "ts", "ts_kind", "ts_text", *[f"p_{c}" for c in IDENTITY_COLUMNS]]
 
@@ -48,9 +48,7 @@ def match_lines(df: pl.DataFrame, patterns: list[Pattern], tz: str, presence: Pr
     that can start its match (dispatch.py); a pattern none of whose first
     characters occurs in the batch costs nothing, not even its compilation
     (which, for polars, happens on every call and dominates small calls)."""
-    fc = pl.col("body").str.slice(0, 1)
-    left = df.filter(pl.col("block").is_null()).select(
-        "_i", "body", pl.when(fc.str.len_bytes() > 1).then(pl.lit(NON_ASCII)).otherwise(fc).alias("_fc"))
+    left = df.filter(pl.col("block").is_null()).select("_i", "body", first_char("body").alias("_fc"))
     present = set(left["_fc"].unique().to_list())
     parts = []
     for p in patterns:

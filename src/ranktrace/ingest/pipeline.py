@@ -154,7 +154,7 @@ def _times(ev: pl.DataFrame, prev_ts: datetime | None) -> pl.DataFrame:
 def process_batch(batch: pl.DataFrame, ctx: FileContext, cat: Catalog, envelopes: list,
                   *, final: bool, prev_ts: datetime | None = None) -> BatchResult:
     """Turn a batch of (line, offset, raw) into events and facts. Pure."""
-    presence = Presence(batch["raw"], cat.tested)
+    presence = Presence(batch["raw"], cat.line_tests)
     df = envelope.peel(batch, envelopes, ctx.tz, presence).with_row_index("_i")
     df = blk.find_blocks(df, cat.blocks, presence)
     carry = None
@@ -204,8 +204,9 @@ def process_batch(batch: pl.DataFrame, ctx: FileContext, cat: Catalog, envelopes
         pl.col("offset").alias("byte_offset"),
     )
     d, ev = classify.distinct(ev)
-    ev = classify.classify(ev, d, cat, presence)
-    facts, ev = classify.extract_facts(ev, d, cat, presence)
+    in_messages = Presence(d["message"], cat.message_tests)
+    ev = classify.classify(ev, d, cat, in_messages)
+    facts, ev = classify.extract_facts(ev, d, cat, in_messages)
     facts = {t: f.join(ev.select("event_id", "file_id"), on="event_id", how="left") for t, f in facts.items()}
     ev = ev.with_columns(pl.col("ts").dt.replace_time_zone(None)).select(EVENT_COLUMNS)
     return BatchResult(ev, facts, carry, last_ts[0] if len(last_ts) else prev_ts)
