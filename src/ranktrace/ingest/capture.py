@@ -20,14 +20,18 @@ def capture(df: pl.DataFrame, regex: str, col: str = "body", keep: tuple[str, ..
     matched_only: return only the rows that matched."""
     split = split_tail(regex)
     src = pl.col(col)
-    if matched_only:
-        # Most candidates fail: a DFA-only test first, captures on the rest.
-        df = df.filter(src.str.contains(regex))
     if split is None:
+        if matched_only:
+            # Captures over a whole line cost more than a DFA test: test first.
+            df = df.filter(src.str.contains(regex))
         hit = pl.lit(True) if matched_only else src.str.contains(regex)
         return df.select(*keep, src.str.extract_groups(regex).alias("_m"), hit.alias(HIT)).unnest("_m")
+    # A prefix capture fails as fast as a DFA test where the line does not
+    # match: no separate test.
     prefix, tail = split
     out = df.select(*dict.fromkeys((*keep, col)), src.str.extract_groups(prefix).alias("_m")).unnest("_m")
+    if matched_only:
+        out = out.filter(pl.col(PRE).is_not_null())
     return out.with_columns(
         pl.col(PRE).is_not_null().alias(HIT),
         src.str.strip_prefix(pl.col(PRE)).alias(tail),

@@ -207,7 +207,7 @@ def process_batch(batch: pl.DataFrame, ctx: FileContext, cat: Catalog, envelopes
     in_messages = Presence(d["message"], cat.message_tests)
     ev = classify.classify(ev, d, cat, in_messages)
     facts, ev = classify.extract_facts(ev, d, cat, in_messages)
-    facts = {t: f.join(ev.select("event_id", "file_id"), on="event_id", how="left") for t, f in facts.items()}
+    facts = {t: f.with_columns(pl.lit(ctx.file_id, pl.Int64).alias("file_id")) for t, f in facts.items()}
     ev = ev.with_columns(pl.col("ts").dt.replace_time_zone(None)).select(EVENT_COLUMNS)
     return BatchResult(ev, facts, carry, last_ts[0] if len(last_ts) else prev_ts)
 
