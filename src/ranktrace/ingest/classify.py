@@ -6,10 +6,11 @@ a pattern or block may name a default kind. The kind catalogue
 (parsers/kinds.toml) gives each kind its role and minimum severity.
 
 Logs repeat themselves: a batch of 180 k NCCL lines holds ~20 k distinct
-messages. Rules and facts that read only (format, pattern, message) run once
-per distinct triple (`distinct`), and the results go back to the events
-through its key `_k`: classification and facts cost per distinct message,
-not per line.
+messages. Kind, severity and role depend on (format, pattern, level,
+message) only, and facts on (format, pattern, message): they are worked out
+once per distinct (format, pattern, level, message) (`distinct`), and go back
+to the events through its key `_k`: classification and facts cost per
+distinct message, not per line.
 """
 
 from __future__ import annotations
@@ -21,11 +22,11 @@ from .dispatch import Presence, absent
 
 SEV_RANK = {s: i for i, s in enumerate(SEVERITIES)}
 KEY = "_k"
-MESSAGE_KEY = ["format", "pattern", "message"]
+MESSAGE_KEY = ["format", "pattern", "level", "message"]
 
 
 def distinct(ev: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """(distinct (format, pattern, message) with a key KEY, events with KEY)."""
+    """(distinct (format, pattern, level, message) with a key KEY, events with KEY)."""
     d = ev.select(MESSAGE_KEY).unique(maintain_order=True).with_row_index(KEY)
     return d, ev.join(d, on=MESSAGE_KEY, how="left", nulls_equal=True, maintain_order="left")
 
@@ -69,34 +70,38 @@ def classify(ev: pl.DataFrame, d: pl.DataFrame, cat: Catalog, in_messages: Prese
         parts += [_rule_kinds(frame.filter(pl.col("format") == f), by_format[f], in_messages) for f in formats]
         return pl.concat(parts, how="vertical_relaxed")
 
-    ruled = rule_columns(d, [f for f in by_format if f in present and f not in per_line]).sort(KEY)
-    # KEY numbers the rows of d from 0: a gather, not a join.
-    ev = ev.with_columns(ruled[c].gather(ev[KEY]) for c in ("kind", "_rsev", "_rrole"))
-    if per_line:
-        rows = pl.col("format").is_in(list(per_line))
-        ev = pl.concat([ev.filter(~rows), rule_columns(ev.filter(rows).drop("kind", "_rsev", "_rrole"), per_line)],
-                       how="vertical_relaxed")
     defaults = {p.key: p.kind for p in cat.patterns if p.kind} | {b.key: b.kind for b in cat.blocks if b.kind}
-    ev = ev.with_columns(pl.coalesce(
-        "kind", pl.col("pattern").replace_strict(defaults, default=None, return_dtype=pl.String)).alias("kind"))
-
-    # Severity: the strongest of the level map, the kind's and the rule's.
     level_map = {(f, lv): sev for f, m in cat.levels.items() for lv, sev in m.items()}
     lv_keys = {f"{f}\x00{lv}": SEV_RANK[s] for (f, lv), s in level_map.items()}
     kind_sev = {k: SEV_RANK[i.severity] for k, i in cat.kinds.items()}
     kind_role = {k: i.role for k, i in cat.kinds.items()}
-    sev_num = pl.max_horizontal(
-        pl.concat_str([pl.col("format"), pl.col("level")], separator="\x00")
-          .replace_strict(lv_keys, default=None, return_dtype=pl.Int32),
-        pl.col("kind").replace_strict(kind_sev, default=None, return_dtype=pl.Int32),
-        pl.col("_rsev").replace_strict(SEV_RANK, default=None, return_dtype=pl.Int32),
-    ).fill_null(SEV_RANK["info"])
-    return ev.with_columns(
-        sev_num.replace_strict(dict(enumerate(SEVERITIES)), return_dtype=pl.String).alias("severity"),
-        pl.coalesce(pl.col("_rrole"),
-                    pl.col("kind").replace_strict(kind_role, default=None, return_dtype=pl.String),
-                    pl.lit("info")).alias("role"),
-    ).drop("_rsev", "_rrole")
+
+    def finish(frame: pl.DataFrame) -> pl.DataFrame:
+        frame = frame.with_columns(pl.coalesce(
+            "kind", pl.col("pattern").replace_strict(defaults, default=None, return_dtype=pl.String)).alias("kind"))
+        # Severity: the strongest of the level map, the kind's and the rule's.
+        sev_num = pl.max_horizontal(
+            pl.concat_str([pl.col("format"), pl.col("level")], separator="\x00")
+              .replace_strict(lv_keys, default=None, return_dtype=pl.Int32),
+            pl.col("kind").replace_strict(kind_sev, default=None, return_dtype=pl.Int32),
+            pl.col("_rsev").replace_strict(SEV_RANK, default=None, return_dtype=pl.Int32),
+        ).fill_null(SEV_RANK["info"])
+        return frame.with_columns(
+            sev_num.replace_strict(dict(enumerate(SEVERITIES)), return_dtype=pl.String).alias("severity"),
+            pl.coalesce(pl.col("_rrole"),
+                        pl.col("kind").replace_strict(kind_role, default=None, return_dtype=pl.String),
+                        pl.lit("info")).alias("role"),
+        ).drop("_rsev", "_rrole")
+
+    out = ("kind", "severity", "role")
+    done = finish(rule_columns(d, [f for f in by_format if f in present and f not in per_line])).sort(KEY)
+    # KEY numbers the rows of d from 0: a gather, not a join.
+    ev = ev.with_columns(done[c].gather(ev[KEY]) for c in out)
+    if per_line:
+        rows = pl.col("format").is_in(list(per_line))
+        ev = pl.concat([ev.filter(~rows), finish(rule_columns(ev.filter(rows).drop(*out), per_line))],
+                       how="vertical_relaxed")
+    return ev
 
 
 def _cast(df: pl.DataFrame, fact: Fact) -> pl.DataFrame:
