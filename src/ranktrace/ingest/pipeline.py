@@ -500,14 +500,17 @@ def ingest(paths: list[str], db: str, cat: Catalog, *, tz: str = "UTC", progress
                     if isinstance(msg, Parsed):
                         writer.add(msg.file_id, msg.events, msg.facts)
                         continue
+                    # The next file starts before this one's rows are
+                    # committed: a commit stalls this thread for a second, and
+                    # the parsers would wait for it with nothing to do.
+                    running -= 1
+                    if start_next():
+                        running += 1
                     if msg.file_id is not None:
                         writer.done(msg.file_id, msg.row)
                     for p in msg.result.problems:
                         _warn(p)
                     results.append(msg.result)
-                    running -= 1
-                    if start_next():
-                        running += 1
             finally:
                 stop.set()
         writer.close()
