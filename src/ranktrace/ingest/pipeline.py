@@ -426,12 +426,15 @@ class IngestSummary:
     reference_year: int | None
 
 
+_PARSER_DONE = object()  # a parser thread has no more files
+
+
 def ingest(paths: list[str], db: str, cat: Catalog, *, tz: str = "UTC", progress: Progress | None = None,
            warn: Callable[[str], None] | None = None, stdin=None, workers: int | None = None,
            exclude: list[str] | None = None) -> IngestSummary:
     """Files are parsed in `workers` threads (polars and DuckDB release the
-    GIL); this thread discovers the inputs and writes every batch through
-    one Writer, so inserts are large and commits few."""
+    GIL), each taking the next input as it finishes one; this thread writes
+    every batch through one Writer, so inserts are large and commits few."""
     workers = workers or min(4, os.cpu_count() or 1)
     warnings: list[str] = []
 
@@ -467,50 +470,54 @@ def ingest(paths: list[str], db: str, cat: Catalog, *, tz: str = "UTC", progress
                 put(msg)
                 if stop.is_set():
                     return
+        finally:
+            cur.close()
+
+    # discover() is consumed lazily (archive members are held in memory only
+    # while in flight), by the parsers themselves: a parser that finishes a
+    # file takes the next one at once, not when this thread, which writes,
+    # has time to hand it out.
+    refs = iter(discover(paths, _warn, stdin=stdin, exclude=exclude))
+    refs_lock = threading.Lock()
+
+    def next_ref() -> FileRef | None:
+        with refs_lock:
+            ref = next(refs, None)
+        if ref is not None and progress:
+            progress.on_file(ref.path)
+        return ref
+
+    def parser() -> None:
+        try:
+            while not stop.is_set() and (ref := next_ref()) is not None:
+                parse(ref)
         except BaseException as exc:  # the writer re-raises it
             put(exc)
         finally:
-            cur.close()
+            put(_PARSER_DONE)
 
     writer = Writer(con)
     try:
         _remember_fallback_time(con, paths)
-        # discover() is consumed lazily: archive members are held in memory
-        # only while in flight.
-        refs = iter(discover(paths, _warn, stdin=stdin, exclude=exclude))
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            running = 0
-
-            def start_next() -> bool:
-                ref = next(refs, None)
-                if ref is None:
-                    return False
-                if progress:
-                    progress.on_file(ref.path)
-                pool.submit(parse, ref)
-                return True
-
+            for _ in range(workers):
+                pool.submit(parser)
             try:
-                while running < workers and start_next():
-                    running += 1
+                running = workers
                 while running:
                     msg = messages.get()
-                    if isinstance(msg, BaseException):
+                    if msg is _PARSER_DONE:
+                        running -= 1
+                    elif isinstance(msg, BaseException):
                         raise msg
-                    if isinstance(msg, Parsed):
+                    elif isinstance(msg, Parsed):
                         writer.add(msg.file_id, msg.events, msg.facts)
-                        continue
-                    # The next file starts before this one's rows are
-                    # committed: a commit stalls this thread for a second, and
-                    # the parsers would wait for it with nothing to do.
-                    running -= 1
-                    if start_next():
-                        running += 1
-                    if msg.file_id is not None:
-                        writer.done(msg.file_id, msg.row)
-                    for p in msg.result.problems:
-                        _warn(p)
-                    results.append(msg.result)
+                    else:
+                        if msg.file_id is not None:
+                            writer.done(msg.file_id, msg.row)
+                        for p in msg.result.problems:
+                            _warn(p)
+                        results.append(msg.result)
             finally:
                 stop.set()
         writer.close()
