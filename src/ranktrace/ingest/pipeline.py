@@ -105,7 +105,7 @@ def _carry(ev: pl.DataFrame, cat: Catalog) -> pl.DataFrame:
     the dump) stops the carried value."""
     carriers = [(p.key, c) for p in cat.patterns for c in p.carry]
     enders = [(p.key, c) for p in cat.patterns for c in p.end_carry]
-    if not carriers:
+    if not carriers or not ev["pattern"].is_in([k for k, _ in carriers]).any():
         return ev
     # A section ends at a blank line (a gap in line numbers): one dump of
     # `kubectl describe` per pod, separated by blank lines.
