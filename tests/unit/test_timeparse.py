@@ -61,3 +61,21 @@ def test_kind_of():
     assert kind_of(TimeSpec("ts", "%m%d %H:%M:%S", "naive", "infer")) == "year_inferred"
     assert kind_of(TimeSpec("ts", "%Y-%m-%dT%H:%M:%S%:z", "offset")) == "exact"
     assert kind_of(TimeSpec("ts", "%Y-%m-%d %H:%M:%S", "naive")) == "local"
+
+
+@pytest.mark.parametrize("text,layout,expect", [
+    # whitespace runs and tabs where the layout has one space
+    ("Mar \t 2  07:56:01", "%b %d %H:%M:%S", datetime(2000, 3, 2, 7, 56, 1)),
+    # Python logging's comma before the fraction, an ISO T between date and time
+    ("2026-03-02T17:10:08,943", "%Y-%m-%d %H:%M:%S%.f", datetime(2026, 3, 2, 17, 10, 8, 943000)),
+    # a weekday with a T (Tue, Thu) is a word, not the date/time separator
+    ("Thu Mar  5 03:12:09 2026", "%a %b %d %H:%M:%S %Y", datetime(2026, 3, 5, 3, 12, 9)),
+    ("Tue Mar 03 03:12:09.5 2026", "%a %b %d %H:%M:%S%.f %Y", datetime(2026, 3, 3, 3, 12, 9, 500000)),
+    # a comma that is part of the layout stays
+    ("Thu, 05 Mar 2026 03:12:09 +0000", "%a, %d %b %Y %H:%M:%S %z", datetime(2026, 3, 5, 3, 12, 9)),
+])
+def test_text_normalisation_before_parsing(text, layout, expect):
+    zone = "offset" if "%z" in layout else "naive"
+    year = "infer" if "%Y" not in layout else "given"
+    got = parse(text, TimeSpec("ts", layout, zone, year))
+    assert got == expect.replace(tzinfo=timezone.utc)

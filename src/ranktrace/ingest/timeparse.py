@@ -13,6 +13,8 @@ Everything here is a polars expression: no per-line Python.
 
 from __future__ import annotations
 
+import re
+
 import polars as pl
 
 from ..formats import TimeSpec
@@ -21,18 +23,25 @@ from ..formats import TimeSpec
 # to the inferred year after ingest.
 PLACEHOLDER_YEAR = 2000
 UTC = pl.Datetime("us", "UTC")
+_NAMES = re.compile(r"%[aAbBhpP]")  # layout directives that read words
 
 
 def parse_expr(text: pl.Expr, spec: TimeSpec, tz: str) -> pl.Expr:
     """Expression turning captured time text into a UTC datetime (null if it does not parse)."""
-    text = text.str.replace_all(r"\s+", " ").str.strip_chars()
+    # A space in a layout takes any run of whitespace (chrono): "Mar  2" needs
+    # no collapsing, only the ends trimmed.
+    text = text.str.strip_chars()
     layout = " ".join(spec.layout.split())
     # Python logging writes "17:10:08,943"; ISO writers "2026-03-02T03:12": one
-    # layout with "%.f" / "%d %H" takes both.
+    # layout with "%.f" / "%d %H" takes both. Where the layout has no comma
+    # (no names with a T: Tue, Thu), the first one in the text is the one to
+    # change, and a literal replace is 10x cheaper than a regex.
     if "%.f" in layout:
-        text = text.str.replace(r"(\d),(\d)", "${1}.${2}")
+        text = (text.str.replace(",", ".", literal=True) if "," not in layout
+                else text.str.replace(r"(\d),(\d)", "${1}.${2}"))
     if "%d %H" in layout:
-        text = text.str.replace(r"(\d)T(\d)", "${1} ${2}")
+        text = (text.str.replace("T", " ", literal=True) if not _NAMES.search(layout)
+                else text.str.replace(r"(\d)T(\d)", "${1} ${2}"))
     if layout.startswith("%m%d"):
         # torch's c10 logger writes the month unpadded: [E519 ...] is May 19,
         # [E1108 ...] Nov 8 (the day is always two digits).
