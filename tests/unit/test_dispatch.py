@@ -109,3 +109,36 @@ def test_presence_agrees_with_a_scan_on_the_samples(catalog):
         rx = re.compile(regex)
         if any(rx.search(t) for t in texts):
             assert not pr.absent(regex, prefilter), regex[:80]
+
+
+@pytest.mark.parametrize("rx,expect", [
+    (r"^x(?P<m>.*)$", (r"(?P<__pre>^x)", "m")),
+    (r"^\[(?P<u>\d+\.\d+)\]\s+\S.*$", (r"(?P<__pre>^\[(?P<u>\d+\.\d+)\]\s+\S)", None)),
+    (r"^(?:a|b.*)$", None),       # the .* is inside a group
+    (r"^a\.*$", None),            # an escaped dot
+    (r"^x.*?$", None),
+    (r"x(?P<m>.*)$", None),       # not anchored
+])
+def test_split_tail(rx, expect):
+    from ranktrace.ingest.dispatch import split_tail
+    assert split_tail(rx) == expect
+
+
+def test_split_prefix_decides_the_match_like_the_whole_regex(catalog):
+    """For every pattern that splits, its prefix matches a sample exactly when
+    the whole regex does, with the same captures."""
+    from ranktrace.ingest.dispatch import split_tail
+    lines = [s.text for f in catalog.formats for s in f.samples if "\n" not in s.text]
+    for p in catalog.patterns:
+        split = split_tail(p.regex)
+        if split is None:
+            continue
+        whole, pre = re.compile(p.regex), re.compile(split[0])
+        for text in lines:
+            m, n = whole.search(text), pre.search(text)
+            assert (m is None) == (n is None), (p.key, text)
+            if m:
+                groups = {k: v for k, v in m.groupdict().items() if k != split[1]}
+                assert groups == {k: v for k, v in n.groupdict().items() if k != "__pre"}, (p.key, text)
+                if split[1]:
+                    assert m.group(split[1]) == text[n.end():], (p.key, text)

@@ -32,7 +32,6 @@ def capture(df: pl.DataFrame, regex: str, col: str = "body", keep: tuple[str, ..
     out = df.select(*dict.fromkeys((*keep, col)), src.str.extract_groups(prefix).alias("_m")).unnest("_m")
     if matched_only:
         out = out.filter(pl.col(PRE).is_not_null())
-    return out.with_columns(
-        pl.col(PRE).is_not_null().alias(HIT),
-        src.str.strip_prefix(pl.col(PRE)).alias(tail),
-    ).drop(PRE, *([col] if col not in keep else []))
+    rest = [] if tail is None else [src.str.strip_prefix(pl.col(PRE)).alias(tail)]
+    return out.with_columns(pl.col(PRE).is_not_null().alias(HIT), *rest).drop(
+        PRE, *([col] if col not in keep else []))

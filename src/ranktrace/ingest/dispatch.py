@@ -170,17 +170,31 @@ _FLAGS = re.compile(r"^\(\?[aiLmsux]+\)")
 
 
 @lru_cache(maxsize=None)
-def split_tail(regex: str) -> tuple[str, str] | None:
+def split_tail(regex: str) -> tuple[str, str | None] | None:
     """For a regex anchored at ^ that ends in a rest-of-line group,
     `^P(?P<message>.*)$`, return (`^(?P<__pre>P)`, "message"): the line minus
     the captured prefix is the group. Regex engines pay for captures per
     character spanned, and a message spans most of the line: capturing only
-    the prefix halves the cost of extraction. None when the regex has no
-    such shape (or the group is not at its top level)."""
+    the prefix halves the cost of extraction. A regex ending in a bare `.*$`
+    gives (`^(?P<__pre>P)`, None): the prefix decides the match. None when
+    the regex has no such shape (or the group is not at its top level)."""
     flags = _FLAGS.match(regex)
     head = flags.group(0) if flags else ""
     body = regex[len(head):]
     if not body.startswith("^"):
+        return None
+    if body.endswith(".*$") and not body.endswith("\\.*$"):
+        prefix = body[:-3]
+        try:
+            whole, pre = P.parse(body), P.parse(prefix)
+        except re.error:
+            return None
+        # `.*$` must be the regex's own last items, not the end of a group or branch.
+        items = list(whole)
+        if (len(items) == len(list(pre)) + 2 and items[-1][0] is C.AT
+                and items[-2][0] in (C.MAX_REPEAT, C.MIN_REPEAT) and items[-2][1][:2] == (0, C.MAXREPEAT)
+                and list(items[-2][1][2]) == [(C.ANY, None)]):
+            return f"{head}(?P<{PRE}>{prefix})", None
         return None
     for tail, guard in _TAILS.items():
         m = re.search(r"\(\?P<(\w+)>" + re.escape(tail) + r"\)\$$", body)
