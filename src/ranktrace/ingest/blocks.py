@@ -1,8 +1,9 @@
 """blocks: join multi-line blocks (tracebacks, torchrun failure summaries)
 into one event, per stream, vectorized.
 
-A stream is the lines of one file that share an envelope identity (rank,
-local rank, host), so the interleaved tracebacks of two ranks stay apart.
+A stream is the lines of one file (`_f`: a batch may hold several small
+files) that share an envelope identity (rank, local rank, host), so the
+interleaved tracebacks of two ranks stay apart.
 A block starts at a `start` line and takes the following `continue` lines
 of its stream, up to and including an `end` line.
 """
@@ -14,7 +15,8 @@ import polars as pl
 from ..formats import Block
 from .dispatch import Presence, absent
 
-STREAM = ["host", "rank", "local_rank", "weak_rank"]
+STREAM = ["_f", "host", "rank", "local_rank", "weak_rank"]
+ORDER = ["_f", "line"]  # a batch's lines in file order
 
 
 def find_blocks(df: pl.DataFrame, blocks: list[Block], presence: Presence) -> pl.DataFrame:
@@ -32,7 +34,7 @@ def find_blocks(df: pl.DataFrame, blocks: list[Block], presence: Presence) -> pl
             continue
         cont = free & pl.col("body").str.contains(b.cont)
         end = free & pl.col("body").str.contains(b.end) if b.end else pl.lit(False)
-        g = df.with_columns(_s=start, _c=cont, _e=end).sort("line")
+        g = df.with_columns(_s=start, _c=cont, _e=end).sort(ORDER)
         g = g.with_columns(
             _brk=(~pl.col("_c") | pl.col("_s")
                   | pl.col("_e").shift(1).over(STREAM).fill_null(False)
@@ -60,7 +62,7 @@ def open_block_start(df: pl.DataFrame, block_ends: dict[str, str | None]) -> int
     """
     if "block" not in df.columns or df["block"].null_count() == len(df):
         return None
-    last = df.sort("line").group_by(STREAM, maintain_order=True).agg(
+    last = df.sort(ORDER).group_by(STREAM, maintain_order=True).agg(
         pl.col("block").last(), pl.col("block_start").last(), pl.col("body").last())
     open_starts = []
     for row in last.filter(pl.col("block").is_not_null()).iter_rows(named=True):

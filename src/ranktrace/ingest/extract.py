@@ -82,7 +82,7 @@ def collapse_blocks(df: pl.DataFrame, blocks: dict[str, Block]) -> pl.DataFrame:
         return rows.clear()
     msg_first = [k for k, b in blocks.items() if b.message == "first"]
     ident = [c for c in rows.columns if c in IDENTITY_COLUMNS or c.removeprefix("weak_") in IDENTITY_COLUMNS]
-    agg = rows.sort("line").group_by("block", "block_start", *ident,
+    agg = rows.sort("_f", "line").group_by("_f", "block", "block_start", *ident,
                                      maintain_order=True).agg(
         pl.col("_i").first(), pl.col("line").first(), pl.col("line").last().alias("end_line"),
         pl.col("offset").first(), pl.col("raw").str.join("\n"),

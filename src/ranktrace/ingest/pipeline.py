@@ -63,7 +63,14 @@ class FileResult:
     problems: list[str] = field(default_factory=list)
 
 
-def _identity(df: pl.DataFrame, hints: dict) -> pl.DataFrame:
+def _per_file(ctxs: list[FileContext], value: Callable[[FileContext], object], dtype) -> pl.Expr:
+    """A value that depends on the file a row comes from (`_f` indexes ctxs)."""
+    if len(ctxs) == 1:
+        return pl.lit(value(ctxs[0]), dtype)
+    return pl.col("_f").replace_strict({i: value(c) for i, c in enumerate(ctxs)}, default=None, return_dtype=dtype)
+
+
+def _identity(df: pl.DataFrame, ctxs: list[FileContext]) -> pl.DataFrame:
     exprs = []
     for c in IDENTITY_COLUMNS:
         parts = [pl.col(c)]
@@ -71,8 +78,8 @@ def _identity(df: pl.DataFrame, hints: dict) -> pl.DataFrame:
             parts.append(pl.col(f"p_{c}"))
         if f"weak_{c}" in df.columns:
             parts.append(pl.col(f"weak_{c}"))
-        if c in hints:
-            parts.append(pl.lit(str(hints[c])))
+        if any(c in ctx.hints for ctx in ctxs):
+            parts.append(_per_file(ctxs, lambda ctx: None if c not in ctx.hints else str(ctx.hints[c]), pl.String))
         e = pl.coalesce(parts) if len(parts) > 1 else parts[0]
         if c in INT_IDENTITY:
             e = e.str.strip_chars().cast(pl.Int64, strict=False)
@@ -108,9 +115,10 @@ def _carry(ev: pl.DataFrame, cat: Catalog) -> pl.DataFrame:
     if not carriers or not ev["pattern"].is_in([k for k, _ in carriers]).any():
         return ev
     # A section ends at a blank line (a gap in line numbers): one dump of
-    # `kubectl describe` per pod, separated by blank lines.
-    ev = ev.sort("line").with_columns(
-        _sec=(pl.col("line") > pl.col("end_line").shift(1).fill_null(0) + 1).cum_sum())
+    # `kubectl describe` per pod, separated by blank lines; and with its file.
+    ev = ev.sort(blk.ORDER).with_columns(
+        _sec=((pl.col("line") > pl.col("end_line").shift(1).fill_null(0) + 1)
+              | (pl.col("_f") != pl.col("_f").shift(1).fill_null(pl.col("_f")))).cum_sum())
     exprs = []
     for col in sorted({c for _, c in carriers}):
         keys = [k for k, c in carriers if c == col]
@@ -138,9 +146,9 @@ def _times(ev: pl.DataFrame, prev_ts: datetime | None) -> pl.DataFrame:
         pl.when(use_env & (pl.col("env_ts_kind") == "year_inferred")).then(pl.lit("year_inferred"))
           .when(use_env).then(pl.lit("envelope")).otherwise(pl.col("ts_kind")).alias("ts_kind"),
         pl.when(use_env).then(pl.col("env_ts_text")).otherwise(pl.col("ts_text")).alias("ts_text"),
-    ).sort("line")
-    # Lines with no time take the previous timed line's (a lower bound).
-    filled = pl.col("ts").forward_fill()
+    ).sort(blk.ORDER)
+    # Lines with no time take the previous timed line's of their file (a lower bound).
+    filled = pl.col("ts").forward_fill().over("_f")
     if prev_ts is not None:
         filled = filled.fill_null(pl.lit(prev_ts, timeparse.UTC))
     return ev.with_columns(
@@ -153,7 +161,24 @@ def _times(ev: pl.DataFrame, prev_ts: datetime | None) -> pl.DataFrame:
 
 def process_batch(batch: pl.DataFrame, ctx: FileContext, cat: Catalog, envelopes: list,
                   *, final: bool, prev_ts: datetime | None = None) -> BatchResult:
-    """Turn a batch of (line, offset, raw) into events and facts. Pure."""
+    """Turn a batch of (line, offset, raw) of one file into events and facts. Pure."""
+    out = process_files(batch.with_columns(pl.lit(0, pl.UInt32).alias("_f")), [ctx], cat, envelopes,
+                        final=final, prev_ts=prev_ts)
+    if out.carry is not None:
+        out.carry = out.carry.drop("_f")
+    return out
+
+
+def process_files(batch: pl.DataFrame, ctxs: list[FileContext], cat: Catalog, envelopes: list,
+                  *, final: bool = True, prev_ts: datetime | None = None) -> BatchResult:
+    """Turn a batch of (line, offset, raw, _f) into events and facts. Pure.
+
+    `_f` says which of `ctxs` a line comes from: small files go through
+    together, as one batch (the cost of a batch is mostly fixed below a few
+    thousand lines). They must share `envelopes` (the ones sniffed for them);
+    only a batch of one file can be continued (final=False, prev_ts)."""
+    ctx = ctxs[0]
+    assert final and prev_ts is None or len(ctxs) == 1, "only a single file's batch continues"
     presence = Presence(batch["raw"], cat.line_tests)
     df = envelope.peel(batch, envelopes, ctx.tz, presence).with_row_index("_i")
     df = blk.find_blocks(df, cat.blocks, presence)
@@ -188,26 +213,25 @@ def process_batch(batch: pl.DataFrame, ctx: FileContext, cat: Catalog, envelopes
         bl = bl.with_columns(pl.col("block").replace_strict(prog, default=None, return_dtype=pl.String)
                              .alias("p_program"))
         parts.append(bl)
-    cols = ["line", "end_line", "offset", "raw", "message", "format", "pattern", "level", "ts", "ts_kind",
+    cols = ["_f", "line", "end_line", "offset", "raw", "message", "format", "pattern", "level", "ts", "ts_kind",
             "ts_text", "env_ts", "env_ts_kind", "env_ts_text", "envelopes", *IDENTITY_COLUMNS,
             *[f"{p}{c}" for p in ("p_", "weak_") for c in IDENTITY_COLUMNS],
             *[c for env in envelopes for c in env.kept.values()]]
     ev = pl.concat([p.select([c for c in cols if c in p.columns]) for p in parts], how="diagonal_relaxed")
-    ev = _identity(ev, ctx.hints)
+    ev = _identity(ev, ctxs)
     ev = _carry(ev, cat)
     ev = _times(ev, prev_ts)
     last_ts = ev["ts"].drop_nulls().tail(1)
-    ev = ev.with_columns(
-        ((pl.lit(ctx.file_id, pl.Int64) * (1 << 32)) + pl.col("line")).alias("event_id"),
-        pl.lit(ctx.file_id, pl.Int64).alias("file_id"),
-        pl.lit(ctx.file).alias("file"),
-        pl.col("offset").alias("byte_offset"),
-    )
+    ev = ev.with_columns(_per_file(ctxs, lambda c: c.file_id, pl.Int64).alias("file_id"),
+                         _per_file(ctxs, lambda c: c.file, pl.String).alias("file"),
+                         pl.col("offset").alias("byte_offset"))
+    ev = ev.with_columns((pl.col("file_id") * (1 << 32) + pl.col("line")).alias("event_id"))
     d, ev = classify.distinct(ev)
     in_messages = Presence(d["message"], cat.message_tests)
     ev = classify.classify(ev, d, cat, in_messages)
     facts, ev = classify.extract_facts(ev, d, cat, in_messages)
-    facts = {t: f.with_columns(pl.lit(ctx.file_id, pl.Int64).alias("file_id")) for t, f in facts.items()}
+    # event_id = file_id << 32 | line
+    facts = {t: f.with_columns((pl.col("event_id") // (1 << 32)).alias("file_id")) for t, f in facts.items()}
     ev = ev.with_columns(pl.col("ts").dt.replace_time_zone(None)).select(EVENT_COLUMNS)
     return BatchResult(ev, facts, carry, last_ts[0] if len(last_ts) else prev_ts)
 
