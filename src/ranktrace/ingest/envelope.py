@@ -27,16 +27,20 @@ SNIFF_SHARE = 0.6
 
 def sniff(head: pl.Series, envelopes: list[Envelope]) -> list[Envelope]:
     """File-scoped envelopes that match most non-blank lines of the head."""
-    lines = head.filter(head.str.strip_chars() != "").head(SNIFF_LINES)
-    if len(lines) == 0:
-        return []
-    out = []
+    return sniff_files(head.to_frame("raw").with_columns(pl.lit(0, pl.UInt32).alias("_f")), envelopes).get(0, [])
+
+
+def sniff_files(lines: pl.DataFrame, envelopes: list[Envelope]) -> dict[int, list[Envelope]]:
+    """sniff() for several files at once: `lines` holds (raw, _f), the lines
+    of file _f in order. Returns _f -> its file-scoped envelopes."""
+    heads = lines.filter(pl.col("raw").str.strip_chars() != "").group_by("_f", maintain_order=True).head(SNIFF_LINES)
+    out: dict[int, list[Envelope]] = {}
     for env in envelopes:
-        if env.scope != "file":
+        if env.scope != "file" or len(heads) == 0:
             continue
-        share = lines.str.contains(env.regex).mean()
-        if share is not None and share >= SNIFF_SHARE:
-            out.append(env)
+        share = heads.group_by("_f").agg(pl.col("raw").str.contains(env.regex).mean().alias("s"))
+        for f in share.filter(pl.col("s") >= SNIFF_SHARE)["_f"].to_list():
+            out.setdefault(f, []).append(env)
     return out
 
 

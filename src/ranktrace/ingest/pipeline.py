@@ -259,19 +259,25 @@ def _looks_binary(head: bytes) -> bool:
 
 
 class Claims:
-    """Files being ingested right now by other threads: a file named twice on
-    the command line goes in once, and two files never share an id."""
+    """The files of the store and those being ingested right now by other
+    threads: a file named twice on the command line goes in once, a file in
+    the store already not again, and two files never share an id. The
+    store's files are read once (only this ingest writes to it): a query per
+    file cost more than parsing a small file."""
 
-    def __init__(self):
+    def __init__(self, con):
         self.lock = threading.Lock()
         self.keys: set[tuple[str, str]] = set()
         self.ids: set[int] = set()
+        for sha, path, source, fid in con.execute("SELECT sha256, path, source, file_id FROM files").fetchall():
+            self.keys |= {(sha, path), (sha, source)}
+            self.ids.add(fid)
 
-    def claim(self, con, sha: str, ref: FileRef) -> int | None:
+    def claim(self, sha: str, ref: FileRef) -> int | None:
         with self.lock:
-            if {(sha, ref.path), (sha, ref.source)} & self.keys or store.known_file(con, sha, ref.path, ref.source):
+            if {(sha, ref.path), (sha, ref.source)} & self.keys:
                 return None
-            fid = store.free_file_id(con, sha, ref.path)
+            fid = store.file_id_for(sha, ref.path)
             while fid in self.ids:
                 fid = (fid + 1) & 0x7FFFFFFF
             self.keys |= {(sha, ref.path), (sha, ref.source)}
@@ -302,30 +308,18 @@ def parse_file(con, ref: FileRef, cat: Catalog, *, tz: str = "UTC", progress: Pr
     `con` is only read (is the file known already? which id is free?)."""
     progress = progress or Progress()
     res = FileResult(ref.path)
-    try:
-        sha = store.sha256_file(ref.opener)
-    except OSError as exc:
-        res.status, res.problems = "failed", [f"{ref.path}: cannot read: {exc}"]
+    known = _identify(con, ref, res, claims)
+    if known is None:
         yield Finished(None, res, None)
         return
-    file_id = claims.claim(con, sha, ref) if claims else (
-        None if store.known_file(con, sha, ref.path, ref.source) else store.free_file_id(con, sha, ref.path))
-    if file_id is None:
-        res.status = "duplicate"
-        yield Finished(None, res, None)
-        return
+    sha, file_id = known
     ctx = FileContext(file_id, ref.path, ref.hints, tz)
     stats = read.ReadStats()
     envs: list = []
     try:
         with open_text_stream(ref) as raw:
-            head = read._read_some(raw, 8192, stats)
-            if _looks_binary(head):
-                res.status = "failed"
-                res.problems.append(f"{ref.path}: binary data, not a text log; skipped "
-                                    "(if it is a compressed log, give it its real extension)")
-            else:
-                stream = io.BufferedReader(_Prepend(head, raw), buffer_size=1 << 16)
+            stream = _text_stream(raw, ref, res, stats)
+            if stream is not None:
                 carry, prev_ts, envs = None, None, None
                 batches = read.iter_batches(stream, stats, batch_bytes=batch_bytes, max_line=max_line)
                 pending = next(batches, None)
@@ -333,9 +327,7 @@ def parse_file(con, ref: FileRef, cat: Catalog, *, tz: str = "UTC", progress: Pr
                     nxt = next(batches, None)
                     batch = pending if carry is None else pl.concat([carry, pending])
                     if envs is None:
-                        envs = [e for e in cat.envelopes if e.scope == "line"] + \
-                               envelope.sniff(batch["raw"], cat.envelopes)
-                        envs.sort(key=lambda e: (e.order, e.name))
+                        envs = _envelopes(cat, envelope.sniff(batch["raw"], cat.envelopes))
                     out = process_batch(batch, ctx, cat, envs, final=nxt is None, prev_ts=prev_ts)
                     carry, prev_ts = out.carry, out.last_ts
                     _count(out.events, res)
@@ -344,20 +336,125 @@ def parse_file(con, ref: FileRef, cat: Catalog, *, tz: str = "UTC", progress: Pr
                     res.bytes = stats.bytes
                     pending = nxt
     except (InputError, EOFError, OSError, ValueError) as exc:
-        what = str(exc) if isinstance(exc, InputError) else f"{ref.path}: {type(exc).__name__}: {exc}"
-        if isinstance(exc, EOFError) or "Compressed file ended" in str(exc):
-            what = f"{ref.path}: compressed data is truncated ({exc}); nothing of it was stored"
-        res.status, res.problems = "failed", res.problems + [what]
-        res.events = res.unparsed = 0
-        res.formats.clear()
+        _failed(ref, res, exc)
         yield Finished(file_id, res, None)
         return
+    yield _finished(ref, res, stats, file_id, sha, envs or [], max_line)
+
+
+SMALL_FILE = 1 << 20      # a file this small is parsed together with others ...
+SMALL_GROUP = 4 << 20     # ... up to this many bytes or files at once (groups
+SMALL_GROUP_FILES = 256    # small enough that every parser gets some)
+
+
+def is_small(ref: FileRef) -> bool:
+    """Worth parsing together with others: below a few thousand lines a
+    batch costs the same whatever its size (~80 ms, the fixed cost of some
+    200 polars operations), and a job leaves hundreds of such files."""
+    return ref.compression is None and 0 < ref.size <= SMALL_FILE
+
+
+def parse_small_files(con, refs: list[FileRef], cat: Catalog, *, tz: str = "UTC",
+                      progress: Progress | None = None, max_line: int = read.MAX_LINE,
+                      claims: Claims | None = None) -> Iterator[Parsed | Finished]:
+    """parse_file for several small files at once: the files that share
+    their envelopes go through process_files as one batch. Yields, per file,
+    a Parsed and a Finished, as parse_file does."""
+    progress = progress or Progress()
+    read_ok = []  # (ref, res, stats, sha, file_id, batch)
+    for ref in refs:
+        res = FileResult(ref.path)
+        known = _identify(con, ref, res, claims)
+        if known is None:
+            yield Finished(None, res, None)
+            continue
+        sha, file_id = known
+        stats = read.ReadStats()
+        try:
+            with open_text_stream(ref) as raw:
+                stream = _text_stream(raw, ref, res, stats)
+                batches = [] if stream is None else list(read.iter_batches(stream, stats, max_line=max_line))
+        except (InputError, EOFError, OSError, ValueError) as exc:
+            _failed(ref, res, exc)
+            yield Finished(file_id, res, None)
+            continue
+        if not batches:
+            yield _finished(ref, res, stats, file_id, sha, [], max_line)
+            continue
+        read_ok.append((ref, res, stats, sha, file_id, pl.concat(batches) if len(batches) > 1 else batches[0]))
+    sniffed = envelope.sniff_files(
+        pl.concat([r[5].select("raw", pl.lit(i, pl.UInt32).alias("_f")) for i, r in enumerate(read_ok)])
+        if read_ok else pl.DataFrame(schema={"raw": pl.String, "_f": pl.UInt32}), cat.envelopes)
+    ready: dict[tuple, list] = {}  # envelope names -> [(ref, res, stats, sha, file_id, batch, envs)]
+    for i, r in enumerate(read_ok):
+        envs = _envelopes(cat, sniffed.get(i, []))
+        ready.setdefault(tuple(e.name for e in envs), []).append((*r, envs))
+    for group in ready.values():
+        envs = group[0][6]
+        ctxs = [FileContext(file_id, ref.path, ref.hints, tz) for ref, _r, _s, _h, file_id, _b, _e in group]
+        batch = pl.concat([g[5].with_columns(pl.lit(i, pl.UInt32).alias("_f")) for i, g in enumerate(group)])
+        out = process_files(batch, ctxs, cat, envs)
+        events = out.events.partition_by("file_id", as_dict=True)
+        facts = {t: f.partition_by("file_id", as_dict=True) for t, f in out.facts.items()}
+        for ref, res, stats, sha, file_id, one, _e in group:
+            ev = events.get((file_id,), out.events.clear())
+            _count(ev, res)
+            yield Parsed(file_id, ev, {t: parts[(file_id,)] for t, parts in facts.items() if (file_id,) in parts})
+            progress.on_batch(stats.bytes, len(one))
+            res.bytes = stats.bytes
+            yield _finished(ref, res, stats, file_id, sha, envs, max_line)
+
+
+def _identify(con, ref: FileRef, res: FileResult, claims: Claims | None) -> tuple[str, int] | None:
+    """(sha256, file id) of a file to ingest; None when it cannot be read or
+    is in the store already (`res` says which)."""
+    try:
+        sha = store.sha256_file(ref.opener)
+    except OSError as exc:
+        res.status, res.problems = "failed", [f"{ref.path}: cannot read: {exc}"]
+        return None
+    file_id = claims.claim(sha, ref) if claims else (
+        None if store.known_file(con, sha, ref.path, ref.source) else store.free_file_id(con, sha, ref.path))
+    if file_id is None:
+        res.status = "duplicate"
+        return None
+    return sha, file_id
+
+
+def _text_stream(raw, ref: FileRef, res: FileResult, stats: read.ReadStats):
+    """The stream of a text file; None (and `res` failed) for binary data."""
+    head = read._read_some(raw, 8192, stats)
+    if _looks_binary(head):
+        res.status = "failed"
+        res.problems.append(f"{ref.path}: binary data, not a text log; skipped "
+                            "(if it is a compressed log, give it its real extension)")
+        return None
+    return io.BufferedReader(_Prepend(head, raw), buffer_size=1 << 16)
+
+
+def _envelopes(cat: Catalog, sniffed: list) -> list:
+    """Line envelopes and the file envelopes sniffed for a file, in peeling order."""
+    envs = [e for e in cat.envelopes if e.scope == "line"] + sniffed
+    return sorted(envs, key=lambda e: (e.order, e.name))
+
+
+def _failed(ref: FileRef, res: FileResult, exc: BaseException) -> None:
+    what = str(exc) if isinstance(exc, InputError) else f"{ref.path}: {type(exc).__name__}: {exc}"
+    if isinstance(exc, EOFError) or "Compressed file ended" in str(exc):
+        what = f"{ref.path}: compressed data is truncated ({exc}); nothing of it was stored"
+    res.status, res.problems = "failed", res.problems + [what]
+    res.events = res.unparsed = 0
+    res.formats.clear()
+
+
+def _finished(ref: FileRef, res: FileResult, stats: read.ReadStats, file_id: int, sha: str, envs: list,
+              max_line: int) -> Finished:
     res.lines = stats.lines
     res.problems += _read_problems(ref, stats, max_line)
     if res.status == "ingested" and stats.lines == 0:
         res.status = "empty"
         res.problems.append(f"{ref.path}: empty file")
-    yield Finished(file_id, res, _file_row(ref, res, file_id, sha, envs or []))
+    return Finished(file_id, res, _file_row(ref, res, file_id, sha, envs))
 
 
 def _read_problems(ref: FileRef, stats: read.ReadStats, max_line: int) -> list[str]:
@@ -474,7 +571,7 @@ def ingest(paths: list[str], db: str, cat: Catalog, *, tz: str = "UTC", progress
     con.execute(f"SET memory_limit = '{INGEST_DUCKDB_MEMORY}'")
     con.execute("SET preserve_insertion_order = false")
     results: list[FileResult] = []
-    claims = Claims()
+    claims = Claims(con)
     # Bounded: a parser waits while the writer is behind (memory stays flat).
     messages: queue.Queue = queue.Queue(maxsize=workers)
     stop = threading.Event()
@@ -487,10 +584,12 @@ def ingest(paths: list[str], db: str, cat: Catalog, *, tz: str = "UTC", progress
             except queue.Full:
                 pass
 
-    def parse(ref: FileRef) -> None:
+    def parse(refs: list[FileRef]) -> None:
         cur = con.cursor()
         try:
-            for msg in parse_file(cur, ref, cat, tz=tz, progress=progress, claims=claims):
+            msgs = (parse_file(cur, refs[0], cat, tz=tz, progress=progress, claims=claims) if len(refs) == 1
+                    else parse_small_files(cur, refs, cat, tz=tz, progress=progress, claims=claims))
+            for msg in msgs:
                 put(msg)
                 if stop.is_set():
                     return
@@ -513,8 +612,18 @@ def ingest(paths: list[str], db: str, cat: Catalog, *, tz: str = "UTC", progress
 
     def parser() -> None:
         try:
-            while not stop.is_set() and (ref := next_ref()) is not None:
-                parse(ref)
+            ahead = None
+            while not stop.is_set() and (ref := ahead or next_ref()) is not None:
+                group, ahead = [ref], None
+                # Small files go together, up to SMALL_GROUP bytes.
+                while (is_small(group[-1]) and len(group) < SMALL_GROUP_FILES
+                       and sum(r.size for r in group) < SMALL_GROUP):
+                    ahead = next_ref()
+                    if ahead is None or not is_small(ahead):
+                        break
+                    group.append(ahead)
+                    ahead = None
+                parse(group)
         except BaseException as exc:  # the writer re-raises it
             put(exc)
         finally:
