@@ -10,7 +10,8 @@ WITH r AS (
     FROM events WHERE rank IS NOT NULL OR host IS NOT NULL
 ), e AS (
     SELECT host, rank, max(ts) FILTER (WHERE severity IN ('error', 'critical')) AS last_error_ts,
-           arg_max(message, ts) FILTER (WHERE severity IN ('error', 'critical')) AS last_error
+           last(message ORDER BY ts, file DESC, line)
+               FILTER (WHERE severity IN ('error', 'critical') AND ts IS NOT NULL) AS last_error
     FROM events GROUP BY host, rank
 )
 SELECT r.host, r.rank, r.ts AS last_ts, r.file || ':' || r.line AS at, left(r.message, 160) AS last_words,

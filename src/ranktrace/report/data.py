@@ -235,12 +235,14 @@ def status(con, offsets: dict[str, float], src: str = "events") -> list[dict]:
     SELECT host, rank, max(local_rank) AS local_rank, count(*) AS events,
            min(ats) AS first_ts, max(ats) AS last_ts,
            max(ats) FILTER (WHERE is_progress) AS last_progress_ts,
-           arg_max(message, ats) FILTER (WHERE is_progress) AS last_progress,
+           -- ties (the same line in two files) go to the first file by name: no dependence on ingest order
+           last(message ORDER BY ats, file DESC, line) FILTER (WHERE is_progress AND ats IS NOT NULL) AS last_progress,
            any_value(raw) FILTER (WHERE rn_last = 1) AS last_line,
            any_value(file) FILTER (WHERE rn_last = 1) AS last_file,
            any_value(line) FILTER (WHERE rn_last = 1) AS last_line_no,
-           arg_max(coalesce(message, raw), ats) FILTER (WHERE kind IN ({kinds})) AS exit,
-           arg_min(kind, ats) FILTER (WHERE role = 'cause') AS first_cause,
+           last(coalesce(message, raw) ORDER BY ats, file DESC, line)
+               FILTER (WHERE kind IN ({kinds}) AND ats IS NOT NULL) AS exit,
+           first(kind ORDER BY ats, file, line) FILTER (WHERE role = 'cause' AND ats IS NOT NULL) AS first_cause,
            count(*) FILTER (WHERE role = 'cause') AS causes,
            count(*) FILTER (WHERE role = 'symptom') AS symptoms
     FROM numbered
@@ -256,7 +258,7 @@ def agent_exits(con, src: str = "events") -> dict[tuple, str]:
     the rank itself often says nothing about how it ended."""
     rows = con.execute(rf"""
         SELECT host, CAST(regexp_extract(message, 'local_rank:? *(\d+)', 1) AS INTEGER) AS lr,
-               arg_max(message, coalesce(ts, TIMESTAMP '1970-01-01')) AS msg
+               last(message ORDER BY coalesce(ts, TIMESTAMP '1970-01-01'), file DESC, line) AS msg
         FROM {src}
         WHERE host IS NOT NULL AND rank IS NULL AND kind IN ('worker_failed', 'process_exit', 'killed_signal',
                                                              'crash_signal')
