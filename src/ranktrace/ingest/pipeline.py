@@ -344,7 +344,7 @@ def parse_file(con, ref: FileRef, cat: Catalog, *, tz: str = "UTC", progress: Pr
 
 SMALL_FILE = 1 << 20      # a file this small is parsed together with others ...
 SMALL_GROUP = 4 << 20     # ... up to this many bytes or files at once (groups
-SMALL_GROUP_FILES = 256    # small enough that every parser gets some)
+SMALL_GROUP_FILES = 256   # small enough that every parser gets some)
 
 
 def is_small(ref: FileRef) -> bool:
@@ -354,6 +354,18 @@ def is_small(ref: FileRef) -> bool:
     return ref.compression is None and 0 < ref.size <= SMALL_FILE
 
 
+@dataclass
+class _Loaded:
+    """A small file read whole, waiting for the others of its group."""
+    ref: FileRef
+    res: FileResult
+    stats: read.ReadStats
+    sha: str
+    file_id: int
+    batch: pl.DataFrame
+    envs: list = field(default_factory=list)
+
+
 def parse_small_files(con, refs: list[FileRef], cat: Catalog, *, tz: str = "UTC",
                       progress: Progress | None = None, max_line: int = read.MAX_LINE,
                       claims: Claims | None = None) -> Iterator[Parsed | Finished]:
@@ -361,7 +373,7 @@ def parse_small_files(con, refs: list[FileRef], cat: Catalog, *, tz: str = "UTC"
     their envelopes go through process_files as one batch. Yields, per file,
     a Parsed and a Finished, as parse_file does."""
     progress = progress or Progress()
-    read_ok = []  # (ref, res, stats, sha, file_id, batch)
+    loaded: list[_Loaded] = []
     for ref in refs:
         res = FileResult(ref.path)
         known = _identify(con, ref, res, claims)
@@ -381,28 +393,30 @@ def parse_small_files(con, refs: list[FileRef], cat: Catalog, *, tz: str = "UTC"
         if not batches:
             yield _finished(ref, res, stats, file_id, sha, [], max_line)
             continue
-        read_ok.append((ref, res, stats, sha, file_id, pl.concat(batches) if len(batches) > 1 else batches[0]))
+        loaded.append(_Loaded(ref, res, stats, sha, file_id, pl.concat(batches)))
+    if not loaded:
+        return
     sniffed = envelope.sniff_files(
-        pl.concat([r[5].select("raw", pl.lit(i, pl.UInt32).alias("_f")) for i, r in enumerate(read_ok)])
-        if read_ok else pl.DataFrame(schema={"raw": pl.String, "_f": pl.UInt32}), cat.envelopes)
-    ready: dict[tuple, list] = {}  # envelope names -> [(ref, res, stats, sha, file_id, batch, envs)]
-    for i, r in enumerate(read_ok):
-        envs = _envelopes(cat, sniffed.get(i, []))
-        ready.setdefault(tuple(e.name for e in envs), []).append((*r, envs))
-    for group in ready.values():
-        envs = group[0][6]
-        ctxs = [FileContext(file_id, ref.path, ref.hints, tz) for ref, _r, _s, _h, file_id, _b, _e in group]
-        batch = pl.concat([g[5].with_columns(pl.lit(i, pl.UInt32).alias("_f")) for i, g in enumerate(group)])
-        out = process_files(batch, ctxs, cat, envs)
+        pl.concat([f.batch.select("raw", pl.lit(i, pl.UInt32).alias("_f")) for i, f in enumerate(loaded)]),
+        cat.envelopes)
+    groups: dict[tuple, list[_Loaded]] = {}  # by the names of their envelopes
+    for i, f in enumerate(loaded):
+        f.envs = _envelopes(cat, sniffed.get(i, []))
+        groups.setdefault(tuple(e.name for e in f.envs), []).append(f)
+    for group in groups.values():
+        ctxs = [FileContext(f.file_id, f.ref.path, f.ref.hints, tz) for f in group]
+        batch = pl.concat([f.batch.with_columns(pl.lit(i, pl.UInt32).alias("_f")) for i, f in enumerate(group)])
+        out = process_files(batch, ctxs, cat, group[0].envs)
         events = out.events.partition_by("file_id", as_dict=True)
         facts = {t: f.partition_by("file_id", as_dict=True) for t, f in out.facts.items()}
-        for ref, res, stats, sha, file_id, one, _e in group:
-            ev = events.get((file_id,), out.events.clear())
-            _count(ev, res)
-            yield Parsed(file_id, ev, {t: parts[(file_id,)] for t, parts in facts.items() if (file_id,) in parts})
-            progress.on_batch(stats.bytes, len(one))
-            res.bytes = stats.bytes
-            yield _finished(ref, res, stats, file_id, sha, envs, max_line)
+        for f in group:
+            key = (f.file_id,)
+            ev = events.get(key, out.events.clear())
+            _count(ev, f.res)
+            yield Parsed(f.file_id, ev, {t: parts[key] for t, parts in facts.items() if key in parts})
+            progress.on_batch(f.stats.bytes, len(f.batch))
+            f.res.bytes = f.stats.bytes
+            yield _finished(f.ref, f.res, f.stats, f.file_id, f.sha, f.envs, max_line)
 
 
 def _identify(con, ref: FileRef, res: FileResult, claims: Claims | None) -> tuple[str, int] | None:
