@@ -46,6 +46,17 @@ def open_readonly(path: str | Path) -> duckdb.DuckDBPyConnection:
 
 
 def init_schema(con: duckdb.DuckDBPyConnection, cat: Catalog | None) -> None:
+    # One transaction: a commit per statement made this cost half a second.
+    con.begin()
+    try:
+        _init_schema(con, cat)
+    except BaseException:
+        con.rollback()
+        raise
+    con.commit()
+
+
+def _init_schema(con: duckdb.DuckDBPyConnection, cat: Catalog | None) -> None:
     con.execute("CREATE TABLE IF NOT EXISTS kinds (kind VARCHAR PRIMARY KEY, role VARCHAR, "
                 "severity VARCHAR, failure VARCHAR, description VARCHAR)")
     for f in schema_files():
@@ -58,12 +69,18 @@ def init_schema(con: duckdb.DuckDBPyConnection, cat: Catalog | None) -> None:
         [(k.name, k.role, k.severity, k.failure, k.description) for k in cat.kinds.values()],
         schema=["kind", "role", "severity", "failure", "description"], orient="row")
     con.execute("INSERT OR REPLACE INTO kinds SELECT * FROM kinds_df")
+    have: dict[str, set[str]] = {}
+    for table, column in con.execute("SELECT table_name, column_name FROM information_schema.columns "
+                                     "WHERE table_schema = 'main'").fetchall():
+        have.setdefault(table, set()).add(column)
     for table, cols in cat.fact_tables.items():
-        con.execute(f'CREATE TABLE IF NOT EXISTS "{table}" (event_id BIGINT NOT NULL, file_id BIGINT NOT NULL)')
-        have = {r[0] for r in con.execute(
-            "SELECT column_name FROM information_schema.columns WHERE table_name = ?", [table]).fetchall()}
+        if table not in have:
+            defs = "".join(f', "{c}" {FACT_SQL_TYPES[t]}' for c, t in cols.items())
+            con.execute(f'CREATE TABLE "{table}" (event_id BIGINT NOT NULL, file_id BIGINT NOT NULL{defs})')
+            continue
+        # A store from an older catalog gets the columns facts have gained since.
         for c, t in cols.items():
-            if c not in have:
+            if c not in have[table]:
                 con.execute(f'ALTER TABLE "{table}" ADD COLUMN "{c}" {FACT_SQL_TYPES[t]}')
 
 
