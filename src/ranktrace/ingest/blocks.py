@@ -24,34 +24,46 @@ def find_blocks(df: pl.DataFrame, blocks: list[Block], presence: Presence) -> pl
     df = df.with_columns(pl.lit(None, pl.String).alias("block"), pl.lit(None, pl.Int64).alias("block_start"))
     if not blocks or len(df) == 0:
         return df
+    w = None  # the few columns the block kinds work on, in file order, with a stream number
     for b in blocks:
         if presence.absent(b.start) or absent(df, pl.col("body"), b.start):
             continue
         free = pl.col("block").is_null()
         start = free & pl.col("body").str.contains(b.start)
         # Cheap exit: no start line in this batch for this block kind.
-        if not df.select(start.any()).item():
+        if not (df if w is None else w).select(start.any()).item():
             continue
+        if w is None:
+            # Sorted once, narrow: a batch of many small files meets many block
+            # kinds, and each used to sort all ~40 columns and group by 5 keys.
+            df = df.sort(ORDER)
+            w = df.select("line", "body", "block", "block_start", pl.struct(STREAM).rank("dense").alias("_st"))
         cont = free & pl.col("body").str.contains(b.cont)
         end = free & pl.col("body").str.contains(b.end) if b.end else pl.lit(False)
-        g = df.with_columns(_s=start, _c=cont, _e=end).sort(ORDER)
+        g = w.with_columns(_s=start, _c=cont, _e=end)
         g = g.with_columns(
             _brk=(~pl.col("_c") | pl.col("_s")
-                  | pl.col("_e").shift(1).over(STREAM).fill_null(False)
+                  | pl.col("_e").shift(1).over("_st").fill_null(False)
                   | pl.col("block").is_not_null()),
-        ).with_columns(_seg=pl.col("_brk").cum_sum().over(STREAM))
-        g = g.with_columns(
-            _isblk=pl.col("_s").first().over(STREAM + ["_seg"]) & pl.col("block").is_null(),
-            _first=pl.col("line").first().over(STREAM + ["_seg"]),
-            _pos=pl.int_range(pl.len()).over(STREAM + ["_seg"]),
-        )
+        ).with_columns(  # a segment of a stream, as one integer key
+            _seg=pl.col("_st").cast(pl.Int64) * (1 << 32) + pl.col("_brk").cum_sum().over("_st"))
+        # Each segment's rows together (a stable sort keeps them in line order):
+        # its first row's values carry forward, with no window over ~as many
+        # groups as rows.
+        head = (pl.col("_seg") != pl.col("_seg").shift(1)).fill_null(True)
+        row = pl.int_range(pl.len())
+        g = g.with_row_index("_r").sort("_seg", maintain_order=True).with_columns(
+            _isblk=pl.when(head).then(pl.col("_s")).forward_fill() & pl.col("block").is_null(),
+            _first=pl.when(head).then(pl.col("line")).forward_fill(),
+            _pos=row - pl.when(head).then(row).forward_fill(),
+        ).sort("_r")
         inblk = pl.col("_isblk") & (pl.col("_pos") < b.max_lines)
-        g = g.with_columns(
+        w = g.select(
+            "line", "body", "_st",
             pl.when(inblk).then(pl.lit(b.key)).otherwise(pl.col("block")).alias("block"),
             pl.when(inblk).then(pl.col("_first")).otherwise(pl.col("block_start")).alias("block_start"),
         )
-        df = g.drop("_s", "_c", "_e", "_brk", "_seg", "_isblk", "_first", "_pos")
-    return df
+    return df if w is None else df.with_columns(w["block"], w["block_start"])
 
 
 def open_block_start(df: pl.DataFrame, block_ends: dict[str, str | None]) -> int | None:
