@@ -176,7 +176,7 @@ class Envelope:
     @property
     def kept(self) -> dict[str, str]:
         """Captures its facts read -> the batch column that keeps them."""
-        return {f.field.removeprefix(f"_env_{self.name}_"): f.field for f in self.facts}
+        return {f.field.removeprefix(envelope_column(self.name, "")): f.field for f in self.facts}
 
     @cached_property
     def compiled(self):

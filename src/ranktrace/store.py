@@ -89,22 +89,6 @@ def file_id_for(sha256: str, path: str) -> int:
     return int(hashlib.sha256(f"{sha256}\0{path}".encode()).hexdigest()[:8], 16) & 0x7FFFFFFF
 
 
-def known_file(con: duckdb.DuckDBPyConnection, sha: str, path: str, source: str) -> bool:
-    """Re-ingesting a file (same content, named the same or read from the
-    same place) adds nothing. Two ranks' identical stderr.log files are two
-    files: their paths say whose."""
-    return con.execute("SELECT 1 FROM files WHERE sha256 = ? AND (path = ? OR source = ?)",
-                       [sha, path, source]).fetchone() is not None
-
-
-def free_file_id(con: duckdb.DuckDBPyConnection, sha: str, path: str) -> int:
-    """The file id for (sha, path); on the (rare) collision with another file, probe on."""
-    fid = file_id_for(sha, path)
-    while con.execute("SELECT 1 FROM files WHERE file_id = ?", [fid]).fetchone():
-        fid = (fid + 1) & 0x7FFFFFFF
-    return fid
-
-
 def sha256_file(opener, chunk: int = 8 << 20) -> str:
     h = hashlib.sha256()
     with opener() as fh:

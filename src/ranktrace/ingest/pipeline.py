@@ -177,10 +177,10 @@ def process_files(batch: pl.DataFrame, ctxs: list[FileContext], cat: Catalog, en
     together, as one batch (the cost of a batch is mostly fixed below a few
     thousand lines). They must share `envelopes` (the ones sniffed for them);
     only a batch of one file can be continued (final=False, prev_ts)."""
-    ctx = ctxs[0]
+    tz = ctxs[0].tz  # one ingest, one --tz
     assert final and prev_ts is None or len(ctxs) == 1, "only a single file's batch continues"
     presence = Presence(batch["raw"], cat.line_tests)
-    df = envelope.peel(batch, envelopes, ctx.tz, presence).with_row_index("_i")
+    df = envelope.peel(batch, envelopes, tz, presence).with_row_index("_i")
     df = blk.find_blocks(df, cat.blocks, presence)
     carry = None
     if not final:
@@ -193,7 +193,7 @@ def process_files(batch: pl.DataFrame, ctxs: list[FileContext], cat: Catalog, en
     # Lines that are blank once their envelopes are peeled carry nothing.
     df = df.filter((pl.col("body").str.strip_chars() != "") | pl.col("block").is_not_null())
 
-    caps = extract.match_lines(df, cat.patterns, ctx.tz, presence)
+    caps = extract.match_lines(df, cat.patterns, tz, presence)
     lines = df.filter(pl.col("block").is_null()).join(caps, on="_i", how="left").with_columns(
         pl.col("line").alias("end_line"),
         pl.col("format").fill_null("raw"),
@@ -208,7 +208,7 @@ def process_files(batch: pl.DataFrame, ctxs: list[FileContext], cat: Catalog, en
             *[pl.lit(None, pl.String).alias(c) for c in ("level", "ts_kind", "ts_text")],
             pl.lit(None, timeparse.UTC).alias("ts"),
         )
-        bl = _block_times(bl, cat, ctx.tz)
+        bl = _block_times(bl, cat, tz)
         prog = {b.key: b.program for b in cat.blocks if b.program}
         bl = bl.with_columns(pl.col("block").replace_strict(prog, default=None, return_dtype=pl.String)
                              .alias("p_program"))
@@ -261,7 +261,9 @@ def _looks_binary(head: bytes) -> bool:
 class Claims:
     """The files of the store and those being ingested right now by other
     threads: a file named twice on the command line goes in once, a file in
-    the store already not again, and two files never share an id. The
+    the store already (same content, named the same or read from the same
+    place) not again, and two files never share an id. Two ranks' identical
+    stderr.log files are two files: their paths say whose. The
     store's files are read once (only this ingest writes to it): a query per
     file cost more than parsing a small file."""
 
@@ -301,14 +303,13 @@ class Finished:
     row: list | None
 
 
-def parse_file(con, ref: FileRef, cat: Catalog, *, tz: str = "UTC", progress: Progress | None = None,
-               batch_bytes: int = read.BATCH_BYTES, max_line: int = read.MAX_LINE,
-               claims: Claims | None = None) -> Iterator[Parsed | Finished]:
+def parse_file(ref: FileRef, cat: Catalog, claims: Claims, *, tz: str = "UTC", progress: Progress | None = None,
+               batch_bytes: int = read.BATCH_BYTES, max_line: int = read.MAX_LINE) -> Iterator[Parsed | Finished]:
     """Read and parse one file: yields a Parsed per batch, then one Finished.
-    `con` is only read (is the file known already? which id is free?)."""
+    `claims` says whether the file is new, and gives its id."""
     progress = progress or Progress()
     res = FileResult(ref.path)
-    known = _identify(con, ref, res, claims)
+    known = _identify(ref, res, claims)
     if known is None:
         yield Finished(None, res, None)
         return
@@ -366,9 +367,8 @@ class _Loaded:
     envs: list = field(default_factory=list)
 
 
-def parse_small_files(con, refs: list[FileRef], cat: Catalog, *, tz: str = "UTC",
-                      progress: Progress | None = None, max_line: int = read.MAX_LINE,
-                      claims: Claims | None = None) -> Iterator[Parsed | Finished]:
+def parse_small_files(refs: list[FileRef], cat: Catalog, claims: Claims, *, tz: str = "UTC",
+                      progress: Progress | None = None, max_line: int = read.MAX_LINE) -> Iterator[Parsed | Finished]:
     """parse_file for several small files at once: the files that share
     their envelopes go through process_files as one batch. Yields, per file,
     a Parsed and a Finished, as parse_file does."""
@@ -376,7 +376,7 @@ def parse_small_files(con, refs: list[FileRef], cat: Catalog, *, tz: str = "UTC"
     loaded: list[_Loaded] = []
     for ref in refs:
         res = FileResult(ref.path)
-        known = _identify(con, ref, res, claims)
+        known = _identify(ref, res, claims)
         if known is None:
             yield Finished(None, res, None)
             continue
@@ -419,7 +419,7 @@ def parse_small_files(con, refs: list[FileRef], cat: Catalog, *, tz: str = "UTC"
             yield _finished(f.ref, f.res, f.stats, f.file_id, f.sha, f.envs, max_line)
 
 
-def _identify(con, ref: FileRef, res: FileResult, claims: Claims | None) -> tuple[str, int] | None:
+def _identify(ref: FileRef, res: FileResult, claims: Claims) -> tuple[str, int] | None:
     """(sha256, file id) of a file to ingest; None when it cannot be read or
     is in the store already (`res` says which)."""
     try:
@@ -427,8 +427,7 @@ def _identify(con, ref: FileRef, res: FileResult, claims: Claims | None) -> tupl
     except OSError as exc:
         res.status, res.problems = "failed", [f"{ref.path}: cannot read: {exc}"]
         return None
-    file_id = claims.claim(sha, ref) if claims else (
-        None if store.known_file(con, sha, ref.path, ref.source) else store.free_file_id(con, sha, ref.path))
+    file_id = claims.claim(sha, ref)
     if file_id is None:
         res.status = "duplicate"
         return None
@@ -490,7 +489,7 @@ def ingest_file(con, ref: FileRef, cat: Catalog, **kw) -> FileResult:
     """One file into the store through `con`, in this thread."""
     writer = Writer(con)
     try:
-        for msg in parse_file(con, ref, cat, **kw):
+        for msg in parse_file(ref, cat, Claims(con), **kw):
             if isinstance(msg, Parsed):
                 writer.add(msg.file_id, msg.events, msg.facts)
             elif msg.file_id is not None:
@@ -599,16 +598,12 @@ def ingest(paths: list[str], db: str, cat: Catalog, *, tz: str = "UTC", progress
                 pass
 
     def parse(refs: list[FileRef]) -> None:
-        cur = con.cursor()
-        try:
-            msgs = (parse_file(cur, refs[0], cat, tz=tz, progress=progress, claims=claims) if len(refs) == 1
-                    else parse_small_files(cur, refs, cat, tz=tz, progress=progress, claims=claims))
-            for msg in msgs:
-                put(msg)
-                if stop.is_set():
-                    return
-        finally:
-            cur.close()
+        msgs = (parse_file(refs[0], cat, claims, tz=tz, progress=progress) if len(refs) == 1
+                else parse_small_files(refs, cat, claims, tz=tz, progress=progress))
+        for msg in msgs:
+            put(msg)
+            if stop.is_set():
+                return
 
     # discover() is consumed lazily (archive members are held in memory only
     # while in flight), by the parsers themselves: a parser that finishes a
