@@ -158,7 +158,7 @@ def extract_facts(ev: pl.DataFrame, d: pl.DataFrame, cat: Catalog, in_messages: 
             if len(sub) == 0:
                 continue
             if fact.multi:
-                got = _multi_rows(ev.filter(pl.col(KEY).is_in(sub[KEY])), fact)
+                got = _multi_rows(ev.filter(pl.col(KEY).is_in(sub[KEY].implode())), fact)
             else:
                 got = _fact_rows(sub, fact, KEY, in_messages)
                 if got is not None:
