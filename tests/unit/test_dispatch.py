@@ -90,11 +90,17 @@ def test_presence_rules_out_only_what_the_batch_lacks(catalog):
     assert not pr.absent(rx_multi)
     # A regex with no literal at all cannot be ruled out.
     assert not pr.absent(r"^(?P<a>\w+)$")
-    # The next batch of the same thread starts from what this one held: the
-    # answer must not depend on it.
     pr2 = Presence(pl.Series(["RuntimeError: CUDA out of memory. Tried to allocate 2 GiB"]), tested)
     assert pr2.absent(rx_nccl)
     assert not pr2.absent(rx_oom)
+    # Literals are looked for in a sample of the lines first: one on a line
+    # the sample skips is still found, one in the sample too.
+    lines = ["plain"] * (Presence.SAMPLE_LINES * 5)
+    lines[7] = "n1:1:2 [0] NCCL WARN NET/IB : Got completion with error 12"
+    lines[0] = "CUDA out of memory. Tried to allocate 2 GiB"
+    pr3 = Presence(pl.Series(lines), tested)
+    assert not pr3.absent(rx_nccl) and not pr3.absent(rx_oom)
+    assert pr3.absent(r"^x", "never-there")
 
 
 def test_presence_agrees_with_a_scan_on_the_samples(catalog):

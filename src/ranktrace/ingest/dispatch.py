@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import re
 import string
-import threading
 from functools import lru_cache
 
 import polars as pl
@@ -251,28 +250,28 @@ class Presence:
     line of the batch, nor any part of a line (envelope bodies, messages,
     joined blocks are all made of the batch's text).
 
-    Literals found in recent batches are checked first, one by one (a
-    substring search that stops at the first hit), and left out of the
-    automaton: its output would hold every one of their many occurrences."""
+    The automaton reports every occurrence, and a literal common in the
+    batch (a word of every line) would make that output as large as the
+    text: literals are first looked for in a sample of SAMPLE_LINES lines
+    spread over the batch, which is cheap, and only those not found there
+    go over the whole text. A literal found in the sample is in the text
+    (a sample line is a line of the text; a literal with a newline is never
+    ruled out anyway). A 16 MB NCCL batch: 0.28 s with all literals in one
+    pass, 0.08 s this way."""
 
-    _recent = threading.local()  # per parse thread: its batches come from one file at a time
+    SAMPLE_LINES = 2000
 
     def __init__(self, text: pl.Series, tests: tuple[tuple[str, str | None], ...]):
         self.wanted: set[str] = set()
         for regex, prefilter in tests:
             self.wanted.update(literal_set(regex, prefilter) or ())
-        blob = text.str.join("\n")
-        recent = getattr(Presence._recent, "found", None)
-        if recent is None:
-            recent = Presence._recent.found = {}
-        likely = recent.get(tests, frozenset())
-        flat = blob[0] if likely else ""
-        self.present = {lit for lit in self.wanted & likely if lit in flat}
-        rare = sorted(self.wanted - likely)
-        if rare:
-            found = blob.str.extract_many(rare, overlapping=True).list.unique()[0]
-            self.present.update(found.to_list())
-        recent[tests] = frozenset(self.present)
+        self.present: set[str] = set()
+        sample = text.gather_every(max(1, len(text) // self.SAMPLE_LINES))
+        for part in (sample, text):
+            rest = sorted(self.wanted - self.present)
+            if rest:
+                blob = part.str.join("\n")
+                self.present.update(blob.str.extract_many(rest, overlapping=True).list.unique()[0].to_list())
 
     def absent(self, regex: str, prefilter: str | None = None) -> bool:
         """True when `regex` cannot match anything in the text. Only for the
