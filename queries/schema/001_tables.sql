@@ -39,7 +39,8 @@ CREATE TABLE IF NOT EXISTS files (
 -- (the file, host, format, kind, ...). They are kept once, in event_sources
 -- and event_classes, under a 64-bit hash of their values; an event row
 -- carries the two keys (inserting 1 M events: 3.0 s -> 1.4 s). The keys are
--- internal: join through `events`, not on them.
+-- internal: join through `events`, not on them. For the same reason a
+-- message that is the end of its raw line is kept as where it starts.
 CREATE TABLE IF NOT EXISTS event_rows (
     -- No PRIMARY KEY: its index doubles the cost of every insert, and the id
     -- is unique by construction (file_id is unique in files, line in a file).
@@ -55,7 +56,8 @@ CREATE TABLE IF NOT EXISTS event_rows (
     task        INTEGER,
     pid         BIGINT,
     tid         BIGINT,
-    message     VARCHAR,
+    message     VARCHAR,             -- NULL when it is the end of raw: see message_at
+    message_at  INTEGER,             -- the message is raw from this character on (1-based)
     raw         VARCHAR NOT NULL,
     source_id   UBIGINT NOT NULL,    -- -> event_sources
     class_id    UBIGINT NOT NULL     -- -> event_classes
@@ -121,7 +123,7 @@ SELECT
     c.severity,                      -- debug|info|notice|warning|error|critical
     c.kind,                          -- event kind from parsers/kinds.toml
     c.role,                          -- cause|symptom|lifecycle|info
-    r.message,
+    coalesce(r.message, substr(r.raw, r.message_at)) AS message,
     r.raw                            -- the original line or block
 FROM event_rows r
 LEFT JOIN event_sources s ON s.source_id = r.source_id

@@ -28,7 +28,7 @@ SCHEMA_VERSION = "3"
 SOURCE_COLUMNS = ("file", "envelopes", "host", "job_id", "step_id", "pod", "namespace", "container", "gpu")
 CLASS_COLUMNS = ("ts_kind", "format", "pattern", "program", "level", "severity", "kind", "role")
 ROW_COLUMNS = ("event_id", "file_id", "line", "end_line", "byte_offset", "ts", "ts_text", "rank", "local_rank",
-               "task", "pid", "tid", "message", "raw")
+               "task", "pid", "tid", "message", "message_at", "raw")
 _KEYED = (("event_sources", "source_id", SOURCE_COLUMNS), ("event_classes", "class_id", CLASS_COLUMNS))
 
 
@@ -120,7 +120,9 @@ def _move_wide_events(con: duckdb.DuckDBPyConnection, table: str) -> None:
     does not mind; what must hold is one combination per key."""
     have = {r[0] for r in con.execute("SELECT column_name FROM information_schema.columns "
                                       "WHERE table_name = ?", [table]).fetchall()}
-    col = lambda c: f'"{c}"' if c in have else f'NULL AS "{c}"'  # noqa: E731
+    moved = {"message": "CASE WHEN NOT ends_with(raw, message) THEN message END",
+             "message_at": "CASE WHEN ends_with(raw, message) THEN length(raw) - length(message) + 1 END"}
+    col = lambda c: moved.get(c) or (f'"{c}"' if c in have else f'NULL AS "{c}"')  # noqa: E731
     key = lambda cols: f"hash({', '.join(col(c) for c in cols)})"  # noqa: E731
     for dim, id_col, cols in _KEYED:
         con.execute(f'INSERT OR IGNORE INTO {dim} SELECT DISTINCT {key(cols)}, {", ".join(col(c) for c in cols)} '
@@ -135,6 +137,11 @@ def insert_events(con: duckdb.DuckDBPyConnection, events: pl.DataFrame) -> None:
     sources and classes not yet stored into event_sources / event_classes."""
     import polars as pl
     events = events.with_columns(pl.struct(cols).hash().alias(id_col) for _, id_col, cols in _KEYED)
+    raw, msg = pl.col("raw"), pl.col("message")
+    tail = raw.str.ends_with(msg).fill_null(False)
+    events = events.with_columns(pl.when(~tail).then(msg).alias("message"),
+                                 pl.when(tail).then(raw.str.len_chars() - msg.str.len_chars() + 1)
+                                 .cast(pl.Int32).alias("message_at"))
     for dim, id_col, cols in _KEYED:
         keys = events.select(id_col, *cols).unique(id_col).to_arrow()  # noqa: F841 - referenced in SQL
         con.execute(f"INSERT OR IGNORE INTO {dim} BY NAME SELECT * FROM keys")
