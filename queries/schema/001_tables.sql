@@ -33,98 +33,41 @@ CREATE TABLE IF NOT EXISTS files (
 );
 
 -- One row per event: a line, or a multi-line block (traceback, summary).
--- Read it through the view `events` (below): it is stored in three tables
--- because DuckDB pays ~120 ns for every VARCHAR value it appends, and 17 of
--- an event's columns take a few dozen distinct values in a whole bundle
--- (the file, host, format, kind, ...). They are kept once, in event_sources
--- and event_classes, under a 64-bit hash of their values; an event row
--- carries the two keys (inserting 1 M events: 3.0 s -> 1.4 s). The keys are
--- internal: join through `events`, not on them. For the same reason a
--- message that is the end of its raw line is kept as where it starts.
-CREATE TABLE IF NOT EXISTS event_rows (
+CREATE TABLE IF NOT EXISTS events (
     -- No PRIMARY KEY: its index doubles the cost of every insert, and the id
     -- is unique by construction (file_id is unique in files, line in a file).
     event_id    BIGINT NOT NULL,     -- file_id << 32 | line: stable across stores
     file_id     BIGINT NOT NULL,
-    line        BIGINT NOT NULL,
-    end_line    BIGINT NOT NULL,
+    file        VARCHAR NOT NULL,
+    line        BIGINT NOT NULL,     -- 1-based first line
+    end_line    BIGINT NOT NULL,     -- last line (= line for one-line events)
     byte_offset BIGINT,
-    ts          TIMESTAMP,
-    ts_text     VARCHAR,
+    ts          TIMESTAMP,           -- UTC
+    ts_kind     VARCHAR NOT NULL,    -- exact|local|year_inferred|envelope|interpolated|none
+    ts_text     VARCHAR,             -- the time as written in the log
+    format      VARCHAR NOT NULL,    -- 'raw' when no format claimed the line
+    pattern     VARCHAR,             -- format.pattern (or format.block)
+    envelopes   VARCHAR,             -- peeled envelopes, outermost first, '>'-joined
+    host        VARCHAR,
     rank        INTEGER,
     local_rank  INTEGER,
-    task        INTEGER,
+    task        INTEGER,             -- the srun task (srun --label N:); under torchrun a node's agent
     pid         BIGINT,
     tid         BIGINT,
-    message     VARCHAR,             -- NULL when it is the end of raw: see message_at
-    message_at  INTEGER,             -- the message is raw from this character on (1-based)
-    raw         VARCHAR NOT NULL,
-    source_id   UBIGINT NOT NULL,    -- -> event_sources
-    class_id    UBIGINT NOT NULL     -- -> event_classes
-);
-
--- Where an event comes from: its file and the identity its envelopes gave.
-CREATE TABLE IF NOT EXISTS event_sources (
-    source_id   UBIGINT PRIMARY KEY,
-    file        VARCHAR NOT NULL,
-    envelopes   VARCHAR,
-    host        VARCHAR,
     job_id      VARCHAR,
     step_id     VARCHAR,
     pod         VARCHAR,
     namespace   VARCHAR,
     container   VARCHAR,
-    gpu         VARCHAR
+    gpu         VARCHAR,
+    program     VARCHAR,             -- slurmd, kubelet, kernel, torchrun, nccl, ...
+    level       VARCHAR,             -- the level as written (W, WARN, error, ...)
+    severity    VARCHAR NOT NULL,    -- debug|info|notice|warning|error|critical
+    kind        VARCHAR,             -- event kind from parsers/kinds.toml
+    role        VARCHAR NOT NULL,    -- cause|symptom|lifecycle|info
+    message     VARCHAR,
+    raw         VARCHAR NOT NULL     -- the original line or block
 );
 
--- What an event is: its format, pattern and classification.
-CREATE TABLE IF NOT EXISTS event_classes (
-    class_id    UBIGINT PRIMARY KEY,
-    ts_kind     VARCHAR NOT NULL,
-    format      VARCHAR NOT NULL,
-    pattern     VARCHAR,
-    program     VARCHAR,
-    level       VARCHAR,
-    severity    VARCHAR NOT NULL,
-    kind        VARCHAR,
-    role        VARCHAR NOT NULL
-);
-
--- The events, one row per event. LEFT JOINs: an event row is never lost to
--- a missing key, and the primary keys keep a key from matching twice.
-CREATE OR REPLACE VIEW events AS
-SELECT
-    r.event_id,
-    r.file_id,
-    s.file,                          -- the file as given; archive members as archive!member
-    r.line,                          -- 1-based first line
-    r.end_line,                      -- last line (= line for one-line events)
-    r.byte_offset,
-    r.ts,                            -- UTC
-    c.ts_kind,                       -- exact|local|year_inferred|envelope|interpolated|none
-    r.ts_text,                       -- the time as written in the log
-    c.format,                        -- 'raw' when no format claimed the line
-    c.pattern,                       -- format.pattern (or format.block)
-    s.envelopes,                     -- peeled envelopes, outermost first, '>'-joined
-    s.host,
-    r.rank,
-    r.local_rank,
-    r.task,                          -- the srun task (srun --label N:); under torchrun a node's agent
-    r.pid,
-    r.tid,
-    s.job_id,
-    s.step_id,
-    s.pod,
-    s.namespace,
-    s.container,
-    s.gpu,
-    c.program,                       -- slurmd, kubelet, kernel, torchrun, nccl, ...
-    c.level,                         -- the level as written (W, WARN, error, ...)
-    c.severity,                      -- debug|info|notice|warning|error|critical
-    c.kind,                          -- event kind from parsers/kinds.toml
-    c.role,                          -- cause|symptom|lifecycle|info
-    coalesce(r.message, substr(r.raw, r.message_at)) AS message,
-    r.raw                            -- the original line or block
-FROM event_rows r
-LEFT JOIN event_sources s ON s.source_id = r.source_id
-LEFT JOIN event_classes c ON c.class_id = r.class_id;
+-- Stores written before the task column existed get it (NULL for old events).
+ALTER TABLE events ADD COLUMN IF NOT EXISTS task INTEGER;

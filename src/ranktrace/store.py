@@ -22,14 +22,7 @@ if TYPE_CHECKING:  # polars is imported where it is used: readers (tui, sql) sta
 
 DEFAULT_DB = "ranktrace.duckdb"
 FACT_SQL_TYPES = {"str": "VARCHAR", "int": "BIGINT", "float": "DOUBLE"}
-SCHEMA_VERSION = "3"
-# The columns of the view `events` kept once per distinct combination, in
-# event_sources and event_classes (queries/schema/001_tables.sql says why).
-SOURCE_COLUMNS = ("file", "envelopes", "host", "job_id", "step_id", "pod", "namespace", "container", "gpu")
-CLASS_COLUMNS = ("ts_kind", "format", "pattern", "program", "level", "severity", "kind", "role")
-ROW_COLUMNS = ("event_id", "file_id", "line", "end_line", "byte_offset", "ts", "ts_text", "rank", "local_rank",
-               "task", "pid", "tid", "message", "message_at", "raw")
-_KEYED = (("event_sources", "source_id", SOURCE_COLUMNS), ("event_classes", "class_id", CLASS_COLUMNS))
+SCHEMA_VERSION = "2"
 
 
 def schema_files() -> list[Path]:
@@ -64,16 +57,10 @@ def init_schema(con: duckdb.DuckDBPyConnection, cat: Catalog | None) -> None:
 
 
 def _init_schema(con: duckdb.DuckDBPyConnection, cat: Catalog | None) -> None:
-    old = con.execute("SELECT table_type FROM information_schema.tables "
-                      "WHERE table_schema = 'main' AND table_name = 'events'").fetchone()
-    if old and old[0] == "BASE TABLE":  # a store from before schema 3
-        con.execute("ALTER TABLE events RENAME TO events_v2")
     con.execute("CREATE TABLE IF NOT EXISTS kinds (kind VARCHAR PRIMARY KEY, role VARCHAR, "
                 "severity VARCHAR, failure VARCHAR, description VARCHAR)")
     for f in schema_files():
         con.execute(f.read_text())
-    if old and old[0] == "BASE TABLE":
-        _move_wide_events(con, "events_v2")
     con.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", [SCHEMA_VERSION])
     if cat is None:
         return
@@ -113,40 +100,9 @@ def sha256_file(opener, chunk: int = 8 << 20) -> str:
     return h.hexdigest()
 
 
-def _move_wide_events(con: duckdb.DuckDBPyConnection, table: str) -> None:
-    """Events of a one-table store into the three tables, in SQL (streams, so
-    a large store needs no memory for it). Its keys come from DuckDB's hash,
-    not polars': a combination may end up under two keys, which the view
-    does not mind; what must hold is one combination per key."""
-    have = {r[0] for r in con.execute("SELECT column_name FROM information_schema.columns "
-                                      "WHERE table_name = ?", [table]).fetchall()}
-    moved = {"message": "CASE WHEN NOT ends_with(raw, message) THEN message END",
-             "message_at": "CASE WHEN ends_with(raw, message) THEN length(raw) - length(message) + 1 END"}
-    col = lambda c: moved.get(c) or (f'"{c}"' if c in have else f'NULL AS "{c}"')  # noqa: E731
-    key = lambda cols: f"hash({', '.join(col(c) for c in cols)})"  # noqa: E731
-    for dim, id_col, cols in _KEYED:
-        con.execute(f'INSERT OR IGNORE INTO {dim} SELECT DISTINCT {key(cols)}, {", ".join(col(c) for c in cols)} '
-                    f'FROM "{table}"')
-    con.execute(f'INSERT INTO event_rows SELECT {", ".join(col(c) for c in ROW_COLUMNS)}, '
-                f'{key(SOURCE_COLUMNS)}, {key(CLASS_COLUMNS)} FROM "{table}"')
-    con.execute(f'DROP TABLE "{table}"')
-
-
 def insert_events(con: duckdb.DuckDBPyConnection, events: pl.DataFrame) -> None:
-    """Events (the columns of the view `events`) into event_rows, and their
-    sources and classes not yet stored into event_sources / event_classes."""
-    import polars as pl
-    events = events.with_columns(pl.struct(cols).hash().alias(id_col) for _, id_col, cols in _KEYED)
-    raw, msg = pl.col("raw"), pl.col("message")
-    tail = raw.str.ends_with(msg).fill_null(False)
-    events = events.with_columns(pl.when(~tail).then(msg).alias("message"),
-                                 pl.when(tail).then(raw.str.len_chars() - msg.str.len_chars() + 1)
-                                 .cast(pl.Int32).alias("message_at"))
-    for dim, id_col, cols in _KEYED:
-        keys = events.select(id_col, *cols).unique(id_col).to_arrow()  # noqa: F841 - referenced in SQL
-        con.execute(f"INSERT OR IGNORE INTO {dim} BY NAME SELECT * FROM keys")
-    rows = events.select(*ROW_COLUMNS, *(id_col for _, id_col, _ in _KEYED)).to_arrow()  # noqa: F841
-    con.execute("INSERT INTO event_rows BY NAME SELECT * FROM rows")
+    arrow = events.to_arrow()  # noqa: F841 - referenced by name in SQL
+    con.execute("INSERT INTO events BY NAME SELECT * FROM arrow")
 
 
 def insert_facts(con: duckdb.DuckDBPyConnection, table: str, facts: pl.DataFrame) -> None:
@@ -182,14 +138,13 @@ def infer_years(con: duckdb.DuckDBPyConnection) -> int | None:
     cand = {d: f"ts + to_years(r.y + ({d}) - year(ts))" for d in (-1, 0, 1)}
     dist = {d: f"abs(epoch({c}) - $ref)" for d, c in cand.items()}
     con.execute(f"""
-        UPDATE event_rows SET ts = CASE
+        UPDATE events SET ts = CASE
             WHEN {dist[0]} <= least({dist[-1]}, {dist[1]}) THEN {cand[0]}
             WHEN {dist[-1]} <= {dist[1]} THEN {cand[-1]}
             ELSE {cand[1]} END
         FROM (SELECT year(to_timestamp($ref)) AS y) r
-        WHERE ts IS NOT NULL AND (class_id IN (SELECT class_id FROM event_classes WHERE ts_kind = 'year_inferred')
+        WHERE ts IS NOT NULL AND (ts_kind = 'year_inferred'
               -- lines that inherited a year-less time from the line before
-              OR (class_id IN (SELECT class_id FROM event_classes WHERE ts_kind = 'interpolated')
-                  AND year(ts) = {timeparse.PLACEHOLDER_YEAR}))
+              OR (ts_kind = 'interpolated' AND year(ts) = {timeparse.PLACEHOLDER_YEAR}))
     """, {"ref": ref})
     return int(con.execute("SELECT year(to_timestamp(?))", [ref]).fetchone()[0])

@@ -13,8 +13,7 @@ TABLES_SKIP = {"meta"}
 def _dump(db):
     con = duckdb.connect(db, read_only=True)
     out = {}
-    tables = [t for (t,) in con.execute("SELECT table_name FROM duckdb_tables() WHERE table_name <> 'meta'").fetchall()]
-    for t in tables + ["events"]:
+    for (t,) in con.execute("SELECT table_name FROM duckdb_tables() WHERE table_name NOT IN ('meta')").fetchall():
         cols = "* EXCLUDE (ingested_at)" if t == "files" else "*"
         out[t] = sorted(map(repr, con.execute(f'SELECT {cols} FROM "{t}"').fetchall()))
     con.close()

@@ -95,7 +95,7 @@ class Writer:
             ev = pl.concat(self.events, how="vertical_relaxed", rechunk=False)
             store.insert_events(self.con, ev)
             for fid in ev["file_id"].unique().to_list():
-                self.inserted.setdefault(fid, set()).add("event_rows")
+                self.inserted.setdefault(fid, set()).add("events")
         for table, parts in self.facts.items():
             f = pl.concat(parts, how="diagonal_relaxed")
             store.insert_facts(self.con, table, f)

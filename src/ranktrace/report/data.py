@@ -120,12 +120,12 @@ def tables(con) -> set[str]:
 
 
 def fact_tables(con) -> list[str]:
-    """Typed fact tables: every base table with an event_id column, but the events' own."""
+    """Typed fact tables: every base table with an event_id column, but events itself."""
     rows = con.execute(
         "SELECT DISTINCT c.table_name FROM information_schema.columns c JOIN information_schema.tables t "
         "ON t.table_name = c.table_name AND t.table_schema = c.table_schema "
         "WHERE c.table_schema = 'main' AND t.table_type = 'BASE TABLE' AND c.column_name = 'event_id' "
-        "AND c.table_name NOT IN ('events', 'event_rows') ORDER BY 1").fetchall()
+        "AND c.table_name <> 'events' ORDER BY 1").fetchall()
     return [r[0] for r in rows]
 
 
