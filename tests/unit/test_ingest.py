@@ -144,28 +144,41 @@ def test_results_do_not_depend_on_input_order(tmp_path, catalog):
     assert r1 == r2 and len(r1) == 9
 
 
+# The CLI, with the writer committing every row group (not every COMMIT_ROWS
+# rows): a test-sized input then sees many commits before it is killed.
+_SMALL_COMMITS = ("import sys; from functools import partial; from ranktrace.ingest import pipeline, writer; "
+                  "pipeline.Writer = partial(writer.Writer, group_rows=writer.ROW_GROUP, "
+                  "commit_rows=writer.ROW_GROUP); from ranktrace.cli import main; sys.exit(main())")
+
+
 def test_killed_ingest_leaves_complete_files_only(tmp_path):
+    import duckdb
     d = tmp_path / "in"
     line = NCCL * 50
     for i in range(60):
-        write(d / f"node{i:02d}.log", line * 800)   # ~2 MB each
-    db = tmp_path / "s.duckdb"
-    proc = subprocess.Popen([sys.executable, "-m", "ranktrace.cli", "ingest", str(d), "--db", str(db), "-q"])
-    deadline = time.time() + 120
-    # Kill it once it has committed a part of the store, mid-way (the
-    # writer commits every writer.GROUP_ROWS rows, ~12 of these files).
-    while time.time() < deadline and proc.poll() is None:
-        if db.exists() and db.stat().st_size > 3 << 20:
+        write(d / f"node{i:02d}.log", line * 800)   # ~2 MB, 40 k lines each
+    stored = []
+    # Killed once the store has grown past a size: a kill before the first
+    # commit proves little, so a later kill is tried until one lands between.
+    for size_mb in (3, 8, 20, 40):
+        db = tmp_path / f"s{size_mb}.duckdb"
+        proc = subprocess.Popen([sys.executable, "-c", _SMALL_COMMITS, "ingest", str(d), "--db", str(db), "-q"])
+        deadline = time.time() + 120
+        while time.time() < deadline and proc.poll() is None:
+            if db.exists() and db.stat().st_size > size_mb << 20:
+                break
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        con = duckdb.connect(str(db), read_only=True)
+        files = con.execute("SELECT file_id, events FROM files").fetchall()
+        per = dict(con.execute("SELECT file_id, count(*) FROM events GROUP BY 1").fetchall())
+        con.close()
+        assert {fid: n for fid, n in files} == per, "every stored file is complete, no orphan events"
+        stored.append(len(files))
+        if 0 < len(files) < 60:
             break
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    import duckdb
-    con = duckdb.connect(str(db), read_only=True)
-    files = con.execute("SELECT file_id, events FROM files").fetchall()
-    per = dict(con.execute("SELECT file_id, count(*) FROM events GROUP BY 1").fetchall())
-    assert {fid: n for fid, n in files} == per, "every stored file is complete, no orphan events"
-    assert len(files) < 60, "the ingest was killed before the end (make the input bigger)"
+    assert 0 < stored[-1] < 60, f"no kill landed between the first commit and the end: files stored {stored}"
 
 
 def test_a_file_named_twice_goes_in_once_even_in_parallel(tmp_path, ingest_to):
@@ -213,11 +226,11 @@ def test_a_file_failing_after_its_rows_went_in_leaves_nothing(tmp_path, catalog)
                                          event_id=(df["event_id"] % (1 << 32)) + (fid << 32))
         return fix(out.events), {t: fix(f) for t, f in out.facts.items()}
 
-    w = Writer(con, group_rows=15)
+    w = Writer(con, group_rows=15, row_group=5)
     ev, facts = as_file(1)
     w.add(1, ev, facts)               # 10 rows: buffered
     ev2, facts2 = as_file(2)
-    w.add(2, ev2, facts2)             # 20 rows: inserted (the transaction is open)
+    w.add(2, ev2, facts2)             # 20 rows: inserted, 4 row groups (the transaction is open)
     assert w.in_txn and w.buffered == 0
     w.done(1, None)                   # file 1 failed: its rows go
     row = [2, "b.log", None, "nccl", None, None, 1, 10, 10, 0, None, "sha-b", None, None, None, None, None]

@@ -583,6 +583,9 @@ def ingest(paths: list[str], db: str, cat: Catalog, *, tz: str = "UTC", progress
     # ingest reads little back, so its memory stays flat at any input size.
     con.execute(f"SET memory_limit = '{INGEST_DUCKDB_MEMORY}'")
     con.execute("SET preserve_insertion_order = false")
+    # One DuckDB thread while inserting: the parsers have the other core, and
+    # two threads split every INSERT into two part-full row groups (writer.py).
+    con.execute("SET threads = 1")
     results: list[FileResult] = []
     claims = Claims(con)
     # Bounded: a parser waits while the writer is behind (memory stays flat).
@@ -663,6 +666,7 @@ def ingest(paths: list[str], db: str, cat: Catalog, *, tz: str = "UTC", progress
             finally:
                 stop.set()
         writer.close()
+        con.execute("RESET threads")
         year = store.infer_years(con)
         store.refresh_summaries(con)
     except BaseException:
