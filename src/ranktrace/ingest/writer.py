@@ -7,9 +7,9 @@ compressed and later rewritten. 2 M events went in with 9.8 s of CPU and a
 104 MB file in inserts of 300 k rows, with 5.5 s and 56 MB in inserts of
 whole row groups (and one DuckDB thread: two cut the insert into two
 partial groups each). So the writer gathers rows from several files and
-inserts whole row groups only, keeping the rest for the next INSERT; it
-commits when COMMIT_ROWS rows have gone in *and* no file is half-written,
-and only then inserts a partial group. A file is in the store completely
+inserts whole row groups only (one, most often), keeping the rest for the
+next INSERT; it commits when COMMIT_ROWS rows have gone in *and* no file is
+half-written, and only then inserts a partial group. A file is in the store completely
 or not at all (a killed ingest loses the files of the open transaction,
 whole); a file that fails half-way has its rows taken out again before the
 commit.
@@ -22,8 +22,8 @@ import polars as pl
 from .. import store
 
 ROW_GROUP = 122_880               # DuckDB's rows per row group
-GROUP_ROWS = 3 * ROW_GROUP        # insert once this many events are waiting
-COMMIT_ROWS = 4 * GROUP_ROWS      # commit (at a file boundary) once this many went in
+GROUP_ROWS = ROW_GROUP            # insert once this many events are waiting (3 groups: +230 MB RSS, no faster)
+COMMIT_ROWS = 12 * ROW_GROUP      # commit (at a file boundary) once this many went in
 
 FILE_ROW_SQL = "INSERT INTO files VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
 
