@@ -8,9 +8,7 @@ import itertools
 import duckdb
 
 from ranktrace.correlate.util import ensure_kind_catalog
-import polars as pl
-
-from ranktrace.store import init_schema, insert_events
+from ranktrace.store import init_schema
 
 T0 = dt.datetime(2026, 3, 2, 3, 0, 0)
 ROLE = {"progress": "info", "python_exception": "cause", "host_oom": "cause", "gpu_oom": "cause",
@@ -43,14 +41,9 @@ def store(events: list[dict], facts: dict[str, list[dict]] | None = None,
     init_schema(con, None)
     cols = [r[0] for r in con.execute("SELECT column_name FROM information_schema.columns "
                                       "WHERE table_name = 'events' ORDER BY ordinal_position").fetchall()]
-    # Rows go in through the store's own insert: into a table typed like the
-    # view `events`, then to polars, then insert_events.
-    con.execute("CREATE TEMP TABLE events_in AS SELECT * FROM events LIMIT 0")
     for e in events:
         row = [e.get(c) for c in cols]
-        con.execute(f"INSERT INTO events_in VALUES ({', '.join('?' * len(cols))})", row)
-    insert_events(con, pl.from_arrow(con.sql("SELECT * FROM events_in").to_arrow_table()))
-    con.execute("DROP TABLE events_in")
+        con.execute(f"INSERT INTO events VALUES ({', '.join('?' * len(cols))})", row)
     for table, rs in (facts or {}).items():
         keys = list(rs[0])
         con.execute(f'CREATE TABLE "{table}" ({", ".join(f"{k} {_t(rs[0][k])}" for k in keys)})')

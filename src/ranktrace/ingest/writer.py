@@ -9,10 +9,10 @@ whole row groups (and one DuckDB thread: two cut the insert into two
 partial groups each). So the writer gathers rows from several files and
 inserts whole row groups only (one, most often), keeping the rest for the
 next INSERT; it commits when COMMIT_ROWS rows have gone in *and* no file is
-half-written, and only then inserts a partial group. A file is in the store completely
-or not at all (a killed ingest loses the files of the open transaction,
-whole); a file that fails half-way has its rows taken out again before the
-commit.
+half-written, and only then inserts a partial group. A file is in the store
+completely or not at all (a killed ingest loses the files of the open
+transaction, whole); a file that fails half-way has its rows taken out
+again before the commit.
 """
 
 from __future__ import annotations
