@@ -24,3 +24,16 @@ def test_generated_corpus_is_fully_claimed(tmp_path, ingest_to):
     assert con.execute("SELECT count(*) FROM events WHERE format = 'torch_c10d' AND ts_kind <> 'year_inferred'"
                        ).fetchone()[0] == 0
     assert con.execute("SELECT count(*) FROM events WHERE format = 'torch_c10d'").fetchone()[0] > 0
+
+
+def test_store_benchmark_inserts_every_event_each_way(tmp_path, ingest_to):
+    import re
+    _summary, con = ingest_to([REPO / "sample_logs" / "torchrun_segfault"])
+    n = con.execute("SELECT count(*) FROM events").fetchone()[0]
+    con.close()
+    p = subprocess.run([sys.executable, str(REPO / "benchmarks" / "bench_store.py"), str(tmp_path / "store.duckdb")],
+                       check=True, capture_output=True, text=True)
+    assert f"{n:,} rows" in p.stdout
+    rates = re.findall(r"^(one insert|writer|300k inserts)\s+[\d.]+ s wall\s+[\d.]+ s CPU\s+([\d.]+) M rows/s$",
+                       p.stdout, re.M)
+    assert [name for name, _ in rates] == ["one insert", "writer", "300k inserts"]
