@@ -226,12 +226,13 @@ def test_a_file_failing_after_its_rows_went_in_leaves_nothing(tmp_path, catalog)
                                          event_id=(df["event_id"] % (1 << 32)) + (fid << 32))
         return fix(out.events), {t: fix(f) for t, f in out.facts.items()}
 
-    w = Writer(con, group_rows=15, row_group=5)
+    w = Writer(con, group_rows=15, row_group=8)
     ev, facts = as_file(1)
     w.add(1, ev, facts)               # 10 rows: buffered
+    assert not w.in_txn and w.buffered == 10
     ev2, facts2 = as_file(2)
-    w.add(2, ev2, facts2)             # 20 rows: inserted, 4 row groups (the transaction is open)
-    assert w.in_txn and w.buffered == 0
+    w.add(2, ev2, facts2)             # 20 rows: two whole row groups inserted (the transaction is
+    assert w.in_txn and w.buffered == 4   # open), the last 4 rows of file 2 wait for the commit
     w.done(1, None)                   # file 1 failed: its rows go
     row = [2, "b.log", None, "nccl", None, None, 1, 10, 10, 0, None, "sha-b", None, None, None, None, None]
     w.done(2, row)
