@@ -266,8 +266,10 @@ class Presence:
         for regex, prefilter in tests:
             self.wanted.update(literal_set(regex, prefilter) or ())
         self.present: set[str] = set()
-        sample = text.gather_every(max(1, len(text) // self.SAMPLE_LINES))
-        for part in (sample, text):
+        # A text no longer than the sample is searched once, whole.
+        parts = ((text,) if len(text) <= self.SAMPLE_LINES
+                 else (text.gather_every(len(text) // self.SAMPLE_LINES), text))
+        for part in parts:
             rest = sorted(self.wanted - self.present)
             if rest:
                 blob = part.str.join("\n")

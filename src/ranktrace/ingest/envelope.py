@@ -35,8 +35,10 @@ def sniff_files(lines: pl.DataFrame, envelopes: list[Envelope]) -> dict[int, lis
     of file _f in order. Returns _f -> its file-scoped envelopes."""
     heads = lines.filter(pl.col("raw").str.strip_chars() != "").group_by("_f", maintain_order=True).head(SNIFF_LINES)
     out: dict[int, list[Envelope]] = {}
+    if len(heads) == 0:
+        return out
     for env in envelopes:
-        if env.scope != "file" or len(heads) == 0:
+        if env.scope != "file":
             continue
         share = heads.group_by("_f").agg(pl.col("raw").str.contains(env.regex).mean().alias("s"))
         for f in share.filter(pl.col("s") >= SNIFF_SHARE)["_f"].to_list():
