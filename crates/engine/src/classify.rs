@@ -1,0 +1,181 @@
+//! classify + facts: kind, severity and role from the format's rules (first
+//! match wins, in file order), typed facts from messages. Logs repeat
+//! themselves: both are worked out once per distinct (source, message) and
+//! reused for every event that carries it.
+
+use crate::compile::{Catalog, FType};
+use crate::events::{int_text, Event, Src};
+use std::collections::HashMap;
+
+pub struct Class {
+    pub kind: Option<usize>,
+    pub severity: u8,
+    pub role: String,
+}
+
+/// A typed fact value.
+#[derive(Clone, Debug)]
+pub enum Val {
+    Null,
+    Str(String),
+    Int(i64),
+    Float(f64),
+}
+
+/// One fact row: its table and the values of the table's columns.
+pub struct FactRow {
+    pub table: usize,
+    pub event: usize,
+    pub values: Vec<Val>,
+}
+
+fn src_key<'a>(cat: &'a Catalog, src: Src) -> Option<&'a str> {
+    match src {
+        Src::Raw => None,
+        Src::Pattern(p) => Some(&cat.patterns[p as usize].key),
+        Src::Block(b) => Some(&cat.blocks[b as usize].key),
+    }
+}
+
+pub fn format_of(cat: &Catalog, src: Src) -> Option<usize> {
+    match src {
+        Src::Raw => None,
+        Src::Pattern(p) => Some(cat.patterns[p as usize].format),
+        Src::Block(b) => Some(cat.blocks[b as usize].format),
+    }
+}
+
+fn default_kind(cat: &Catalog, src: Src) -> Option<usize> {
+    match src {
+        Src::Raw => None,
+        Src::Pattern(p) => cat.patterns[p as usize].kind,
+        Src::Block(b) => cat.blocks[b as usize].kind,
+    }
+}
+
+/// (rule index) of the first rule of the format that matches.
+fn first_rule(cat: &Catalog, f: usize, key: Option<&str>, message: &str, raw: &str) -> Option<usize> {
+    cat.formats[f].rules.iter().copied().find(|&ri| {
+        let r = &cat.rules[ri];
+        (r.on.is_none() || r.on.as_deref() == key) && r.regex.is_match(if r.raw { raw } else { message })
+    })
+}
+
+pub fn classify(cat: &Catalog, events: &[Event]) -> Vec<Class> {
+    let info = cat.severities.iter().position(|s| s == "info").unwrap_or(1) as u8;
+    let mut cache: HashMap<(Src, &str), Option<usize>> = HashMap::new();
+    events
+        .iter()
+        .map(|e| {
+            let f = format_of(cat, e.src);
+            let rule = match f {
+                None => None,
+                Some(f) if cat.formats[f].raw_rules => first_rule(cat, f, src_key(cat, e.src), &e.message, &e.raw),
+                Some(f) => *cache
+                    .entry((e.src, e.message.as_str()))
+                    .or_insert_with(|| first_rule(cat, f, src_key(cat, e.src), &e.message, &e.raw)),
+            };
+            let rule = rule.map(|r| &cat.rules[r]);
+            let kind = rule.map(|r| r.kind).or_else(|| default_kind(cat, e.src));
+            let level_sev = match (f, &e.level) {
+                (Some(f), Some(l)) => cat.formats[f].levels.get(l).copied(),
+                _ => None,
+            };
+            let kind_sev = kind.map(|k| cat.kinds[k].severity);
+            let rule_sev = rule.and_then(|r| r.severity);
+            let severity = [level_sev, kind_sev, rule_sev].into_iter().flatten().max().unwrap_or(info);
+            let role = rule
+                .and_then(|r| r.role.clone())
+                .or_else(|| kind.map(|k| cat.kinds[k].role.clone()))
+                .unwrap_or_else(|| "info".to_string());
+            Class { kind, severity, role }
+        })
+        .collect()
+}
+
+fn typed(text: Option<&str>, t: FType) -> Val {
+    match text {
+        None => Val::Null,
+        Some(s) => match t {
+            FType::Str => Val::Str(s.to_string()),
+            FType::Int => s.replace(',', "").parse::<i64>().map(Val::Int).unwrap_or(Val::Null),
+            FType::Float => s.parse::<f64>().map(Val::Float).unwrap_or(Val::Null),
+        },
+    }
+}
+
+fn row(cat: &Catalog, fi: usize, caps: &regex::Captures, event: usize) -> FactRow {
+    let fact = &cat.facts[fi];
+    let table = &cat.tables[fact.table];
+    let mut values = vec![Val::Null; table.cols.len()];
+    for &(gi, ci) in &fact.cols {
+        values[ci] = typed(caps.get(gi).map(|m| m.as_str()), table.cols[ci].1);
+    }
+    FactRow { table: fact.table, event, values }
+}
+
+fn val_text(v: &Val) -> Option<String> {
+    match v {
+        Val::Null => None,
+        Val::Str(s) => Some(s.clone()),
+        Val::Int(i) => Some(i.to_string()),
+        Val::Float(f) => Some(format!("{f:?}")),
+    }
+}
+
+/// Fact rows of the events, and identity filled from facts (`identity = [...]`)
+/// where the event has none: the first such fact of the catalog wins.
+pub fn facts(cat: &Catalog, events: &mut [Event]) -> Vec<FactRow> {
+    let mut out = Vec::new();
+    // (fact, src, message) -> captured values of a message fact
+    let mut cache: HashMap<(usize, Src, &str), Option<Vec<Val>>> = HashMap::new();
+    let mut fills: Vec<(usize, usize, usize)> = Vec::new(); // (event, fact, row)
+    for (ei, e) in events.iter().enumerate() {
+        if !e.kept.is_empty() {
+            for &fi in &cat.env_facts {
+                let col = cat.facts[fi].kept.unwrap();
+                if let Some((_, text)) = e.kept.iter().find(|(c, _)| *c == col) {
+                    if let Some(c) = cat.facts[fi].regex.captures(text) {
+                        out.push(row(cat, fi, &c, ei));
+                    }
+                }
+            }
+        }
+        let f = match format_of(cat, e.src) {
+            Some(f) => f,
+            None => continue,
+        };
+        let key = src_key(cat, e.src);
+        for &fi in &cat.formats[f].facts {
+            let fact = &cat.facts[fi];
+            if fact.on.is_some() && fact.on.as_deref() != key {
+                continue;
+            }
+            if fact.multi {
+                for c in fact.regex.captures_iter(&e.raw) {
+                    out.push(row(cat, fi, &c, ei));
+                }
+                continue;
+            }
+            let vals = cache
+                .entry((fi, e.src, e.message.as_str()))
+                .or_insert_with(|| fact.regex.captures(&e.message).map(|c| row(cat, fi, &c, 0).values));
+            if let Some(values) = vals {
+                if !fact.identity.is_empty() {
+                    fills.push((ei, fi, out.len()));
+                }
+                out.push(FactRow { table: fact.table, event: ei, values: values.clone() });
+            }
+        }
+    }
+    drop(cache);
+    for (ei, fi, ri) in fills {
+        for &(ci, col) in &cat.facts[fi].identity {
+            if events[ei].ids[col].is_none() {
+                let v = val_text(&out[ri].values[ci]);
+                events[ei].ids[col] = if cat.int_identity[col] { v.and_then(|s| int_text(&s, false)) } else { v };
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,310 @@
+//! extract + normalize: peeled lines and blocks -> events with identity,
+//! carried identity and times.
+
+use crate::blocks::{self, NO_BLOCK};
+use crate::compile::Catalog;
+use crate::peel::{Peeled, Span};
+use crate::timefmt::{TsKind, Zoner};
+use regex::CaptureLocations;
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum Src {
+    Raw,
+    Pattern(u32),
+    Block(u32),
+}
+
+
+pub struct Event {
+    pub line: i64,
+    pub end_line: i64,
+    pub offset: i64,
+    pub raw: String,
+    pub message: String,
+    pub src: Src,
+    pub level: Option<String>,
+    pub ts: Option<i64>,
+    pub ts_kind: Option<TsKind>,
+    pub ts_text: Option<String>,
+    pub env_ts: Option<i64>,
+    pub env_ts_kind: Option<TsKind>,
+    pub env_ts_text: Option<String>,
+    pub envelopes: Vec<u16>,
+    /// identity after coalescing (envelope, line, weak envelope, path);
+    /// integer columns hold their canonical decimal text or None
+    pub ids: Vec<Option<String>>,
+    pub kept: Vec<(usize, String)>,
+}
+
+/// `polars`' cast of text to Int64 after stripping: None when not an integer.
+pub fn int_text(s: &str, strip: bool) -> Option<String> {
+    let t = if strip { s.trim() } else { s };
+    t.parse::<i64>().ok().map(|v| v.to_string())
+}
+
+fn owned(p: &Peeled, s: Option<Span>) -> Option<String> {
+    s.map(|s| p.span(s).to_string())
+}
+
+/// The events of a batch of peeled lines (all of them: the caller has
+/// already deferred the lines of a block left open).
+pub fn build(cat: &Catalog, lines: Vec<Peeled>, stream: &[u32], block: &[u32], start_of: &[usize],
+             hints: &[Option<String>], tz: &Zoner) -> Vec<Event> {
+    let nid = cat.identity.len();
+    let mut out: Vec<Event> = Vec::with_capacity(lines.len());
+    let mut locs: Vec<CaptureLocations> = cat.patterns.iter().map(|p| p.matcher.regex.capture_locations()).collect();
+    let mut lit_seen = vec![false; cat.n_literals];
+    let _ = stream;
+    // Blocks: one event per (block, start, envelope identity), in order of first line.
+    let mut groups: Vec<(usize, Vec<usize>)> = Vec::new(); // (first line index, members)
+    {
+        let mut index: std::collections::HashMap<(u32, usize, Vec<Option<&str>>), usize> = Default::default();
+        for i in 0..lines.len() {
+            if block[i] == NO_BLOCK {
+                continue;
+            }
+            let p = &lines[i];
+            let idk: Vec<Option<&str>> =
+                p.strong.iter().chain(p.weak.iter()).map(|s| s.map(|s| p.span(s))).collect();
+            let key = (block[i], start_of[i], idk);
+            let g = *index.entry(key).or_insert_with(|| {
+                groups.push((i, Vec::new()));
+                groups.len() - 1
+            });
+            groups[g].1.push(i);
+        }
+    }
+    let mut block_event_at: Vec<Option<usize>> = vec![None; lines.len()];
+    for (g, (first, _)) in groups.iter().enumerate() {
+        block_event_at[*first] = Some(g);
+    }
+    for i in 0..lines.len() {
+        if block[i] != NO_BLOCK {
+            if let Some(g) = block_event_at[i] {
+                out.push(block_event(cat, &lines, &groups[g].1, block[i], hints, tz));
+            }
+            continue;
+        }
+        let p = &lines[i];
+        let body = p.body();
+        if body.trim().is_empty() {
+            continue;
+        }
+        out.push(line_event(cat, p, body, &mut locs, &mut lit_seen, hints, tz, nid));
+    }
+    out
+}
+
+#[allow(clippy::too_many_arguments)]
+fn line_event(cat: &Catalog, p: &Peeled, body: &str, locs: &mut [CaptureLocations], lit_seen: &mut [bool],
+              hints: &[Option<String>], tz: &Zoner, nid: usize) -> Event {
+    // Candidates: the patterns that can start with the body's first
+    // character, and whose literal occurs in it (one Aho-Corasick pass, only
+    // when a candidate has a literal); the first that matches claims the line.
+    let mut claimed: Option<usize> = None;
+    if let Some(&b) = body.as_bytes().first() {
+        let mut lits_done = false;
+        for &pi in &cat.by_first[if b < 128 { b as usize } else { 128 }] {
+            let pat = &cat.patterns[pi];
+            if let Some(ids) = &pat.literal_ids {
+                if !lits_done {
+                    lit_seen.iter_mut().for_each(|x| *x = false);
+                    if let Some(ac) = &cat.literals {
+                        for m in ac.find_overlapping_iter(body) {
+                            lit_seen[m.pattern().as_usize()] = true;
+                        }
+                    }
+                    lits_done = true;
+                }
+                if !ids.iter().any(|&l| lit_seen[l]) {
+                    continue;
+                }
+            }
+            if pat.matcher.regex.is_match(body) && pat.matcher.regex.captures_read(&mut locs[pi], body).is_some() {
+                claimed = Some(pi);
+                break;
+            }
+        }
+    }
+    let mut ids: Vec<Option<String>> = vec![None; nid];
+    let mut ev = Event {
+        line: p.no,
+        end_line: p.no,
+        offset: p.offset,
+        raw: p.raw.clone(),
+        message: body.to_string(),
+        src: Src::Raw,
+        level: None,
+        ts: None,
+        ts_kind: None,
+        ts_text: None,
+        env_ts: p.env_ts,
+        env_ts_kind: p.env_ts_kind,
+        env_ts_text: owned(p, p.env_ts_text),
+        envelopes: p.envelopes.clone(),
+        ids: Vec::new(),
+        kept: p.kept.iter().map(|(c, s)| (*c, p.span(*s).to_string())).collect(),
+    };
+    let mut line_ids: Vec<Option<String>> = vec![None; nid];
+    if let Some(pi) = claimed {
+        let pat = &cat.patterns[pi];
+        let l = &locs[pi];
+        let cap = |gi: usize| pat.matcher.get(l, gi, body).map(|(a, b)| &body[a..b]);
+        ev.src = Src::Pattern(pi as u32);
+        ev.level = pat.level.and_then(cap).map(str::to_string);
+        if let Some(m) = pat.message.and_then(cap) {
+            ev.message = m.to_string();
+        }
+        if let Some((gi, layout)) = &pat.ts {
+            let text = cap(*gi);
+            ev.ts_kind = Some(layout.kind);
+            ev.ts_text = text.map(str::to_string);
+            ev.ts = text.and_then(|t| layout.parse(t, tz));
+        }
+        for &(gi, col) in &pat.ids {
+            line_ids[col] = cap(gi).map(str::to_string);
+        }
+        if let Some(prog) = &pat.program {
+            let c = cat.identity.iter().position(|c| c == "program").unwrap();
+            line_ids[c] = Some(prog.clone());
+        }
+    }
+    for c in 0..nid {
+        let v = owned(p, p.strong[c])
+            .or_else(|| line_ids[c].take())
+            .or_else(|| owned(p, p.weak[c]))
+            .or_else(|| hints[c].clone());
+        ids[c] = if cat.int_identity[c] { v.and_then(|s| int_text(&s, true)) } else { v };
+    }
+    ev.ids = ids;
+    ev
+}
+
+fn block_event(cat: &Catalog, lines: &[Peeled], members: &[usize], bi: u32, hints: &[Option<String>],
+               tz: &Zoner) -> Event {
+    let b = &cat.blocks[bi as usize];
+    let first = &lines[members[0]];
+    let last = &lines[*members.last().unwrap()];
+    let mut raw = String::new();
+    for (k, &i) in members.iter().enumerate() {
+        if k > 0 {
+            raw.push('\n');
+        }
+        raw.push_str(&lines[i].raw);
+    }
+    let said = members.iter().rev().map(|&i| lines[i].body()).find(|t| !cat.marker.is_match(t));
+    let message = if b.message_first { first.body() } else { said.unwrap_or(first.body()) }.to_string();
+    let env = members.iter().map(|&i| &lines[i]).find(|p| p.env_ts.is_some());
+    let nid = cat.identity.len();
+    let prog = cat.identity.iter().position(|c| c == "program").unwrap();
+    let mut ids = vec![None; nid];
+    for c in 0..nid {
+        let v = owned(first, first.strong[c])
+            .or_else(|| if c == prog { b.program.clone() } else { None })
+            .or_else(|| owned(first, first.weak[c]))
+            .or_else(|| hints[c].clone());
+        ids[c] = if cat.int_identity[c] { v.and_then(|s| int_text(&s, true)) } else { v };
+    }
+    let (mut ts, mut ts_kind, mut ts_text) = (None, None, None);
+    if let Some((re, gi, layout)) = &b.ts {
+        if let Some(t) = re.captures(&raw).and_then(|c| c.get(*gi)) {
+            ts_text = Some(t.as_str().to_string());
+            ts = layout.parse(t.as_str(), tz);
+            ts_kind = Some(layout.kind);
+        }
+    }
+    Event {
+        line: first.no,
+        end_line: last.no,
+        offset: first.offset,
+        raw,
+        message,
+        src: Src::Block(bi),
+        level: None,
+        ts,
+        ts_kind,
+        ts_text,
+        env_ts: env.and_then(|p| p.env_ts),
+        env_ts_kind: env.and_then(|p| p.env_ts_kind),
+        env_ts_text: env.and_then(|p| owned(p, p.env_ts_text)),
+        envelopes: first.envelopes.clone(),
+        ids,
+        kept: Vec::new(),
+    }
+}
+
+/// `carry = [...]`: a value a pattern captured fills the following events of
+/// its section (up to a blank line) that have none; `end_carry`: a line of
+/// that pattern stops it.
+pub fn carry(cat: &Catalog, events: &mut [Event]) {
+    if cat.carry.is_empty() {
+        return;
+    }
+    let key = |e: &Event| match e.src {
+        Src::Pattern(p) => Some(cat.patterns[p as usize].key.as_str()),
+        _ => None,
+    };
+    if !events.iter().any(|e| key(e).map_or(false, |k| cat.carry.get(k).map_or(false, |(c, _)| !c.is_empty()))) {
+        return;
+    }
+    let nid = cat.identity.len();
+    let carried_cols: Vec<usize> = (0..nid)
+        .filter(|c| cat.carry.values().any(|(cs, _)| cs.contains(c)))
+        .collect();
+    let has_enders = |c: usize| cat.carry.values().any(|(_, es)| es.contains(&c));
+    let mut value: Vec<Option<String>> = vec![None; nid];
+    let mut live: Vec<Option<bool>> = vec![None; nid];
+    let mut prev_end: i64 = 0;
+    for e in events.iter_mut() {
+        if e.line > prev_end + 1 {
+            value.iter_mut().for_each(|v| *v = None);
+            live.iter_mut().for_each(|v| *v = None);
+        }
+        prev_end = e.end_line;
+        let k = key(e).and_then(|k| cat.carry.get(k));
+        for &c in &carried_cols {
+            let carries = k.map_or(false, |(cs, _)| cs.contains(&c));
+            let ends = k.map_or(false, |(_, es)| es.contains(&c));
+            if carries {
+                if e.ids[c].is_some() {
+                    value[c] = e.ids[c].clone();
+                }
+                live[c] = Some(true);
+            } else if ends {
+                live[c] = Some(false);
+            }
+            if e.ids[c].is_none() {
+                let ok = !has_enders(c) || live[c] == Some(true);
+                if ok {
+                    e.ids[c] = value[c].clone();
+                }
+            }
+        }
+    }
+}
+
+/// The line's time: its own, or its envelope's when better; a line with
+/// none takes the previous timed line's (a lower bound).
+pub fn times(events: &mut [Event], mut prev: Option<i64>) -> Option<i64> {
+    for e in events.iter_mut() {
+        let own_rank = e.ts_kind.map_or(9, |k| k.rank());
+        if let Some(t) = e.env_ts {
+            let env_kind = e.env_ts_kind.unwrap_or(TsKind::Envelope);
+            if e.ts.is_none() || env_kind.rank() < own_rank {
+                e.ts = Some(t);
+                e.ts_kind = Some(if env_kind == TsKind::YearInferred { TsKind::YearInferred } else { TsKind::Envelope });
+                e.ts_text = e.env_ts_text.clone();
+            }
+        }
+        match e.ts {
+            Some(t) => prev = Some(t),
+            None => {
+                e.ts = prev;
+                e.ts_kind = Some(if prev.is_some() { TsKind::Interpolated } else { TsKind::None });
+            }
+        }
+    }
+    prev
+}
+
+pub use blocks::open_start;

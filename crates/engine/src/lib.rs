@@ -1,0 +1,176 @@
+//! ranktrace-engine: the per-line ingest engine.
+//!
+//! It executes the catalog of parsers/ (compiled by the Python loader into a
+//! JSON spec) over the raw bytes of a log file: lines are framed, peeled of
+//! their envelopes, joined into blocks, claimed by the first pattern in
+//! precedence order (first-character tables and one Aho-Corasick pass pick
+//! the candidates), timed, classified and mined for facts, and leave as
+//! Arrow record batches. One pass per line; no per-pattern pass over a batch.
+
+pub mod blocks;
+pub mod classify;
+pub mod compile;
+pub mod events;
+pub mod lines;
+pub mod out;
+pub mod peel;
+pub mod spec;
+pub mod timefmt;
+
+use arrow_array::RecordBatch;
+use compile::Catalog;
+use lines::{Framer, Line, ReadStats};
+use peel::Peeled;
+use std::sync::Arc;
+use timefmt::Zoner;
+
+pub use spec::CatalogSpec;
+
+/// The parsed part of a batch: events and fact tables.
+pub struct Output {
+    pub events: RecordBatch,
+    pub facts: Vec<(String, RecordBatch)>,
+}
+
+/// Which envelopes a file gets.
+pub enum Envelopes {
+    /// the line-scoped ones and the file-scoped ones its head calls for
+    Sniff,
+    /// exactly these (by name)
+    Named(Vec<String>),
+}
+
+/// The parse of one file, fed its bytes in chunks.
+pub struct FileParser {
+    cat: Arc<Catalog>,
+    file_id: i64,
+    file: String,
+    hints: Vec<Option<String>>,
+    tz: Zoner,
+    framer: Framer,
+    envelopes: Option<Vec<usize>>,
+    want: Envelopes,
+    carry: Vec<Line>,
+    prev_ts: Option<i64>,
+}
+
+impl FileParser {
+    pub fn new(cat: Arc<Catalog>, file_id: i64, file: String, hints: &[(String, String)], tz: &str,
+               envelopes: Envelopes, max_line: usize) -> Result<FileParser, String> {
+        let hints = cat.identity.iter().map(|c| hints.iter().find(|(k, _)| k == c).map(|(_, v)| v.clone())).collect();
+        Ok(FileParser {
+            tz: Zoner::new(tz)?,
+            cat,
+            file_id,
+            file,
+            hints,
+            framer: Framer::new(max_line),
+            envelopes: None,
+            want: envelopes,
+            carry: Vec::new(),
+            prev_ts: None,
+        })
+    }
+
+    pub fn stats(&self) -> &ReadStats {
+        &self.framer.stats
+    }
+
+    /// Names of the file-scoped envelopes the file was found to carry.
+    pub fn file_envelopes(&self) -> Vec<String> {
+        self.envelopes
+            .iter()
+            .flatten()
+            .map(|&i| &self.cat.envelopes[i])
+            .filter(|e| e.file_scope)
+            .map(|e| e.name.clone())
+            .collect()
+    }
+
+    /// Parse what `chunk` completes; `eof`: this is the last chunk.
+    pub fn feed(&mut self, chunk: &[u8], eof: bool) -> Option<Output> {
+        let lines = self.framer.feed(chunk, eof);
+        if lines.is_empty() && !(eof && !self.carry.is_empty()) {
+            return None;
+        }
+        self.process(lines, eof)
+    }
+
+    fn pick_envelopes(&mut self, lines: &[Line]) {
+        let cat = &self.cat;
+        let mut envs: Vec<usize> = match &self.want {
+            Envelopes::Named(names) => {
+                cat.envelopes.iter().enumerate().filter(|(_, e)| names.contains(&e.name)).map(|(i, _)| i).collect()
+            }
+            Envelopes::Sniff => {
+                let sniffed = peel::sniff(cat, lines.iter().map(|l| l.text.as_str()));
+                (0..cat.envelopes.len()).filter(|i| !cat.envelopes[*i].file_scope || sniffed.contains(i)).collect()
+            }
+        };
+        envs.sort();
+        self.envelopes = Some(envs);
+    }
+
+    fn process(&mut self, lines: Vec<Line>, last: bool) -> Option<Output> {
+        let mut batch = std::mem::take(&mut self.carry);
+        batch.extend(lines);
+        if self.envelopes.is_none() {
+            self.pick_envelopes(&batch);
+        }
+        let cat = self.cat.clone();
+        let envs = self.envelopes.clone().unwrap();
+        let prof = std::env::var_os("RANKTRACE_PROFILE").is_some();
+        let mut t = std::time::Instant::now();
+        let mut lap = |what: &str| {
+            if prof {
+                eprintln!("{what}: {:.3}s", t.elapsed().as_secs_f64());
+                t = std::time::Instant::now();
+            }
+        };
+        let mut locs: Vec<regex::CaptureLocations> =
+            cat.envelopes.iter().map(|e| e.matcher.regex.capture_locations()).collect();
+        let mut peeled: Vec<Peeled> = batch
+            .into_iter()
+            .map(|l| peel::peel(&cat, &envs, &mut locs, l.no, l.offset, l.text, &self.tz))
+            .collect();
+        lap("peel");
+        let stream = blocks::streams(&cat, &peeled);
+        let (block, start_of) = blocks::find(&cat, &peeled, &stream);
+        lap("blocks");
+        let mut keep = peeled.len();
+        if !last {
+            if let Some(s) = blocks::open_start(&cat, &peeled, &stream, &block, &start_of) {
+                // A block open at the end of the batch waits for the next one
+                // (bounded: a block holds at most max_lines lines).
+                let first_line = peeled[s].no;
+                keep = peeled.iter().position(|p| p.no >= first_line).unwrap_or(peeled.len());
+                self.carry = peeled
+                    .drain(keep..)
+                    .map(|p| Line { no: p.no, offset: p.offset, text: p.raw })
+                    .collect();
+            }
+        }
+        let mut events = events::build(&cat, peeled, &stream[..keep], &block[..keep], &start_of[..keep],
+                                       &self.hints, &self.tz);
+        lap("extract");
+        events::carry(&cat, &mut events);
+        self.prev_ts = events::times(&mut events, self.prev_ts);
+        lap("carry+times");
+        let classes = classify::classify(&cat, &events);
+        lap("classify");
+        let rows = classify::facts(&cat, &mut events);
+        lap("facts");
+        let o = Output {
+            events: out::events_batch(&cat, self.file_id, &self.file, &events, &classes),
+            facts: out::fact_batches(&cat, self.file_id, &events, &rows),
+        };
+        lap("arrow");
+        Some(o)
+    }
+}
+
+/// Compile a catalog spec (JSON from ranktrace.ingest.core).
+pub fn compile(spec_json: &str) -> Result<Arc<Catalog>, String> {
+    let spec = CatalogSpec::from_json(spec_json)?;
+    Ok(Arc::new(Catalog::compile(&spec)?))
+}

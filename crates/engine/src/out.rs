@@ -1,0 +1,137 @@
+//! Arrow record batches of events and facts: the columns of the store's
+//! `events` table and of each fact table (plus event_id, file_id).
+
+use crate::classify::{format_of, Class, FactRow, Val};
+use crate::compile::{Catalog, FType};
+use crate::events::{Event, Src};
+use arrow_array::builder::{Float64Builder, Int64Builder, StringBuilder, TimestampMicrosecondBuilder};
+use arrow_array::{ArrayRef, RecordBatch};
+use arrow_schema::{DataType, Field, Schema, TimeUnit};
+use std::sync::Arc;
+
+pub fn event_schema(cat: &Catalog) -> Arc<Schema> {
+    let mut f = vec![];
+    for n in ["event_id", "file_id"] {
+        f.push(Field::new(n, DataType::Int64, false));
+    }
+    f.push(Field::new("file", DataType::Utf8, false));
+    for n in ["line", "end_line", "byte_offset"] {
+        f.push(Field::new(n, DataType::Int64, false));
+    }
+    f.push(Field::new("ts", DataType::Timestamp(TimeUnit::Microsecond, None), true));
+    for n in ["ts_kind", "ts_text", "format", "pattern", "envelopes"] {
+        f.push(Field::new(n, DataType::Utf8, n != "ts_kind" && n != "format"));
+    }
+    for (i, c) in cat.identity.iter().enumerate() {
+        f.push(Field::new(c, if cat.int_identity[i] { DataType::Int64 } else { DataType::Utf8 }, true));
+    }
+    for n in ["level", "severity", "kind", "role", "message", "raw"] {
+        f.push(Field::new(n, DataType::Utf8, !matches!(n, "severity" | "role" | "raw")));
+    }
+    Arc::new(Schema::new(f))
+}
+
+pub fn events_batch(cat: &Catalog, file_id: i64, file: &str, events: &[Event], classes: &[Class]) -> RecordBatch {
+    let n = events.len();
+    let int = |f: &dyn Fn(&Event) -> i64| {
+        let mut b = Int64Builder::with_capacity(n);
+        events.iter().for_each(|e| b.append_value(f(e)));
+        Arc::new(b.finish()) as ArrayRef
+    };
+    let strs = |f: &dyn Fn(usize, &Event) -> Option<String>| {
+        let mut b = StringBuilder::with_capacity(n, n * 8);
+        events.iter().enumerate().for_each(|(i, e)| b.append_option(f(i, e)));
+        Arc::new(b.finish()) as ArrayRef
+    };
+    let mut cols: Vec<ArrayRef> = vec![
+        int(&|e| (file_id << 32) + e.line),
+        int(&|_| file_id),
+        strs(&|_, _| Some(file.to_string())),
+        int(&|e| e.line),
+        int(&|e| e.end_line),
+        int(&|e| e.offset),
+    ];
+    let mut ts = TimestampMicrosecondBuilder::with_capacity(n);
+    events.iter().for_each(|e| ts.append_option(e.ts));
+    cols.push(Arc::new(ts.finish()));
+    cols.push(strs(&|_, e| e.ts_kind.map(|k| k.as_str().to_string())));
+    cols.push(strs(&|_, e| e.ts_text.clone()));
+    cols.push(strs(&|_, e| {
+        Some(format_of(cat, e.src).map_or("raw".to_string(), |f| cat.formats[f].name.clone()))
+    }));
+    cols.push(strs(&|_, e| match e.src {
+        Src::Raw => None,
+        Src::Pattern(p) => Some(cat.patterns[p as usize].key.clone()),
+        Src::Block(b) => Some(cat.blocks[b as usize].key.clone()),
+    }));
+    cols.push(strs(&|_, e| {
+        if e.envelopes.is_empty() {
+            None
+        } else {
+            Some(e.envelopes.iter().map(|&i| cat.envelopes[i as usize].name.as_str()).collect::<Vec<_>>().join(">"))
+        }
+    }));
+    for c in 0..cat.identity.len() {
+        if cat.int_identity[c] {
+            let mut b = Int64Builder::with_capacity(n);
+            events.iter().for_each(|e| b.append_option(e.ids[c].as_deref().and_then(|s| s.parse().ok())));
+            cols.push(Arc::new(b.finish()));
+        } else {
+            cols.push(strs(&|_, e| e.ids[c].clone()));
+        }
+    }
+    cols.push(strs(&|_, e| e.level.clone()));
+    cols.push(strs(&|i, _| Some(cat.severities[classes[i].severity as usize].clone())));
+    cols.push(strs(&|i, _| classes[i].kind.map(|k| cat.kinds[k].name.clone())));
+    cols.push(strs(&|i, _| Some(classes[i].role.clone())));
+    cols.push(strs(&|_, e| Some(e.message.clone())));
+    cols.push(strs(&|_, e| Some(e.raw.clone())));
+    RecordBatch::try_new(event_schema(cat), cols).expect("events batch matches its schema")
+}
+
+/// One record batch per fact table that has rows: event_id, file_id, columns.
+pub fn fact_batches(cat: &Catalog, file_id: i64, events: &[Event], rows: &[FactRow]) -> Vec<(String, RecordBatch)> {
+    let mut out = Vec::new();
+    for (ti, table) in cat.tables.iter().enumerate() {
+        let mine: Vec<&FactRow> = rows.iter().filter(|r| r.table == ti).collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let mut fields = vec![Field::new("event_id", DataType::Int64, false), Field::new("file_id", DataType::Int64, false)];
+        let mut eid = Int64Builder::with_capacity(mine.len());
+        let mut fid = Int64Builder::with_capacity(mine.len());
+        for r in &mine {
+            eid.append_value((file_id << 32) + events[r.event].line);
+            fid.append_value(file_id);
+        }
+        let mut cols: Vec<ArrayRef> = vec![Arc::new(eid.finish()), Arc::new(fid.finish())];
+        for (ci, (name, t)) in table.cols.iter().enumerate() {
+            match t {
+                FType::Str => {
+                    let mut b = StringBuilder::new();
+                    mine.iter().for_each(|r| match &r.values[ci] {
+                        Val::Str(s) => b.append_value(s),
+                        _ => b.append_null(),
+                    });
+                    cols.push(Arc::new(b.finish()));
+                    fields.push(Field::new(name, DataType::Utf8, true));
+                }
+                FType::Int => {
+                    let mut b = Int64Builder::new();
+                    mine.iter().for_each(|r| b.append_option(if let Val::Int(v) = r.values[ci] { Some(v) } else { None }));
+                    cols.push(Arc::new(b.finish()));
+                    fields.push(Field::new(name, DataType::Int64, true));
+                }
+                FType::Float => {
+                    let mut b = Float64Builder::new();
+                    mine.iter().for_each(|r| b.append_option(if let Val::Float(v) = r.values[ci] { Some(v) } else { None }));
+                    cols.push(Arc::new(b.finish()));
+                    fields.push(Field::new(name, DataType::Float64, true));
+                }
+            }
+        }
+        let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), cols).expect("fact batch matches its schema");
+        out.push((table.name.clone(), batch));
+    }
+    out
+}

@@ -1,0 +1,87 @@
+//! ranktrace._core: the ingest engine as Python sees it (typed in
+//! src/ranktrace/_core.pyi). Two classes; record batches cross as Arrow.
+
+use arrow_pyarrow::ToPyArrow;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+use ranktrace_engine::{compile, compile::Catalog, Envelopes, Output};
+use std::sync::Arc;
+
+/// A compiled catalog (the JSON spec made by ranktrace.ingest.core).
+#[pyclass(frozen)]
+struct Engine {
+    cat: Arc<Catalog>,
+}
+
+#[pymethods]
+impl Engine {
+    #[new]
+    fn new(spec_json: &str) -> PyResult<Engine> {
+        Ok(Engine { cat: compile(spec_json).map_err(PyValueError::new_err)? })
+    }
+}
+
+/// The parse of one file, fed its bytes in chunks.
+#[pyclass]
+struct FileParser {
+    inner: ranktrace_engine::FileParser,
+}
+
+fn to_py<'py>(py: Python<'py>, out: Option<Output>) -> PyResult<Option<(Bound<'py, PyAny>, Bound<'py, PyDict>)>> {
+    let Some(out) = out else { return Ok(None) };
+    let facts = PyDict::new(py);
+    for (table, batch) in out.facts {
+        facts.set_item(table, batch.to_pyarrow(py)?)?;
+    }
+    Ok(Some((out.events.to_pyarrow(py)?, facts)))
+}
+
+#[pymethods]
+impl FileParser {
+    #[new]
+    #[pyo3(signature = (engine, file_id, file, hints, tz, envelopes, max_line))]
+    fn new(engine: &Engine, file_id: i64, file: String, hints: Vec<(String, String)>, tz: &str,
+           envelopes: Option<Vec<String>>, max_line: usize) -> PyResult<FileParser> {
+        let want = match envelopes {
+            None => Envelopes::Sniff,
+            Some(names) => Envelopes::Named(names),
+        };
+        let inner = ranktrace_engine::FileParser::new(engine.cat.clone(), file_id, file, &hints, tz, want, max_line)
+            .map_err(PyValueError::new_err)?;
+        Ok(FileParser { inner })
+    }
+
+    /// Parse the lines `chunk` completes (all of them when `eof`), without the GIL.
+    fn feed<'py>(&mut self, py: Python<'py>, chunk: &Bound<'py, PyBytes>, eof: bool)
+                 -> PyResult<Option<(Bound<'py, PyAny>, Bound<'py, PyDict>)>> {
+        let data = chunk.as_bytes();
+        let inner = &mut self.inner;
+        let out = py.detach(|| inner.feed(data, eof));
+        to_py(py, out)
+    }
+
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let s = self.inner.stats();
+        let d = PyDict::new(py);
+        d.set_item("bytes", s.bytes)?;
+        d.set_item("lines", s.lines)?;
+        d.set_item("invalid_utf8", s.invalid_utf8)?;
+        d.set_item("nul_bytes", s.nul_bytes)?;
+        d.set_item("truncated_lines", s.truncated_lines)?;
+        d.set_item("crlf", s.crlf)?;
+        Ok(d)
+    }
+
+    /// The file-scoped envelopes found in the file's head.
+    fn file_envelopes(&self) -> Vec<String> {
+        self.inner.file_envelopes()
+    }
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Engine>()?;
+    m.add_class::<FileParser>()?;
+    Ok(())
+}

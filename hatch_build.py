@@ -1,0 +1,43 @@
+"""Build hook: compile the ingest engine (crates/, Rust) into ranktrace._core.
+
+hatchling stays the build backend because parsers/, queries/ and
+sample_logs/ ship inside the wheel under ranktrace/_data (force-include),
+which maturin's `include` cannot place; this hook does the one thing
+maturin would: `cargo build --release` of the PyO3 crate, and the library
+goes into the wheel as ranktrace/_core.abi3.so (abi3: one build for every
+CPython >= 3.11). Editable installs get it beside the sources."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from hatchling.builders.hooks.plugin.interface import BuildHookInterface
+
+ROOT = Path(__file__).resolve().parent
+LIB = {"linux": "lib_core.so", "darwin": "lib_core.dylib", "win32": "_core.dll"}
+EXT = ".pyd" if sys.platform == "win32" else ".abi3.so"
+
+
+class CoreBuildHook(BuildHookInterface):
+    PLUGIN_NAME = "custom"
+
+    def initialize(self, version: str, build_data: dict) -> None:
+        cargo = shutil.which("cargo") or str(Path.home() / ".cargo" / "bin" / "cargo")
+        if not Path(cargo).exists():
+            raise RuntimeError("ranktrace needs a Rust toolchain to build its ingest engine: "
+                               "install one (https://rustup.rs) and retry `pip install .`")
+        target = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "crates" / "target"))
+        subprocess.run([cargo, "build", "--release", "--locked", "-p", "ranktrace-py",
+                        "--manifest-path", str(ROOT / "crates" / "Cargo.toml")],
+                       check=True, env={**os.environ, "CARGO_TARGET_DIR": str(target)})
+        built = target / "release" / LIB.get(sys.platform, "lib_core.so")
+        if version == "editable":
+            shutil.copy2(built, ROOT / "src" / "ranktrace" / f"_core{EXT}")
+        else:
+            build_data["force_include"][str(built)] = f"ranktrace/_core{EXT}"
+        build_data["pure_python"] = False
+        build_data["infer_tag"] = True

@@ -1,0 +1,23 @@
+"""ranktrace._core: the compiled ingest engine (crates/py). Typed boundary.
+
+Batches cross as pyarrow RecordBatches (Arrow C data interface, no copies).
+Event columns: those of the store's `events` table; fact batches: event_id,
+file_id and the table's columns."""
+
+import pyarrow as pa
+
+class Engine:
+    """A compiled catalog; `spec_json` as made by ranktrace.ingest.core.spec."""
+    def __init__(self, spec_json: str) -> None: ...
+
+class FileParser:
+    """The parse of one file, fed its bytes in chunks (the GIL is released)."""
+    def __init__(self, engine: Engine, file_id: int, file: str, hints: list[tuple[str, str]], tz: str,
+                 envelopes: list[str] | None, max_line: int) -> None: ...
+    def feed(self, chunk: bytes, eof: bool) -> tuple[pa.RecordBatch, dict[str, pa.RecordBatch]] | None:
+        """Events and facts of the lines `chunk` completes (all, when `eof`);
+        None when it completes none."""
+    def stats(self) -> dict[str, int | bool]:
+        """bytes, lines, invalid_utf8, nul_bytes, truncated_lines, crlf."""
+    def file_envelopes(self) -> list[str]:
+        """File-scoped envelopes found in the file's head (after the first feed)."""

@@ -1,0 +1,123 @@
+"""core: the compiled ingest engine (ranktrace._core, Rust) and the spec it runs.
+
+The catalog of parsers/ stays the one source of truth: formats.py loads and
+validates it, derives precedence, first characters and required literals,
+and this module hands the result to the engine as JSON. The engine frames,
+peels, blocks, claims, times, classifies and mines every line in one pass
+and returns Arrow record batches (see _core.pyi)."""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+
+from .. import _core
+from ..formats import IDENTITY_COLUMNS, INT_IDENTITY, SEVERITIES, Catalog, TimeSpec
+from .dispatch import PRE, first_chars, literal_set, split_tail
+
+MAX_LINE = 1 << 20        # a longer line keeps its first MAX_LINE characters
+CHUNK_BYTES = 16 << 20    # bytes handed to the engine at a time
+
+
+def _ts(spec: TimeSpec | None) -> dict | None:
+    if spec is None:
+        return None
+    return {"field": spec.field, "layout": spec.layout, "zone": spec.zone, "year": spec.year}
+
+
+def _first(regex: str) -> str | None:
+    chars = first_chars(regex)
+    return None if chars is None else "".join(sorted(chars))
+
+
+def _literals(regex: str, prefilter: str | None) -> list[str] | None:
+    lits = literal_set(regex, prefilter)
+    return list(lits) if lits else None
+
+
+def _split(regex: str) -> dict | None:
+    got = split_tail(regex)
+    if got is None:
+        return None
+    prefix, group = got
+    assert PRE in prefix
+    return {"prefix": prefix, "group": group}
+
+
+def spec(cat: Catalog) -> dict:
+    """The catalog as the engine reads it (crates/engine/src/spec.rs)."""
+    return {
+        "identity": list(IDENTITY_COLUMNS),
+        "int_identity": list(INT_IDENTITY),
+        "severities": list(SEVERITIES),
+        "envelopes": [{
+            "name": e.name, "regex": e.regex, "scope": e.scope, "ts": _ts(e.ts),
+            "first": _first(e.regex), "literals": _literals(e.regex, e.prefilter),
+            "deny": list(e.deny), "weak": list(e.weak), "kept": e.kept, "split": _split(e.regex),
+        } for e in cat.envelopes],
+        "patterns": [{
+            "key": p.key, "format": p.format, "regex": p.regex, "first": _first(p.regex),
+            "literals": _literals(p.regex, p.prefilter), "ts": _ts(p.ts), "kind": p.kind,
+            "carry": list(p.carry), "end_carry": list(p.end_carry), "program": p.program,
+            "split": _split(p.regex),
+        } for p in cat.patterns],
+        "blocks": [{
+            "key": b.key, "format": b.format, "start": b.start, "cont": b.cont, "end": b.end,
+            "message": b.message, "max_lines": b.max_lines, "kind": b.kind, "program": b.program,
+            "ts": _ts(b.ts), "ts_regex": b.ts_regex,
+        } for b in cat.blocks],
+        "rules": [{
+            "format": r.format, "regex": r.regex, "kind": r.kind, "on": r.on, "field": r.field,
+            "severity": r.severity, "role": r.role,
+        } for r in cat.rules],
+        "facts": [{
+            "format": f.format, "table": f.table, "regex": f.regex, "on": f.on, "types": f.types,
+            "identity": list(f.identity), "multi": f.multi, "field": f.field,
+        } for f in cat.facts],
+        "fact_tables": {t: list(cols.items()) for t, cols in cat.fact_tables.items()},
+        "kinds": {k: {"role": i.role, "severity": i.severity} for k, i in cat.kinds.items()},
+        "levels": cat.levels,
+    }
+
+
+_ENGINES: dict[int, tuple[Catalog, _core.Engine]] = {}
+
+
+def engine(cat: Catalog) -> _core.Engine:
+    """The compiled engine of a catalog (compiled once per catalog object)."""
+    got = _ENGINES.get(id(cat))
+    if got is None or got[0] is not cat:
+        got = (cat, _core.Engine(json.dumps(spec(cat))))
+        _ENGINES[id(cat)] = got
+    return got[1]
+
+
+def file_parser(cat: Catalog, file_id: int, file: str, hints: dict, tz: str = "UTC",
+                envelopes: list[str] | None = None, max_line: int = MAX_LINE) -> _core.FileParser:
+    """A parser for one file; `envelopes` None: line envelopes + those the head calls for."""
+    return _core.FileParser(engine(cat), file_id, file, sorted((k, str(v)) for k, v in hints.items() if v is not None),
+                            tz, envelopes, max_line)
+
+
+def line_envelopes(cat: Catalog) -> list[str]:
+    return [e.name for e in cat.envelopes if e.scope == "line"]
+
+
+def frames(events, facts: dict):
+    """A batch as polars frames (zero-copy from Arrow)."""
+    import polars as pl
+    return pl.from_arrow(events), {t: pl.from_arrow(b) for t, b in facts.items()}
+
+
+def parse_text(cat: Catalog, text: str, *, envelopes: list[str] | None = None, tz: str = "UTC",
+               file_id: int = 1, file: str = "<sample>"):
+    """Events and facts (polars) of `text` parsed as one whole file."""
+    import polars as pl
+    out = file_parser(cat, file_id, file, {}, tz, envelopes).feed(text.encode(), True)
+    if out is None:
+        return pl.from_arrow(_core_empty(cat)), {}
+    return frames(*out)
+
+
+def _core_empty(cat: Catalog):
+    return file_parser(cat, 0, "", {}, "UTC", []).feed(b"x\n", True)[0].slice(0, 0)
