@@ -5,23 +5,23 @@ Used by the loader (a failing sample refuses the catalog), by
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import polars as pl
 
 from .formats import Catalog, Sample
 
 
-def run_text(cat: Catalog, text: str, *, envelopes: bool = True, tz: str = "UTC"):
-    """Events and facts of `text` as if it were a whole file."""
-    from .ingest import envelope, pipeline
-    lines = text.split("\n")
-    batch = pl.DataFrame({"line": range(1, len(lines) + 1), "offset": [0] * len(lines), "raw": lines},
-                         schema={"line": pl.Int64, "offset": pl.Int64, "raw": pl.String})
-    envs = []
-    if envelopes:
-        envs = [e for e in cat.envelopes if e.scope == "line"] + envelope.sniff(batch["raw"], cat.envelopes)
-        envs.sort(key=lambda e: (e.order, e.name))
-    ctx = pipeline.FileContext(file_id=1, file="<sample>", hints={}, tz=tz)
-    return pipeline.process_batch(batch, ctx, cat, envs, final=True)
+@dataclass
+class TextResult:
+    events: pl.DataFrame
+    facts: dict
+
+
+def run_text(cat: Catalog, text: str, *, envelopes: bool = True, tz: str = "UTC") -> TextResult:
+    """Events and facts of `text` as if it were a whole file (envelopes=False: none peeled)."""
+    from .ingest import core
+    return TextResult(*core.parse_text(cat, text, envelopes=None if envelopes else [], tz=tz))
 
 
 def _check_events(cat: Catalog, s: Sample, ev: pl.DataFrame, facts: dict) -> list[str]:
@@ -68,13 +68,14 @@ def _run_all(cat: Catalog, samples: list[Sample]) -> list[tuple[Sample, pl.DataF
     """Run samples through the pipeline: all plain samples in ONE batch
     (separated by blank lines, which end any block), envelope samples one by
     one (their envelopes are sniffed per file). Returns (sample, its events, facts)."""
-    from .ingest import envelope
+    from .ingest import core
     groups: dict[tuple, list[Sample]] = {}
     for s in samples:
         envs = ()
         if s.envelope:
-            sniffed = envelope.sniff(pl.Series(s.text.split("\n")), cat.envelopes)
-            envs = tuple(e.name for e in sniffed) or ("-",)
+            parser = core.file_parser(cat, 1, "<sample>", {})
+            parser.feed(s.text.encode(), True)
+            envs = tuple(parser.file_envelopes()) or ("-",)
         groups.setdefault(envs, []).append(s)
     out = []
     for envs, group in groups.items():
@@ -90,16 +91,12 @@ def _run_all(cat: Catalog, samples: list[Sample]) -> list[tuple[Sample, pl.DataF
     return out
 
 
-def _run_group(cat: Catalog, text: str, env_names: tuple):
+def _run_group(cat: Catalog, text: str, env_names: tuple) -> TextResult:
     if not env_names:
         return run_text(cat, text, envelopes=False)
-    from .ingest import pipeline
-    lines = text.split("\n")
-    batch = pl.DataFrame({"line": range(1, len(lines) + 1), "offset": [0] * len(lines), "raw": lines},
-                         schema={"line": pl.Int64, "offset": pl.Int64, "raw": pl.String})
-    envs = [e for e in cat.envelopes if e.scope == "line" or e.name in env_names]
-    ctx = pipeline.FileContext(file_id=1, file="<sample>", hints={})
-    return pipeline.process_batch(batch, ctx, cat, envs, final=True)
+    from .ingest import core
+    envs = core.line_envelopes(cat) + [n for n in env_names if n != "-"]
+    return TextResult(*core.parse_text(cat, text, envelopes=envs))
 
 
 def check_sample(cat: Catalog, s: Sample) -> list[str]:

@@ -23,6 +23,9 @@ if TYPE_CHECKING:  # polars is imported where it is used: readers (tui, sql) sta
 DEFAULT_DB = "ranktrace.duckdb"
 FACT_SQL_TYPES = {"str": "VARCHAR", "int": "BIGINT", "float": "DOUBLE"}
 SCHEMA_VERSION = "2"
+# Year-less times are parsed in this leap year by the engine (crates/engine/src/timefmt.rs)
+# and moved to the inferred year after ingest.
+PLACEHOLDER_YEAR = 2000
 
 
 def schema_files() -> list[Path]:
@@ -124,7 +127,6 @@ def infer_years(con: duckdb.DuckDBPyConnection) -> int | None:
     year-less time takes, of the reference year and its neighbours, the year
     that lands it closest to that median (a December glog line in a January
     bundle goes to the year before)."""
-    from .ingest import timeparse
     n = con.execute("SELECT count(*) FROM events WHERE ts_kind = 'year_inferred'").fetchone()[0]
     if not n:
         return None
@@ -145,6 +147,6 @@ def infer_years(con: duckdb.DuckDBPyConnection) -> int | None:
         FROM (SELECT year(to_timestamp($ref)) AS y) r
         WHERE ts IS NOT NULL AND (ts_kind = 'year_inferred'
               -- lines that inherited a year-less time from the line before
-              OR (ts_kind = 'interpolated' AND year(ts) = {timeparse.PLACEHOLDER_YEAR}))
+              OR (ts_kind = 'interpolated' AND year(ts) = {PLACEHOLDER_YEAR}))
     """, {"ref": ref})
     return int(con.execute("SELECT year(to_timestamp(?))", [ref]).fetchone()[0])

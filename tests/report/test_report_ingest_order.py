@@ -15,8 +15,7 @@ BUNDLE = next((b for b in sample_bundles() if b.name == "demo_sigkill_4node"), N
 
 
 @pytest.mark.skipif(BUNDLE is None, reason="sample bundle demo_sigkill_4node missing")
-def test_report_is_the_same_whatever_the_file_order(tmp_path, catalog, monkeypatch):
-    monkeypatch.setattr(pipeline, "SMALL_FILE", 0)   # one file at a time, in the order given
+def test_report_is_the_same_whatever_the_file_order(tmp_path, catalog):
     files = sorted(str(p) for p in BUNDLE.rglob("*") if p.is_file())
 
     def report(db, paths):

@@ -72,51 +72,6 @@ def test_required_literals_are_in_every_sample(catalog):
         assert lits is None or any(x in text for x in lits), (p.key, lits, text[:60])
 
 
-def test_presence_rules_out_only_what_the_batch_lacks(catalog):
-    import polars as pl
-
-    from ranktrace.ingest.dispatch import Presence, required_literals
-    rx_nccl = r"^(?P<host>\S+):\d+:\d+ \[\d+\] NCCL WARN (?P<m>.*)$"
-    rx_oom = r"CUDA out of memory\. (?P<m>.*)$"
-    rx_multi = r'^\S+\n  File "'
-    tested = ((rx_nccl, None), (rx_oom, None), (rx_multi, None), (r"^x", "never-there"))
-    batch = pl.Series(["n1:1:2 [0] NCCL WARN NET/IB : Got completion with error 12", "plain"])
-    pr = Presence(batch, tested)
-    assert not pr.absent(rx_nccl)
-    assert pr.absent(rx_oom)
-    assert pr.absent(r"^x", "never-there")
-    # A literal across lines is never ruled out (block lines need not be neighbours).
-    assert "\n" in "".join(required_literals(rx_multi) or ("\n",))
-    assert not pr.absent(rx_multi)
-    # A regex with no literal at all cannot be ruled out.
-    assert not pr.absent(r"^(?P<a>\w+)$")
-    pr2 = Presence(pl.Series(["RuntimeError: CUDA out of memory. Tried to allocate 2 GiB"]), tested)
-    assert pr2.absent(rx_nccl)
-    assert not pr2.absent(rx_oom)
-    # Literals are looked for in a sample of the lines first: one on a line
-    # the sample skips is still found, one in the sample too.
-    lines = ["plain"] * (Presence.SAMPLE_LINES * 5)
-    lines[7] = "n1:1:2 [0] NCCL WARN NET/IB : Got completion with error 12"
-    lines[0] = "CUDA out of memory. Tried to allocate 2 GiB"
-    pr3 = Presence(pl.Series(lines), tested)
-    assert not pr3.absent(rx_nccl) and not pr3.absent(rx_oom)
-    assert pr3.absent(r"^x", "never-there")
-
-
-def test_presence_agrees_with_a_scan_on_the_samples(catalog):
-    """Every pattern, rule and fact a sample line matches is present for a
-    batch made of the sample lines."""
-    import polars as pl
-
-    from ranktrace.ingest.dispatch import Presence
-    texts = [s.text for f in catalog.formats for s in f.samples]
-    pr = Presence(pl.Series(texts), catalog.line_tests + catalog.message_tests)
-    for regex, prefilter in catalog.line_tests + catalog.message_tests:
-        rx = re.compile(regex)
-        if any(rx.search(t) for t in texts):
-            assert not pr.absent(regex, prefilter), regex[:80]
-
-
 @pytest.mark.parametrize("rx,expect", [
     (r"^x(?P<m>.*)$", (r"(?P<__pre>^x)", "m")),
     (r"^\[(?P<u>\d+\.\d+)\]\s+\S.*$", (r"(?P<__pre>^\[(?P<u>\d+\.\d+)\]\s+\S)", None)),

@@ -98,10 +98,14 @@ def test_a_glued_progress_bar_gives_the_same_progress_row_as_a_bar_alone(catalog
     regexes must not drift apart)."""
     bar = "Epoch 2:  13%|#3        | 65/500 [12:44<14:40, 4.11s/it, loss=0.36, lr=5e-6]"
     line = "n191-204-176:427053:441775 [0] NCCL INFO misc/socket.cc:829 -> 3"
-    alone = run_text(catalog, bar).facts["progress"].drop("event_id", "file_id")
+    def rows(facts):  # the values a row has (a fact table's other columns are null)
+        return [{k: v for k, v in r.items() if v is not None}
+                for r in facts["progress"].drop("event_id", "file_id").to_dicts()]
+
+    alone = rows(run_text(catalog, bar).facts)
     out = run_text(catalog, bar + line)
-    glued = out.facts["progress"].drop("event_id", "file_id")
-    assert alone.to_dicts() == glued.to_dicts() == [{"epoch": 2, "step": 65, "total": 500, "loss": 0.36}]
+    glued = rows(out.facts)
+    assert alone == glued == [{"epoch": 2, "step": 65, "total": 500, "loss": 0.36}]
     assert out.events["format"].to_list() == ["nccl"] and out.events["envelopes"].to_list() == ["tqdm_glued"]
 
 

@@ -202,7 +202,7 @@ def test_a_block_longer_than_a_batch_stays_one_event(tmp_path, catalog):
     f = write(tmp_path / "in" / "tb.log", "before\n" + tb + "after\n")
     con = store.open_store(str(tmp_path / "s.duckdb"), catalog)
     ref = next(discover([str(f)], print))
-    r = ingest_file(con, ref, catalog, batch_bytes=512)   # ~20 batches
+    r = ingest_file(con, ref, catalog, chunk_bytes=512)   # ~20 batches
     assert r.status == "ingested"
     rows = con.execute("SELECT line, end_line, message FROM events WHERE pattern = 'python_traceback.traceback'"
                        ).fetchall()

@@ -45,33 +45,58 @@ pub fn find(cat: &Catalog, lines: &[Peeled], stream: &[u32]) -> (Vec<u32>, Vec<u
         return (block, start_of);
     }
     let n_streams = stream.iter().copied().max().map_or(0, |m| m as usize + 1);
-    for (bi, b) in cat.blocks.iter().enumerate() {
-        // Cheap exit: no free start line for this kind.
-        if !(0..n).any(|i| block[i] == NO_BLOCK && b.start.is_match(lines[i].body())) {
-            continue;
+    // Which block kinds a line can start: the kinds without a literal, and
+    // those whose literal one pass of the start-literal automaton finds.
+    let nb = cat.blocks.len();
+    let mut may = vec![false; n * nb];
+    for (i, p) in lines.iter().enumerate() {
+        let row = &mut may[i * nb..(i + 1) * nb];
+        for (bi, b) in cat.blocks.iter().enumerate() {
+            row[bi] = !b.has_literal;
         }
-        // Per stream: the current segment (its head index, whether a block, its length).
-        let mut seg: Vec<Option<(usize, bool, usize)>> = vec![None; n_streams];
+        if let Some((ac, admits)) = &cat.start_literals {
+            for m in ac.find_overlapping_iter(p.body()) {
+                for &bi in &admits[m.pattern().as_usize()] {
+                    row[bi] = true;
+                }
+            }
+        }
+    }
+    for (bi, b) in cat.blocks.iter().enumerate() {
+        let starts: Vec<bool> =
+            (0..n).map(|i| may[i * nb + bi] && block[i] == NO_BLOCK && b.start.is_match(lines[i].body())).collect();
+        if !starts.iter().any(|&s| s) {
+            continue; // no free start line for this kind
+        }
+        // Per stream, the open block segment: (head index, length so far).
+        // A line outside a block segment is in a block only if it starts one
+        // (a start always begins a segment); so `continue` and `end` are
+        // only tested on lines that follow a block line of their stream.
+        let mut seg: Vec<Option<(usize, usize)>> = vec![None; n_streams];
         let mut prev_end = vec![false; n_streams];
         for i in 0..n {
             let st = stream[i] as usize;
             let free = block[i] == NO_BLOCK;
+            let s = starts[i];
             let body = lines[i].body();
-            let s = free && b.start.is_match(body);
-            let c = free && b.cont.is_match(body);
-            let e = free && b.end.as_ref().map_or(false, |r| r.is_match(body));
-            let brk = !c || s || prev_end[st] || !free;
-            prev_end[st] = e;
-            if brk || seg[st].is_none() {
-                seg[st] = Some((i, s, 0));
-            } else if let Some((_, _, len)) = seg[st].as_mut() {
-                *len += 1;
+            let cont = |_i: usize| -> bool { free && !s && !prev_end[st] && b.cont.is_match(body) };
+            match seg[st] {
+                Some((head, len)) if cont(i) => {
+                    seg[st] = Some((head, len + 1));
+                    if len + 1 < b.max_lines {
+                        block[i] = bi as u32;
+                        start_of[i] = head;
+                    }
+                }
+                _ => {
+                    seg[st] = if s { Some((i, 0)) } else { None };
+                    if s {
+                        block[i] = bi as u32;
+                        start_of[i] = i;
+                    }
+                }
             }
-            let (head, isblk, pos) = seg[st].unwrap();
-            if isblk && free && pos < b.max_lines {
-                block[i] = bi as u32;
-                start_of[i] = head;
-            }
+            prev_end[st] = seg[st].is_some() && free && b.end.as_ref().map_or(false, |r| r.is_match(body));
         }
     }
     (block, start_of)

@@ -5,7 +5,7 @@
 
 use crate::compile::{Catalog, FType};
 use crate::events::{int_text, Event, Src};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 pub struct Class {
     pub kind: Option<usize>,
@@ -63,17 +63,17 @@ fn first_rule(cat: &Catalog, f: usize, key: Option<&str>, message: &str, raw: &s
 
 pub fn classify(cat: &Catalog, events: &[Event]) -> Vec<Class> {
     let info = cat.severities.iter().position(|s| s == "info").unwrap_or(1) as u8;
-    let mut cache: HashMap<(Src, &str), Option<usize>> = HashMap::new();
+    let mut cache: HashMap<(Src, &str), Option<usize>> = HashMap::default();
     events
         .iter()
         .map(|e| {
             let f = format_of(cat, e.src);
             let rule = match f {
                 None => None,
-                Some(f) if cat.formats[f].raw_rules => first_rule(cat, f, src_key(cat, e.src), &e.message, &e.raw),
+                Some(f) if cat.formats[f].raw_rules => first_rule(cat, f, src_key(cat, e.src), e.message(), &e.raw),
                 Some(f) => *cache
-                    .entry((e.src, e.message.as_str()))
-                    .or_insert_with(|| first_rule(cat, f, src_key(cat, e.src), &e.message, &e.raw)),
+                    .entry((e.src, e.message()))
+                    .or_insert_with(|| first_rule(cat, f, src_key(cat, e.src), e.message(), &e.raw)),
             };
             let rule = rule.map(|r| &cat.rules[r]);
             let kind = rule.map(|r| r.kind).or_else(|| default_kind(cat, e.src));
@@ -128,7 +128,7 @@ fn val_text(v: &Val) -> Option<String> {
 pub fn facts(cat: &Catalog, events: &mut [Event]) -> Vec<FactRow> {
     let mut out = Vec::new();
     // (fact, src, message) -> captured values of a message fact
-    let mut cache: HashMap<(usize, Src, &str), Option<Vec<Val>>> = HashMap::new();
+    let mut cache: HashMap<(usize, Src, &str), Option<Vec<Val>>> = HashMap::default();
     let mut fills: Vec<(usize, usize, usize)> = Vec::new(); // (event, fact, row)
     for (ei, e) in events.iter().enumerate() {
         if !e.kept.is_empty() {
@@ -158,8 +158,8 @@ pub fn facts(cat: &Catalog, events: &mut [Event]) -> Vec<FactRow> {
                 continue;
             }
             let vals = cache
-                .entry((fi, e.src, e.message.as_str()))
-                .or_insert_with(|| fact.regex.captures(&e.message).map(|c| row(cat, fi, &c, 0).values));
+                .entry((fi, e.src, e.message()))
+                .or_insert_with(|| fact.regex.captures(e.message()).map(|c| row(cat, fi, &c, 0).values));
             if let Some(values) = vals {
                 if !fact.identity.is_empty() {
                     fills.push((ei, fi, out.len()));

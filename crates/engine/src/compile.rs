@@ -4,7 +4,7 @@
 use crate::spec::*;
 use crate::timefmt::Layout;
 use memchr::memmem::Finder;
-use aho_corasick::AhoCorasick;
+use aho_corasick::{AhoCorasick, AhoCorasickKind};
 use regex::{Regex, RegexBuilder};
 use std::collections::HashMap;
 
@@ -40,6 +40,11 @@ impl FirstChars {
     pub fn set(&self) -> Option<&[bool; 129]> {
         self.0.as_ref()
     }
+}
+
+/// An automaton for many literals, as a DFA: one table step per byte.
+fn ac(lits: &[String]) -> Result<AhoCorasick, String> {
+    AhoCorasick::builder().kind(Some(AhoCorasickKind::DFA)).build(lits).map_err(|e| format!("literals: {e}"))
 }
 
 pub fn rx(pattern: &str, what: &str) -> Result<Regex, String> {
@@ -141,6 +146,8 @@ pub struct Block {
     pub key: String,
     pub format: usize,
     pub start: Regex,
+    /// whether `start` has literals (then it is tried only where one occurs)
+    pub has_literal: bool,
     pub cont: Regex,
     pub end: Option<Regex>,
     pub message_first: bool,
@@ -211,6 +218,8 @@ pub struct Catalog {
     /// first byte class (0..=128) of a body -> candidate patterns in precedence order
     pub by_first: Vec<Vec<usize>>,
     pub blocks: Vec<Block>,
+    /// the literals of block starts, and for each the blocks it admits
+    pub start_literals: Option<(AhoCorasick, Vec<Vec<usize>>)>,
     pub rules: Vec<Rule>,
     pub facts: Vec<Fact>,
     pub env_facts: Vec<usize>,
@@ -336,7 +345,7 @@ impl Catalog {
         let literals = if lits.is_empty() {
             None
         } else {
-            Some(AhoCorasick::new(&lits).map_err(|e| format!("literals: {e}"))?)
+            Some(ac(&lits)?)
         };
         let by_first = (0..129)
             .map(|c| (0..patterns.len()).filter(|&i| patterns[i].first.set().map_or(true, |t| t[c])).collect())
@@ -356,6 +365,7 @@ impl Catalog {
                 key: b.key.clone(),
                 format: format_of(&b.format, &mut formats),
                 start: rx(&b.start, &w)?,
+                has_literal: b.start_literals.as_ref().map_or(false, |l| !l.is_empty()),
                 cont: rx(&b.cont, &w)?,
                 end: b.end.as_ref().map(|e| rx(e, &w)).transpose()?,
                 message_first: b.message == "first",
@@ -365,6 +375,19 @@ impl Catalog {
                 ts,
             });
         }
+        let mut slits: Vec<String> = Vec::new();
+        let mut admits: Vec<Vec<usize>> = Vec::new();
+        for (bi, b) in spec.blocks.iter().enumerate() {
+            for l in b.start_literals.iter().flatten() {
+                let k = slits.iter().position(|x| x == l).unwrap_or_else(|| {
+                    slits.push(l.clone());
+                    admits.push(Vec::new());
+                    slits.len() - 1
+                });
+                admits[k].push(bi);
+            }
+        }
+        let start_literals = if slits.is_empty() { None } else { Some((ac(&slits)?, admits)) };
         let mut rules = Vec::new();
         for r in &spec.rules {
             let f = format_of(&r.format, &mut formats);
@@ -454,6 +477,7 @@ impl Catalog {
             by_first,
             patterns,
             blocks,
+            start_literals,
             rules,
             facts,
             env_facts,

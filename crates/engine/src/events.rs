@@ -20,7 +20,8 @@ pub struct Event {
     pub end_line: i64,
     pub offset: i64,
     pub raw: String,
-    pub message: String,
+    /// the message: a span of `raw`
+    pub message: (u32, u32),
     pub src: Src,
     pub level: Option<String>,
     pub ts: Option<i64>,
@@ -36,6 +37,13 @@ pub struct Event {
     pub kept: Vec<(usize, String)>,
 }
 
+impl Event {
+    #[inline]
+    pub fn message(&self) -> &str {
+        &self.raw[self.message.0 as usize..self.message.1 as usize]
+    }
+}
+
 /// `polars`' cast of text to Int64 after stripping: None when not an integer.
 pub fn int_text(s: &str, strip: bool) -> Option<String> {
     let t = if strip { s.trim() } else { s };
@@ -48,7 +56,7 @@ fn owned(p: &Peeled, s: Option<Span>) -> Option<String> {
 
 /// The events of a batch of peeled lines (all of them: the caller has
 /// already deferred the lines of a block left open).
-pub fn build(cat: &Catalog, lines: Vec<Peeled>, stream: &[u32], block: &[u32], start_of: &[usize],
+pub fn build(cat: &Catalog, mut lines: Vec<Peeled>, stream: &[u32], block: &[u32], start_of: &[usize],
              hints: &[Option<String>], tz: &Zoner) -> Vec<Event> {
     let nid = cat.identity.len();
     let mut out: Vec<Event> = Vec::with_capacity(lines.len());
@@ -58,14 +66,14 @@ pub fn build(cat: &Catalog, lines: Vec<Peeled>, stream: &[u32], block: &[u32], s
     // Blocks: one event per (block, start, envelope identity), in order of first line.
     let mut groups: Vec<(usize, Vec<usize>)> = Vec::new(); // (first line index, members)
     {
-        let mut index: std::collections::HashMap<(u32, usize, Vec<Option<&str>>), usize> = Default::default();
+        let mut index: rustc_hash::FxHashMap<(u32, usize, Vec<Option<String>>), usize> = Default::default();
         for i in 0..lines.len() {
             if block[i] == NO_BLOCK {
                 continue;
             }
             let p = &lines[i];
-            let idk: Vec<Option<&str>> =
-                p.strong.iter().chain(p.weak.iter()).map(|s| s.map(|s| p.span(s))).collect();
+            let idk: Vec<Option<String>> =
+                p.strong.iter().chain(p.weak.iter()).map(|s| s.map(|s| p.span(s).to_string())).collect();
             let key = (block[i], start_of[i], idk);
             let g = *index.entry(key).or_insert_with(|| {
                 groups.push((i, Vec::new()));
@@ -85,19 +93,22 @@ pub fn build(cat: &Catalog, lines: Vec<Peeled>, stream: &[u32], block: &[u32], s
             }
             continue;
         }
-        let p = &lines[i];
-        let body = p.body();
-        if body.trim().is_empty() {
+        if lines[i].body().trim().is_empty() {
             continue;
         }
-        out.push(line_event(cat, p, body, &mut locs, &mut lit_seen, hints, tz, nid));
+        out.push(line_event(cat, &mut lines[i], &mut locs, &mut lit_seen, hints, tz, nid));
     }
     out
 }
 
 #[allow(clippy::too_many_arguments)]
-fn line_event(cat: &Catalog, p: &Peeled, body: &str, locs: &mut [CaptureLocations], lit_seen: &mut [bool],
+fn line_event(cat: &Catalog, p: &mut Peeled, locs: &mut [CaptureLocations], lit_seen: &mut [bool],
               hints: &[Option<String>], tz: &Zoner, nid: usize) -> Event {
+    let raw = std::mem::take(&mut p.raw);
+    let p = &*p;
+    let (b0, b1) = (p.body.0 as usize, p.body.1 as usize);
+    let body = &raw[b0..b1];
+    let span = |s: (u32, u32)| raw[s.0 as usize..s.1 as usize].to_string();
     // Candidates: the patterns that can start with the body's first
     // character, and whose literal occurs in it (one Aho-Corasick pass, only
     // when a candidate has a literal); the first that matches claims the line.
@@ -120,7 +131,7 @@ fn line_event(cat: &Catalog, p: &Peeled, body: &str, locs: &mut [CaptureLocation
                     continue;
                 }
             }
-            if pat.matcher.regex.is_match(body) && pat.matcher.regex.captures_read(&mut locs[pi], body).is_some() {
+            if pat.matcher.regex.captures_read(&mut locs[pi], body).is_some() {
                 claimed = Some(pi);
                 break;
             }
@@ -131,8 +142,8 @@ fn line_event(cat: &Catalog, p: &Peeled, body: &str, locs: &mut [CaptureLocation
         line: p.no,
         end_line: p.no,
         offset: p.offset,
-        raw: p.raw.clone(),
-        message: body.to_string(),
+        raw: String::new(),
+        message: p.body,
         src: Src::Raw,
         level: None,
         ts: None,
@@ -140,10 +151,10 @@ fn line_event(cat: &Catalog, p: &Peeled, body: &str, locs: &mut [CaptureLocation
         ts_text: None,
         env_ts: p.env_ts,
         env_ts_kind: p.env_ts_kind,
-        env_ts_text: owned(p, p.env_ts_text),
+        env_ts_text: p.env_ts_text.map(span),
         envelopes: p.envelopes.clone(),
         ids: Vec::new(),
-        kept: p.kept.iter().map(|(c, s)| (*c, p.span(*s).to_string())).collect(),
+        kept: p.kept.iter().map(|(c, s)| (*c, span(*s))).collect(),
     };
     let mut line_ids: Vec<Option<String>> = vec![None; nid];
     if let Some(pi) = claimed {
@@ -152,8 +163,8 @@ fn line_event(cat: &Catalog, p: &Peeled, body: &str, locs: &mut [CaptureLocation
         let cap = |gi: usize| pat.matcher.get(l, gi, body).map(|(a, b)| &body[a..b]);
         ev.src = Src::Pattern(pi as u32);
         ev.level = pat.level.and_then(cap).map(str::to_string);
-        if let Some(m) = pat.message.and_then(cap) {
-            ev.message = m.to_string();
+        if let Some((a, b)) = pat.message.and_then(|gi| pat.matcher.get(l, gi, body)) {
+            ev.message = ((b0 + a) as u32, (b0 + b) as u32);
         }
         if let Some((gi, layout)) = &pat.ts {
             let text = cap(*gi);
@@ -170,13 +181,14 @@ fn line_event(cat: &Catalog, p: &Peeled, body: &str, locs: &mut [CaptureLocation
         }
     }
     for c in 0..nid {
-        let v = owned(p, p.strong[c])
+        let v = p.strong[c].map(span)
             .or_else(|| line_ids[c].take())
-            .or_else(|| owned(p, p.weak[c]))
+            .or_else(|| p.weak[c].map(span))
             .or_else(|| hints[c].clone());
         ids[c] = if cat.int_identity[c] { v.and_then(|s| int_text(&s, true)) } else { v };
     }
     ev.ids = ids;
+    ev.raw = raw;
     ev
 }
 
@@ -186,14 +198,18 @@ fn block_event(cat: &Catalog, lines: &[Peeled], members: &[usize], bi: u32, hint
     let first = &lines[members[0]];
     let last = &lines[*members.last().unwrap()];
     let mut raw = String::new();
+    let mut at = Vec::with_capacity(members.len()); // where each member's raw starts in `raw`
     for (k, &i) in members.iter().enumerate() {
         if k > 0 {
             raw.push('\n');
         }
+        at.push(raw.len() as u32);
         raw.push_str(&lines[i].raw);
     }
-    let said = members.iter().rev().map(|&i| lines[i].body()).find(|t| !cat.marker.is_match(t));
-    let message = if b.message_first { first.body() } else { said.unwrap_or(first.body()) }.to_string();
+    let said = (0..members.len()).rev().find(|&k| !cat.marker.is_match(lines[members[k]].body()));
+    let k = if b.message_first { 0 } else { said.unwrap_or(0) };
+    let body = lines[members[k]].body;
+    let message = (at[k] + body.0, at[k] + body.1);
     let env = members.iter().map(|&i| &lines[i]).find(|p| p.env_ts.is_some());
     let nid = cat.identity.len();
     let prog = cat.identity.iter().position(|c| c == "program").unwrap();

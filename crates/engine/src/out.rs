@@ -31,61 +31,66 @@ pub fn event_schema(cat: &Catalog) -> Arc<Schema> {
     Arc::new(Schema::new(f))
 }
 
+fn text_col<'a>(events: &'a [Event], f: impl Fn(usize, &'a Event) -> Option<&'a str>) -> ArrayRef {
+    let mut b = StringBuilder::with_capacity(events.len(), events.len() * 16);
+    for (i, e) in events.iter().enumerate() {
+        b.append_option(f(i, e));
+    }
+    Arc::new(b.finish())
+}
+
+fn int_col(events: &[Event], f: impl Fn(&Event) -> Option<i64>) -> ArrayRef {
+    let mut b = Int64Builder::with_capacity(events.len());
+    for e in events {
+        b.append_option(f(e));
+    }
+    Arc::new(b.finish())
+}
+
 pub fn events_batch(cat: &Catalog, file_id: i64, file: &str, events: &[Event], classes: &[Class]) -> RecordBatch {
-    let n = events.len();
-    let int = |f: &dyn Fn(&Event) -> i64| {
-        let mut b = Int64Builder::with_capacity(n);
-        events.iter().for_each(|e| b.append_value(f(e)));
-        Arc::new(b.finish()) as ArrayRef
-    };
-    let strs = |f: &dyn Fn(usize, &Event) -> Option<String>| {
-        let mut b = StringBuilder::with_capacity(n, n * 8);
-        events.iter().enumerate().for_each(|(i, e)| b.append_option(f(i, e)));
-        Arc::new(b.finish()) as ArrayRef
-    };
+    let envelopes: Vec<Option<String>> = events
+        .iter()
+        .map(|e| {
+            (!e.envelopes.is_empty()).then(|| {
+                e.envelopes.iter().map(|&i| cat.envelopes[i as usize].name.as_str()).collect::<Vec<_>>().join(">")
+            })
+        })
+        .collect();
     let mut cols: Vec<ArrayRef> = vec![
-        int(&|e| (file_id << 32) + e.line),
-        int(&|_| file_id),
-        strs(&|_, _| Some(file.to_string())),
-        int(&|e| e.line),
-        int(&|e| e.end_line),
-        int(&|e| e.offset),
+        int_col(events, |e| Some((file_id << 32) + e.line)),
+        int_col(events, |_| Some(file_id)),
+        text_col(events, |_, _| Some(file)),
+        int_col(events, |e| Some(e.line)),
+        int_col(events, |e| Some(e.end_line)),
+        int_col(events, |e| Some(e.offset)),
     ];
-    let mut ts = TimestampMicrosecondBuilder::with_capacity(n);
+    let mut ts = TimestampMicrosecondBuilder::with_capacity(events.len());
     events.iter().for_each(|e| ts.append_option(e.ts));
     cols.push(Arc::new(ts.finish()));
-    cols.push(strs(&|_, e| e.ts_kind.map(|k| k.as_str().to_string())));
-    cols.push(strs(&|_, e| e.ts_text.clone()));
-    cols.push(strs(&|_, e| {
-        Some(format_of(cat, e.src).map_or("raw".to_string(), |f| cat.formats[f].name.clone()))
+    cols.push(text_col(events, |_, e| e.ts_kind.map(|k| k.as_str())));
+    cols.push(text_col(events, |_, e| e.ts_text.as_deref()));
+    cols.push(text_col(events, |_, e| {
+        Some(format_of(cat, e.src).map_or("raw", |f| cat.formats[f].name.as_str()))
     }));
-    cols.push(strs(&|_, e| match e.src {
+    cols.push(text_col(events, |_, e| match e.src {
         Src::Raw => None,
-        Src::Pattern(p) => Some(cat.patterns[p as usize].key.clone()),
-        Src::Block(b) => Some(cat.blocks[b as usize].key.clone()),
+        Src::Pattern(p) => Some(cat.patterns[p as usize].key.as_str()),
+        Src::Block(b) => Some(cat.blocks[b as usize].key.as_str()),
     }));
-    cols.push(strs(&|_, e| {
-        if e.envelopes.is_empty() {
-            None
-        } else {
-            Some(e.envelopes.iter().map(|&i| cat.envelopes[i as usize].name.as_str()).collect::<Vec<_>>().join(">"))
-        }
-    }));
+    cols.push(text_col(events, |i, _| envelopes[i].as_deref()));
     for c in 0..cat.identity.len() {
         if cat.int_identity[c] {
-            let mut b = Int64Builder::with_capacity(n);
-            events.iter().for_each(|e| b.append_option(e.ids[c].as_deref().and_then(|s| s.parse().ok())));
-            cols.push(Arc::new(b.finish()));
+            cols.push(int_col(events, |e| e.ids[c].as_deref().and_then(|s| s.parse().ok())));
         } else {
-            cols.push(strs(&|_, e| e.ids[c].clone()));
+            cols.push(text_col(events, |_, e| e.ids[c].as_deref()));
         }
     }
-    cols.push(strs(&|_, e| e.level.clone()));
-    cols.push(strs(&|i, _| Some(cat.severities[classes[i].severity as usize].clone())));
-    cols.push(strs(&|i, _| classes[i].kind.map(|k| cat.kinds[k].name.clone())));
-    cols.push(strs(&|i, _| Some(classes[i].role.clone())));
-    cols.push(strs(&|_, e| Some(e.message.clone())));
-    cols.push(strs(&|_, e| Some(e.raw.clone())));
+    cols.push(text_col(events, |_, e| e.level.as_deref()));
+    cols.push(text_col(events, |i, _| Some(cat.severities[classes[i].severity as usize].as_str())));
+    cols.push(text_col(events, |i, _| classes[i].kind.map(|k| cat.kinds[k].name.as_str())));
+    cols.push(text_col(events, |i, _| Some(classes[i].role.as_str())));
+    cols.push(text_col(events, |_, e| Some(e.message())));
+    cols.push(text_col(events, |_, e| Some(e.raw.as_str())));
     RecordBatch::try_new(event_schema(cat), cols).expect("events batch matches its schema")
 }
 

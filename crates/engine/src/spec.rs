@@ -67,6 +67,8 @@ pub struct BlockSpec {
     pub key: String,
     pub format: String,
     pub start: String,
+    /// one of these occurs in every line `start` matches; None: no such literal
+    pub start_literals: Option<Vec<String>>,
     pub cont: String,
     pub end: Option<String>,
     pub message: String, // first | last

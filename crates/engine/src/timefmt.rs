@@ -249,4 +249,34 @@ mod tests {
         let l = Layout::new(&spec("%b %d %H:%M:%S%.f", "naive", "infer"));
         assert_eq!(iso(l.parse("Mar  2 07:56:01", &Zoner::Utc).unwrap()), "2000-03-02T07:56:01.000000");
     }
+
+    #[test]
+    fn normalisations_before_parsing() {
+        let cases = [
+            // whitespace runs and tabs where the layout has one space
+            ("Mar \t 2  07:56:01", "%b %d %H:%M:%S", "infer", "2000-03-02T07:56:01.000000"),
+            // Python logging's comma before the fraction, an ISO T between date and time
+            ("2026-03-02T17:10:08,943", "%Y-%m-%d %H:%M:%S%.f", "given", "2026-03-02T17:10:08.943000"),
+            // a weekday with a T (Tue, Thu) is a word, not the date/time separator
+            ("Thu Mar  5 03:12:09 2026", "%a %b %d %H:%M:%S %Y", "given", "2026-03-05T03:12:09.000000"),
+            ("Tue Mar 03 03:12:09.5 2026", "%a %b %d %H:%M:%S%.f %Y", "given", "2026-03-03T03:12:09.500000"),
+            // nanoseconds are cut to microseconds
+            ("1108 10:52:31.512781555", "%m%d %H:%M:%S%.f", "infer", "2000-11-08T10:52:31.512781"),
+            ("101 13:40:12.26", "%m%d %H:%M:%S%.f", "infer", "2000-01-01T13:40:12.260000"),
+        ];
+        for (text, layout, year, want) in cases {
+            let l = Layout::new(&spec(layout, "naive", year));
+            assert_eq!(iso(l.parse(text, &Zoner::Utc).expect(text)), want, "{text}");
+        }
+        let l = Layout::new(&spec("%a, %d %b %Y %H:%M:%S %z", "offset", "given"));
+        assert_eq!(iso(l.parse("Thu, 05 Mar 2026 03:12:09 +0100", &Zoner::Utc).unwrap()), "2026-03-05T02:12:09.000000");
+        let l = Layout::new(&spec("%Y-%m-%d", "naive", "given"));
+        assert!(l.parse("not a time", &Zoner::Utc).is_none());
+    }
+
+    #[test]
+    fn unknown_zone_is_an_error() {
+        assert!(Zoner::new("Mars/Olympus").is_err());
+        assert!(matches!(Zoner::new("UTC"), Ok(Zoner::Utc)));
+    }
 }

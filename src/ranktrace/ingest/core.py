@@ -62,7 +62,8 @@ def spec(cat: Catalog) -> dict:
             "split": _split(p.regex),
         } for p in cat.patterns],
         "blocks": [{
-            "key": b.key, "format": b.format, "start": b.start, "cont": b.cont, "end": b.end,
+            "key": b.key, "format": b.format, "start": b.start, "start_literals": _literals(b.start, None),
+            "cont": b.cont, "end": b.end,
             "message": b.message, "max_lines": b.max_lines, "kind": b.kind, "program": b.program,
             "ts": _ts(b.ts), "ts_regex": b.ts_regex,
         } for b in cat.blocks],

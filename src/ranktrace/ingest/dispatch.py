@@ -1,4 +1,6 @@
-"""Cheap tests that decide which lines a pattern must really be tried on.
+"""What the engine is told about each regex of the catalog: cheap tests that
+decide which lines a pattern must really be tried on (ingest/core.py puts
+them in the engine's spec).
 
 first_chars: the characters a regex can start a match with.
 required_literal: a string every match must contain (memmem is far cheaper
@@ -6,9 +8,8 @@ than a regex, and a pattern whose literal is absent from a batch is never
 compiled at all).
 
 A line is only tried against the patterns that can start with its first
-character: one cheap pass buckets the lines, and each pattern then runs on
-its buckets only. For anchored patterns that cuts the regex work by the
-number of distinct first characters. Non-ASCII first characters share one
+character. For anchored patterns that cuts the regex work by the number of
+distinct first characters. Non-ASCII first characters share one
 bucket, NON_ASCII; a pattern that can start with anything (or with nothing)
 returns None: every bucket."""
 
@@ -17,8 +18,6 @@ from __future__ import annotations
 import re
 import string
 from functools import lru_cache
-
-import polars as pl
 
 try:  # Python 3.11+
     from re import _constants as C, _parser as P
@@ -90,12 +89,6 @@ def _first(seq) -> tuple[set[str], bool]:
         if not nullable:
             return out, False
     return out, True
-
-
-def first_char(col: str) -> pl.Expr:
-    """A value's first character, NON_ASCII for any non-ASCII one."""
-    fc = pl.col(col).str.slice(0, 1)
-    return pl.when(fc.str.len_bytes() > 1).then(pl.lit(NON_ASCII)).otherwise(fc)
 
 
 @lru_cache(maxsize=None)
@@ -218,68 +211,3 @@ def split_tail(regex: str) -> tuple[str, str | None] | None:
 def literal_set(regex: str, prefilter: str | None = None) -> tuple[str, ...] | None:
     """The literals one of which every line `regex` matches contains."""
     return (prefilter,) if prefilter else required_literals(regex)
-
-
-def literal_test(col: pl.Expr, regex: str, prefilter: str | None = None):
-    """A cheap expression true on every value `regex` can match (memmem or
-    Aho-Corasick for its required literals), or None when it has none."""
-    lits = literal_set(regex, prefilter)
-    if not lits:
-        return None
-    if len(lits) == 1:
-        return col.str.contains(lits[0], literal=True)
-    return col.str.contains_any(list(lits))
-
-
-def absent(df: pl.DataFrame, col: pl.Expr, regex: str) -> bool:
-    """True when no value of `col` can match `regex` (its literal is absent):
-    the regex need not run at all. Errors are rare, so most rules, facts and
-    blocks are skipped this way in most batches."""
-    test = literal_test(col, regex)
-    return test is not None and not df.select(test.any()).item()
-
-
-class Presence:
-    """Which required literals occur anywhere in a batch's text (its lines,
-    or its distinct messages).
-
-    Most literals are absent from most batches (error words in a batch of
-    NCCL INFO lines): one Aho-Corasick pass over the batch text rules them
-    all out, where a test per pattern, rule and block would scan the batch
-    once each. A regex none of whose literals is present cannot match any
-    line of the batch, nor any part of a line (envelope bodies, messages,
-    joined blocks are all made of the batch's text).
-
-    The automaton reports every occurrence, and a literal common in the
-    batch (a word of every line) would make that output as large as the
-    text: literals are first looked for in a sample of SAMPLE_LINES lines
-    spread over the batch, which is cheap, and only those not found there
-    go over the whole text. A literal found in the sample is in the text
-    (a sample line is a line of the text; a literal with a newline is never
-    ruled out anyway). A 16 MB NCCL batch: 0.28 s with all literals in one
-    pass, 0.08 s this way."""
-
-    SAMPLE_LINES = 2000
-
-    def __init__(self, text: pl.Series, tests: tuple[tuple[str, str | None], ...]):
-        self.wanted: set[str] = set()
-        for regex, prefilter in tests:
-            self.wanted.update(literal_set(regex, prefilter) or ())
-        self.present: set[str] = set()
-        # A text no longer than the sample is searched once, whole.
-        parts = ((text,) if len(text) <= self.SAMPLE_LINES
-                 else (text.gather_every(len(text) // self.SAMPLE_LINES), text))
-        for part in parts:
-            rest = sorted(self.wanted - self.present)
-            if rest:
-                blob = part.str.join("\n")
-                self.present.update(blob.str.extract_many(rest, overlapping=True).list.unique()[0].to_list())
-
-    def absent(self, regex: str, prefilter: str | None = None) -> bool:
-        """True when `regex` cannot match anything in the text. Only for the
-        regexes this was built for (others are never ruled out)."""
-        lits = literal_set(regex, prefilter)
-        # A literal across lines could span two lines of a block that are not
-        # neighbours in the batch (interleaved streams): never ruled out.
-        return (bool(lits) and self.wanted.issuperset(lits) and self.present.isdisjoint(lits)
-                and not any("\n" in lit for lit in lits))
