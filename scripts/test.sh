@@ -7,7 +7,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
+# Builds the Rust ingest engine too (crates/, through hatch_build.py).
 .venv/bin/pip install -q --disable-pip-version-check -e '.[test]'
+# The engine's own unit tests.
+CARGO=$(command -v cargo || echo "$HOME/.cargo/bin/cargo")
+"$CARGO" test -q --locked --manifest-path crates/Cargo.toml -p ranktrace-engine
 # Real Slurm 22.05 (Debian), munge, MariaDB, libfaketime, and torch==2.13.0
 # (the CPU build; never a bare `torch`) in its own venv for the harness.
 bash tools/capture/install.sh

@@ -2,9 +2,10 @@
 # Install what the ranktrace capture harness needs, idempotently:
 #   - Debian packages: Slurm 22.05 (slurmctld slurmd slurm-client slurmdbd),
 #     munge, mariadb-server (for slurmdbd/sacct), libfaketime (clock skew),
-#     util-linux (unshare, prlimit) and python3-venv
-#   - a Python venv with torch==2.13.0 (the CPU wheel that lies on this
-#     machine's disk; a bare "torch" would pull a multi-GB CUDA build) + numpy
+#     util-linux (unshare, prlimit), python3-venv, and lnav, tmux, time (the benchmarks run beside lnav)
+#   - a Python venv with torch==2.13.0 (from the package index: a CUDA build
+#     of several GB that runs on the CPU; pinned exactly, installed once per
+#     machine) + numpy
 #
 # Env: RANKTRACE_TORCH_VENV   venv to create/use (default /opt/ranktrace-torch)
 #      RANKTRACE_TORCH_PYTHON python used to create it (default: python3.11
@@ -18,7 +19,7 @@ step() { echo "[install $(date +%T) +$(( $(date +%s) - T0 ))s] $*"; }
 [ "$(id -u)" = 0 ] || { echo "install.sh: must run as root" >&2; exit 1; }
 
 # ------------------------------------------------------------------ Debian
-PKGS="slurmctld slurmd slurm-client slurmdbd munge mariadb-server libfaketime faketime util-linux python3-venv procps"
+PKGS="slurmctld slurmd slurm-client slurmdbd munge mariadb-server libfaketime faketime util-linux python3-venv procps lnav tmux time"
 if [ "${RANKTRACE_SKIP_APT:-0}" != 1 ]; then
   if dpkg -s $PKGS >/dev/null 2>&1; then
     step "Debian packages already installed"
@@ -44,7 +45,8 @@ fi
 if [ "${RANKTRACE_SKIP_TORCH:-0}" != 1 ]; then
   # metadata, not "import torch" (that takes seconds): installed versions
   have=$("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("torch"), m.version("numpy"))' 2>/dev/null || true)
-  if [ "${have%% *}" = "2.13.0+cpu" ] || [ "${have%% *}" = "2.13.0" ]; then
+  case "${have%% *}" in 2.13.0|2.13.0+*) torch_ok=1 ;; *) torch_ok=0 ;; esac
+  if [ "$torch_ok" = 1 ]; then
     step "torch venv $VENV already has torch/numpy $have"
   else
     PY=${RANKTRACE_TORCH_PYTHON:-}
@@ -55,11 +57,11 @@ if [ "${RANKTRACE_SKIP_TORCH:-0}" != 1 ]; then
         fi
       done
     fi
-    [ -n "$PY" ] || { echo "install.sh: no Python 3.11 with venv found (torch 2.13.0 CPU wheel on disk is cp311)" >&2; exit 1; }
+    [ -n "$PY" ] || { echo "install.sh: no Python 3.11 with venv found (the harness pins torch 2.13.0 for cp311)" >&2; exit 1; }
     step "creating venv $VENV with $PY ($("$PY" --version 2>&1))"
     "$PY" -m venv "$VENV"
     step "pip install torch==2.13.0 numpy"
-    # EXACT pin: 2.13.0 is the CPU build on this disk; anything looser pulls CUDA
+    # EXACT pin: the captures were validated with 2.13.0; never a bare "torch"
     "$VENV/bin/pip" install -q "torch==2.13.0" numpy
     step "torch $("$VENV/bin/python" -c 'import torch; print(torch.__version__)') in $VENV"
   fi
