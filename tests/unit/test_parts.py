@@ -18,62 +18,17 @@ from ranktrace.ingest.parts import MANIFEST, PartWriter
 from ranktrace.ingest.pipeline import ingest
 from ranktrace.merge import PartError, find_parts, merge
 from ranktrace import store
-from rt_testlib import REPO, write
+from rt_testlib import REPO, split_by_host, store_differences, write
 
 BUNDLE = REPO / "sample_logs" / "slurm_torchrun_sigkill_skew"   # 4 nodes n1..n4, a 37 s clock skew on n2
 ANSWERS = ["README.md", "truth.json", "expected_verdict.json"]
-EXCLUDE = [a for a in ANSWERS]
+EXCLUDE = ANSWERS
 # Columns that differ by design: when a file went in, and where it was read from (a copy per node).
 IGNORED = {"files": {"ingested_at", "source"}}
 
 
-def split_by_host(bundle: Path, db: str, out: Path, groups: list[list[str]]) -> list[Path]:
-    """Copy the bundle's files into one directory per group of hosts
-    (out/<i>/<bundle name>/...), each file to the group of the host its
-    path names (files.host of a direct ingest); files of no host (the
-    controller's, the job's output, the answers) to the first group.
-    Modification times are kept (year-less logs take theirs as a fallback)."""
-    con = duckdb.connect(db, read_only=True)
-    host_of = dict(con.execute("SELECT path, host FROM files").fetchall())
-    con.close()
-    group_of = {h: i for i, g in enumerate(groups) for h in g}
-    dirs = [out / str(i) / bundle.name for i in range(len(groups))]
-    for f in sorted(p for p in bundle.rglob("*") if p.is_file()):
-        rel = f.relative_to(bundle)
-        i = group_of.get(host_of.get(f"{bundle.name}/{rel}"), 0)
-        dest = dirs[i] / rel
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(f, dest)
-    return dirs
-
-
-def store_tables(con, schema: str) -> list[str]:
-    return sorted(r[0] for r in con.execute(
-        "SELECT table_name FROM information_schema.tables WHERE table_catalog = ? AND table_schema = 'main'",
-        [schema]).fetchall())
-
-
-def table_differences(a_db: str, b_db: str, ignored=IGNORED) -> dict[str, tuple[int, int, int, int]]:
-    """Per table: (rows in a, rows in b, a EXCEPT ALL b, b EXCEPT ALL a), only
-    for tables that differ; a table present in one store only counts too."""
-    con = duckdb.connect()
-    con.execute("SET TimeZone = 'UTC'")
-    con.execute(f"ATTACH '{a_db}' AS a (READ_ONLY)")
-    con.execute(f"ATTACH '{b_db}' AS b (READ_ONLY)")
-    ta, tb = store_tables(con, "a"), store_tables(con, "b")
-    out = {t: (-1, -1, -1, -1) for t in set(ta) ^ set(tb)}
-    for t in sorted(set(ta) & set(tb)):
-        cols = [r[0] for r in con.execute(
-            "SELECT column_name FROM information_schema.columns WHERE table_catalog = 'a' AND table_name = ? "
-            "ORDER BY ordinal_position", [t]).fetchall() if r[0] not in ignored.get(t, ())]
-        sel = ", ".join(f'"{c}"' for c in cols)
-        n = [con.execute(f'SELECT count(*) FROM {s}."{t}"').fetchone()[0] for s in ("a", "b")]
-        d = [con.execute(f'SELECT count(*) FROM (SELECT {sel} FROM {x}."{t}" EXCEPT ALL SELECT {sel} FROM {y}."{t}")'
-                         ).fetchone()[0] for x, y in (("a", "b"), ("b", "a"))]
-        if n[0] != n[1] or any(d):
-            out[t] = (*n, *d)
-    con.close()
-    return out
+def table_differences(a_db: str, b_db: str) -> dict:
+    return store_differences(a_db, b_db, IGNORED)
 
 
 def diagnosis(db: str) -> dict:
