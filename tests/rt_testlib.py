@@ -51,6 +51,7 @@ def store_differences(a_db: str, b_db: str, ignored: dict[str, set[str]]) -> dic
     import duckdb
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
+    con.execute("SET enable_progress_bar = false")
     con.execute(f"ATTACH '{a_db}' AS a (READ_ONLY)")
     con.execute(f"ATTACH '{b_db}' AS b (READ_ONLY)")
 

@@ -98,6 +98,8 @@ def cmd_ingest(args) -> int:
 
     if args.jobs is not None and args.jobs < 1:
         sys.exit("ranktrace ingest: --jobs must be at least 1")
+    if args.part and args.db != DEFAULT_DB:
+        sys.exit("ranktrace ingest: --part writes a part, not a store; give --db to `ranktrace merge` instead")
     summary = ingest(args.paths, args.db, cat, tz=tz, progress=progress, warn=warn, workers=args.jobs,
                      exclude=args.exclude, part=args.part)
     bar.done()

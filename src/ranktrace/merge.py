@@ -1,8 +1,8 @@
 """merge: parts (ingest/parts.py) into a store, without parsing again.
 
-Each part goes in with one transaction (a part is in the store completely or
-not at all), DuckDB reading its Parquet files straight into the tables: no
-row passes through Python. A file the store has already (same sha256 and
+All parts go in with one transaction (a killed merge leaves the store as it
+was) and one INSERT per table, DuckDB reading the parts' Parquet files
+straight into the tables: no row passes through Python. A file the store has already (same sha256 and
 the same path or source, as ingest decides) adds nothing, so merging twice,
 or merging parts that share a file (a job's output on a shared file system,
 ingested on every node), stores each file once: the first part in name
@@ -128,25 +128,19 @@ def merge(dirs: list[str], db: str, cat: Catalog) -> MergeSummary:
     try:
         con.execute(f"SET memory_limit = '{MERGE_DUCKDB_MEMORY}'")
         con.execute("SET preserve_insertion_order = false")
-        keys: set[tuple[str, str]] = set()
-        ids: set[int] = set()
-        for sha, path, source, fid in con.execute("SELECT sha256, path, source, file_id FROM files").fetchall():
-            keys |= {(sha, path), (sha, source)}
-            ids.add(fid)
-        for part in parts:
-            _merge_part(con, part, cat, keys, ids, out)
-        year = store.infer_years(con)
+        con.execute("SET enable_progress_bar = false")
+        _merge_parts(con, parts, cat, out)
+        out.reference_year = store.infer_years(con)
         store.refresh_summaries(con)
-        out.reference_year = year
     finally:
         con.close()
     out.seconds = time.perf_counter() - t0
     return out
 
 
-def _claim(rows: list[tuple], keys: set, ids: set) -> tuple[list[tuple[int, int]], int]:
-    """(old id, new id) of the files of a part the store does not have yet
-    (ingest's Claims, over files rows); and how many it had."""
+def _claim(part: int, rows: list[tuple], keys: set, ids: set) -> tuple[list[tuple[int, int, int]], int]:
+    """(part, old id, new id) of the files of a part the store does not have
+    yet (ingest's Claims, over files rows); and how many it had."""
     mapping, dups = [], 0
     for fid, sha, path, source in sorted(rows, key=lambda r: (r[2], r[1], r[0])):
         if {(sha, path), (sha, source)} & keys:
@@ -157,40 +151,56 @@ def _claim(rows: list[tuple], keys: set, ids: set) -> tuple[list[tuple[int, int]
             new = (new + 1) & 0x7FFFFFFF
         keys |= {(sha, path), (sha, source)}
         ids.add(new)
-        mapping.append((fid, new))
+        mapping.append((part, fid, new))
     return mapping, dups
 
 
-def _merge_part(con, part: Part, cat: Catalog, keys: set, ids: set, out: MergeSummary) -> None:
-    files = sql_str(part.table("files"))
-    rows = con.execute(f"SELECT file_id, sha256, path, source FROM read_parquet({files})").fetchall()
-    mapping, dups = _claim(rows, keys, ids)
-    out.duplicates += dups
+def _merge_parts(con, parts: list[Part], cat: Catalog, out: MergeSummary) -> None:
+    """Every part in one transaction and one INSERT per table: DuckDB writes
+    whole row groups (an INSERT per part would leave a part-full one each)."""
+    keys: set[tuple[str, str]] = set()
+    ids: set[int] = set()
+    for sha, path, source, fid in con.execute("SELECT sha256, path, source, file_id FROM files").fetchall():
+        keys |= {(sha, path), (sha, source)}
+        ids.add(fid)
+    mapping: list[tuple[int, int, int]] = []
+    for i, part in enumerate(parts):
+        rows = con.execute(f"SELECT file_id, sha256, path, source FROM read_parquet({sql_str(part.table('files'))})"
+                           ).fetchall()
+        m, dups = _claim(i, rows, keys, ids)
+        out.duplicates += dups
+        mapping += m
+        if m:
+            out.parts.append(part.name)
     if not mapping:
         return
+    used = sorted({i for i, _, _ in mapping})
     con.begin()
     try:
-        con.execute("CREATE OR REPLACE TEMP TABLE _part_ids (old BIGINT PRIMARY KEY, new BIGINT NOT NULL)")
-        con.executemany("INSERT INTO _part_ids VALUES (?, ?)", mapping)
-        con.execute(f"INSERT INTO files BY NAME SELECT f.* REPLACE (m.new AS file_id) "
-                    f"FROM read_parquet({files}) f JOIN _part_ids m ON f.file_id = m.old")
-        for table in ("events", *sorted(cat.fact_tables)):
+        con.execute("CREATE OR REPLACE TEMP TABLE _part_ids (part INTEGER, old BIGINT, new BIGINT, "
+                    "PRIMARY KEY (part, old))")
+        con.executemany("INSERT INTO _part_ids VALUES (?, ?, ?)", mapping)
+        for table in ("files", "events", *sorted(cat.fact_tables)):
+            # Which part a row comes from: its file's name, read_parquet(filename = true).
+            names = ", ".join(f"({i}, {sql_str(parts[i].table(table))})" for i in used)
+            files = ", ".join(sql_str(parts[i].table(table)) for i in used)
+            eid = "" if table == "files" else ", (m.new << 32) | (t.event_id & 4294967295) AS event_id"
             n = con.execute(
-                f'INSERT INTO "{table}" BY NAME SELECT t.* REPLACE (m.new AS file_id, '
-                f'(m.new << 32) | (t.event_id & 4294967295) AS event_id) '
-                f'FROM read_parquet({sql_str(part.table(table))}) t JOIN _part_ids m ON t.file_id = m.old'
-            ).fetchone()[0]
+                f'INSERT INTO "{table}" BY NAME SELECT t.* EXCLUDE (filename) REPLACE (m.new AS file_id{eid}) '
+                f"FROM read_parquet([{files}], filename = true) t "
+                f"JOIN (VALUES {names}) p(part, name) ON t.filename = p.name "
+                f"JOIN _part_ids m ON m.part = p.part AND m.old = t.file_id").fetchone()[0]
             if table == "events":
                 out.events += n
-        fallback = part.manifest.get("fallback_time")
-        if fallback:
-            con.execute("INSERT INTO meta VALUES ('fallback_time', ?) ON CONFLICT (key) DO UPDATE SET "
-                        "value = greatest(value, excluded.value)", [fallback])
+        for i in used:
+            fallback = parts[i].manifest.get("fallback_time")
+            if fallback:
+                con.execute("INSERT INTO meta VALUES ('fallback_time', ?) ON CONFLICT (key) DO UPDATE SET "
+                            "value = greatest(value, excluded.value)", [fallback])
         con.execute("DROP TABLE _part_ids")
     except BaseException:
         con.rollback()
         raise
     con.commit()
-    out.parts.append(part.name)
-    out.files += len(mapping)
-    out.renumbered += sum(1 for old, new in mapping if old != new)
+    out.files = len(mapping)
+    out.renumbered = sum(1 for _, old, new in mapping if old != new)
