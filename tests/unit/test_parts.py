@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from ranktrace.correlate import diagnose
+from ranktrace.ingest import timeparse
 from ranktrace.ingest.parts import MANIFEST, PartWriter
 from ranktrace.ingest.pipeline import ingest
 from ranktrace.merge import PartError, find_parts, merge
@@ -107,11 +108,15 @@ def test_parts_are_read_by_duckdb_directly(catalog, direct, parts):
     kinds = dict(con.execute(f"DESCRIBE SELECT ts, raw, rank FROM read_parquet('{out}/*/events.parquet')"
                              ).fetchall()[i][:2] for i in range(3))
     files = con.execute(f"SELECT count(*) FROM read_parquet('{out}/*/files.parquet')").fetchone()[0]
+    # The year of year-less times is chosen at merge, over all parts: still the placeholder here.
+    years = con.execute(f"SELECT DISTINCT year(ts) FROM read_parquet('{out}/*/events.parquet') "
+                        "WHERE ts_kind = 'year_inferred'").fetchall()
     d = duckdb.connect(direct, read_only=True)
     want = d.execute("SELECT (SELECT count(*) FROM events), (SELECT count(*) FROM files)").fetchone()
     d.close()
     assert events == (want[0], want[0]) and files == want[1]
     assert kinds == {"ts": "TIMESTAMP", "raw": "VARCHAR", "rank": "INTEGER"}
+    assert years == [(timeparse.PLACEHOLDER_YEAR,)]
     m = json.loads((Path(made[1]) / MANIFEST).read_text())
     assert m["counts"]["events"] == pq.ParquetFile(Path(made[1]) / "events.parquet").metadata.num_rows > 0
     assert m["schema_version"] == store.SCHEMA_VERSION and len(m["catalog"]) == 32
