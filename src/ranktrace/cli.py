@@ -100,6 +100,14 @@ def cmd_ingest(args) -> int:
         sys.exit("ranktrace ingest: --jobs must be at least 1")
     if args.part and args.db != DEFAULT_DB:
         sys.exit("ranktrace ingest: --part writes a part, not a store; give --db to `ranktrace merge` instead")
+    if args.part:
+        try:
+            os.makedirs(args.part, exist_ok=True)
+        except OSError as exc:
+            sys.exit(f"ranktrace ingest: --part {args.part}: cannot create it ({exc.strerror or exc}); "
+                     "give a directory this node can write (shared by the nodes, for merge)")
+        if not os.access(args.part, os.W_OK):
+            sys.exit(f"ranktrace ingest: --part {args.part}: not writable here; give a directory this node can write")
     summary = ingest(args.paths, args.db, cat, tz=tz, progress=progress, warn=warn, workers=args.jobs,
                      exclude=args.exclude, part=args.part)
     bar.done()

@@ -23,7 +23,8 @@ SLURM_ENV = {**os.environ, "SLURM_CONF": "/etc/ranktrace-capture/slurm.conf"}
 
 def run(cmd, timeout=120, **kw):
     r = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=timeout, **kw)
-    assert r.returncode == 0, f"{' '.join(map(str, cmd))} failed ({r.returncode}):\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
+    shown = " ".join(map(str, cmd))
+    assert r.returncode == 0, f"{shown} failed ({r.returncode}):\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
     return r.stdout
 
 

@@ -83,7 +83,9 @@ def test_merging_twice_adds_nothing(tmp_path, catalog, direct, parts):
     merge([str(out)], db, catalog)
     again = merge([str(out)], db, catalog)
     assert (again.files, again.events, again.parts) == (0, 0, [])
-    assert again.duplicates == duckdb.connect(direct, read_only=True).execute("SELECT count(*) FROM files").fetchone()[0]
+    con = duckdb.connect(direct, read_only=True)
+    assert again.duplicates == con.execute("SELECT count(*) FROM files").fetchone()[0]
+    con.close()
     assert table_differences(direct, db) == {}
 
 
@@ -180,7 +182,8 @@ def test_a_taken_file_id_is_renumbered_with_its_events(tmp_path, catalog):
     for t in ("files", "events"):
         f = pb / f"{t}.parquet"
         ev = f", ({taken}::BIGINT << 32) | (event_id & 4294967295) AS event_id" if t == "events" else ""
-        con.execute(f"COPY (SELECT * REPLACE ({taken} AS file_id{ev}) FROM read_parquet('{f}')) TO '{f}.new' (FORMAT parquet)")
+        con.execute(f"COPY (SELECT * REPLACE ({taken} AS file_id{ev}) FROM read_parquet('{f}')) "
+                    f"TO '{f}.new' (FORMAT parquet)")
         Path(f"{f}.new").replace(f)
     db = str(tmp_path / "m.duckdb")
     s = merge([str(out)], db, catalog)
@@ -215,3 +218,30 @@ def test_part_writer_writes_row_groups_as_it_goes_and_drops_a_failed_file(tmp_pa
     m = json.loads((part / MANIFEST).read_text())
     assert m["counts"]["events"] == 6 and m["counts"]["files"] == 1 and m["host"] == "nodeA"
     assert pq.ParquetFile(part / "files.parquet").metadata.num_rows == 1
+
+
+def test_an_aborted_part_leaves_nothing_for_merge(tmp_path, catalog):
+    con = store.open_store(":memory:", catalog)
+    w = PartWriter(tmp_path / "parts", catalog, con, host="nodeB", row_group=2)
+    w.add(1, pl.DataFrame({"event_id": [1 << 32 | 1] * 3, "file_id": [1] * 3, "file": ["f"] * 3, "line": [1] * 3,
+                           "end_line": [1] * 3, "ts_kind": ["none"] * 3, "format": ["raw"] * 3,
+                           "severity": ["info"] * 3, "role": ["info"] * 3, "raw": ["x"] * 3}), {})
+    assert w.counts["events"] == 2      # a row group was written out already
+    w.abort()
+    assert [p.name for p in (tmp_path / "parts").iterdir()] == [".incoming"]
+    assert list((tmp_path / "parts" / ".incoming").iterdir()) == []
+    with pytest.raises(PartError, match="no part in it"):
+        find_parts([str(tmp_path / "parts")])
+
+
+def test_ingest_part_cli_refuses_a_db_and_an_unwritable_dir(tmp_path):
+    log = write(tmp_path / "in" / "a.log", "2026-03-01T00:00:00Z hello\n")
+    cli = [sys.executable, "-m", "ranktrace.cli", "ingest", str(log)]
+    r = subprocess.run(cli + ["--part", str(tmp_path / "p"), "--db", str(tmp_path / "x.duckdb")],
+                       capture_output=True, text=True)
+    assert r.returncode != 0 and "give --db to `ranktrace merge`" in r.stderr
+    (tmp_path / "file").write_text("")
+    r = subprocess.run(cli + ["--part", str(tmp_path / "file" / "p")], capture_output=True, text=True)
+    assert r.returncode != 0 and "cannot create it" in r.stderr and not (tmp_path / "x.duckdb").exists()
+    r = subprocess.run(cli + ["--part", str(tmp_path / "p")], capture_output=True, text=True)
+    assert r.returncode == 0 and f"into {tmp_path / 'p'}/" in r.stdout

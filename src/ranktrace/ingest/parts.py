@@ -150,7 +150,7 @@ class PartWriter:
         try:
             for table in list(self.buffers):
                 self._flush(table, whole_groups=False)
-            for table, schema in self.schemas.items():
+            for table in self.schemas:
                 if table != "files" and table not in self.writers:
                     self._writer(table)  # every table has its file, empty or not
             for w in self.writers.values():
