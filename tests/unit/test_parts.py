@@ -245,3 +245,22 @@ def test_ingest_part_cli_refuses_a_db_and_an_unwritable_dir(tmp_path):
     assert r.returncode != 0 and "cannot create it" in r.stderr and not (tmp_path / "x.duckdb").exists()
     r = subprocess.run(cli + ["--part", str(tmp_path / "p")], capture_output=True, text=True)
     assert r.returncode == 0 and f"into {tmp_path / 'p'}/" in r.stdout
+
+
+def test_a_file_in_two_parts_is_stored_once(tmp_path, catalog, monkeypatch):
+    """A job's output on a shared file system, ingested on every node."""
+    shared = tmp_path / "shared"
+    write(shared / "slurm-7.out", "2026-03-01T00:00:00Z step 1\n2026-03-01T00:00:01Z step 2\n")
+    write(tmp_path / "n2" / "shared" / "own.log", "2026-03-01T00:00:02Z n2 only\n")
+    out = tmp_path / "parts"
+    monkeypatch.setenv("SLURMD_NODENAME", "n1")
+    p1 = ingest([str(shared)], "u", catalog, part=str(out)).part
+    monkeypatch.setenv("SLURMD_NODENAME", "n2")
+    p2 = ingest([str(shared), str(tmp_path / "n2" / "shared")], "u", catalog, part=str(out)).part
+    assert (Path(p1).name[:3], Path(p2).name[:3]) == ("n1-", "n2-")
+    db = str(tmp_path / "m.duckdb")
+    s = merge([str(out)], db, catalog)
+    con = duckdb.connect(db, read_only=True)
+    assert (s.files, s.duplicates, s.events) == (2, 1, 3)
+    assert con.execute("SELECT file, count(*) FROM events GROUP BY 1 ORDER BY 1").fetchall() == [
+        ("shared/own.log", 1), ("shared/slurm-7.out", 2)]
