@@ -17,3 +17,58 @@ def write(path: Path, text: str | bytes) -> Path:
     else:
         path.write_text(text)
     return path
+
+
+# ---------------------------------------------------------------- parts (ingest --part, merge)
+
+def split_by_host(bundle: Path, db: str, out: Path, groups: list[list[str]]) -> list[Path]:
+    """Copy the bundle's files into one directory per group of hosts
+    (out/<i>/<bundle name>/...), each file to the group of the host its
+    path names (files.host in the store `db`, a direct ingest of it); files
+    of no host (the controller's, the job's output, the answers) to the
+    first group. The display paths stay those of the bundle; modification
+    times are kept (year-less logs take theirs as a fallback)."""
+    import shutil
+
+    import duckdb
+    con = duckdb.connect(db, read_only=True)
+    host_of = dict(con.execute("SELECT path, host FROM files").fetchall())
+    con.close()
+    group_of = {h: i for i, g in enumerate(groups) for h in g}
+    dirs = [out / str(i) / bundle.name for i in range(len(groups))]
+    for f in sorted(p for p in bundle.rglob("*") if p.is_file()):
+        rel = f.relative_to(bundle)
+        dest = dirs[group_of.get(host_of.get(f"{bundle.name}/{rel}"), 0)] / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(f, dest)
+    return dirs
+
+
+def store_differences(a_db: str, b_db: str, ignored: dict[str, set[str]]) -> dict[str, tuple[int, int, int, int]]:
+    """The tables of two stores that differ: (rows in a, rows in b, a EXCEPT
+    ALL b, b EXCEPT ALL a), leaving out the `ignored` columns of a table; a
+    table in one store only is (-1, -1, -1, -1). Empty: the stores are equal."""
+    import duckdb
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    con.execute("SET enable_progress_bar = false")
+    con.execute(f"ATTACH '{a_db}' AS a (READ_ONLY)")
+    con.execute(f"ATTACH '{b_db}' AS b (READ_ONLY)")
+
+    def tables(s):
+        return {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables "
+                                          "WHERE table_catalog = ? AND table_schema = 'main'", [s]).fetchall()}
+    ta, tb = tables("a"), tables("b")
+    out = {t: (-1, -1, -1, -1) for t in ta ^ tb}
+    for t in sorted(ta & tb):
+        cols = [r[0] for r in con.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_catalog = 'a' AND table_name = ? "
+            "ORDER BY ordinal_position", [t]).fetchall() if r[0] not in ignored.get(t, ())]
+        sel = ", ".join(f'"{c}"' for c in cols)
+        n = [con.execute(f'SELECT count(*) FROM {s}."{t}"').fetchone()[0] for s in ("a", "b")]
+        d = [con.execute(f'SELECT count(*) FROM (SELECT {sel} FROM {x}."{t}" EXCEPT ALL SELECT {sel} FROM {y}."{t}")'
+                         ).fetchone()[0] for x, y in (("a", "b"), ("b", "a"))]
+        if n[0] != n[1] or any(d):
+            out[t] = (*n, *d)
+    con.close()
+    return out

@@ -98,8 +98,18 @@ def cmd_ingest(args) -> int:
 
     if args.jobs is not None and args.jobs < 1:
         sys.exit("ranktrace ingest: --jobs must be at least 1")
+    if args.part and args.db != DEFAULT_DB:
+        sys.exit("ranktrace ingest: --part writes a part, not a store; give --db to `ranktrace merge` instead")
+    if args.part:
+        try:
+            os.makedirs(args.part, exist_ok=True)
+        except OSError as exc:
+            sys.exit(f"ranktrace ingest: --part {args.part}: cannot create it ({exc.strerror or exc}); "
+                     "give a directory this node can write (shared by the nodes, for merge)")
+        if not os.access(args.part, os.W_OK):
+            sys.exit(f"ranktrace ingest: --part {args.part}: not writable here; give a directory this node can write")
     summary = ingest(args.paths, args.db, cat, tz=tz, progress=progress, warn=warn, workers=args.jobs,
-                     exclude=args.exclude)
+                     exclude=args.exclude, part=args.part)
     bar.done()
     files = summary.files
     ingested = [f for f in files if f.status in ("ingested", "empty")]
@@ -115,7 +125,7 @@ def cmd_ingest(args) -> int:
                 row[0] += 1
                 row[1] += n
         print(f"ingested {len(ingested)} file(s), {lines:,} lines, {total_bytes / 1e6:.1f} MB "
-              f"in {summary.seconds:.1f} s into {args.db}"
+              f"in {summary.seconds:.1f} s into {summary.part or args.db}"
               + (f"; {len(dups)} already in the store" if dups else "")
               + (f"; {len(failed)} failed" if failed else ""))
         if by_fmt:
@@ -255,6 +265,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("-j", "--jobs", type=int, default=None,
                     help="files parsed at once (default: the number of cores, at most 4)")
     sp.add_argument("-q", "--quiet", action="store_true", help="no progress, no summary")
+    sp.add_argument("--part", metavar="DIR", help="write a part (Parquet, one directory per part) into DIR "
+                    "instead of a store; `ranktrace merge DIR --db FILE` merges parts")
     sp.set_defaults(func=cmd_ingest)
 
     sp = sub.add_parser("sql", help="run a read-only SQL query on the store",
@@ -292,7 +304,7 @@ EXTRA_COMMANDS: dict = {}
 
 def _register_extras() -> None:
     import importlib
-    for name in ("diagnose", "report", "tui", "demo", "export"):
+    for name in ("diagnose", "report", "tui", "demo", "export", "merge"):
         try:
             mod = importlib.import_module(f".commands.{name}", __package__)
         except ModuleNotFoundError as exc:

@@ -25,6 +25,7 @@ from .. import store
 from ..formats import Catalog
 from . import core, read
 from .discover import FileRef, InputError, discover, open_text_stream
+from .parts import PartWriter
 from .writer import Writer
 
 
@@ -281,6 +282,7 @@ class IngestSummary:
     warnings: list[str]
     seconds: float
     reference_year: int | None
+    part: str | None = None           # the part written (ingest --part)
 
 
 _PARSER_DONE = object()  # a parser thread has no more files
@@ -288,8 +290,10 @@ _PARSER_DONE = object()  # a parser thread has no more files
 
 def ingest(paths: list[str], db: str, cat: Catalog, *, tz: str = "UTC", progress: Progress | None = None,
            warn: Callable[[str], None] | None = None, stdin=None, workers: int | None = None,
-           exclude: list[str] | None = None) -> IngestSummary:
-    """Files are parsed in `workers` threads (the engine and DuckDB release
+           exclude: list[str] | None = None, part: str | None = None) -> IngestSummary:
+    """`part`: write a part into that directory (parts.py) instead of the store `db`.
+
+    Files are parsed in `workers` threads (the engine and DuckDB release
     the GIL), each taking the next input as it finishes one; this thread
     writes every batch through one Writer, so inserts are large and commits
     few."""
@@ -302,7 +306,7 @@ def ingest(paths: list[str], db: str, cat: Catalog, *, tz: str = "UTC", progress
             warn(msg)
 
     t0 = time.perf_counter()
-    con = store.open_store(db, cat)
+    con = store.open_store(":memory:" if part else db, cat)  # a part claims its files in an empty store
     # DuckDB would keep every block it writes cached (up to 80% of RAM);
     # ingest reads little back, so its memory stays flat at any input size.
     con.execute(f"SET memory_limit = '{INGEST_DUCKDB_MEMORY}'")
@@ -353,7 +357,7 @@ def ingest(paths: list[str], db: str, cat: Catalog, *, tz: str = "UTC", progress
         finally:
             put(_PARSER_DONE)
 
-    writer = Writer(con)
+    writer = PartWriter(part, cat, con) if part else Writer(con)
     try:
         _remember_fallback_time(con, paths)
         with ThreadPoolExecutor(max_workers=workers) as pool:
@@ -379,14 +383,15 @@ def ingest(paths: list[str], db: str, cat: Catalog, *, tz: str = "UTC", progress
                 stop.set()
         writer.close()
         con.execute("RESET threads")
-        year = store.infer_years(con)
-        store.refresh_summaries(con)
+        year = None if part else store.infer_years(con)  # a part's years and summaries: at merge
+        if not part:
+            store.refresh_summaries(con)
     except BaseException:
         writer.abort()
         raise
     finally:
         con.close()
-    return IngestSummary(results, warnings, time.perf_counter() - t0, year)
+    return IngestSummary(results, warnings, time.perf_counter() - t0, year, part=getattr(writer, "path", None))
 
 
 def _remember_fallback_time(con, paths: list[str]) -> None:

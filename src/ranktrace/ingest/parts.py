@@ -1,0 +1,247 @@
+"""parts: the ingest of one node's logs as Parquet, merged into a store later.
+
+A part is a directory of Parquet files, one per table: `events.parquet`,
+`files.parquet` (the `files` rows) and `<fact table>.parquet`, with the
+store's column names and types (times UTC, TIMESTAMP without zone), plus
+`manifest.json` (versions, catalog fingerprint, host, row counts). DuckDB,
+Spark or Trino read parts directly: `read_parquet('parts/*/events.parquet')`.
+
+PartWriter has the Writer's interface (add, done, close, abort), so ingest()
+sends its batches here instead of into a store. Memory stays bounded: rows
+are written out in row groups as they come. A part is written under
+`DIR/.incoming/` and renamed into `DIR/<host>-<hash>` when complete, so a
+reader (or merge) never sees half a part and parts of many nodes never
+clash. The hash is of the part's content (the files' sha256 and paths, the
+catalog, the schema): the same logs give the same name, and ingesting them
+again replaces the part.
+
+Year-less times stay at the placeholder year in a part: the year is chosen
+at merge, over every part, as ingest does over a store.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import socket
+import tempfile
+from pathlib import Path
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .. import __version__, store
+from ..formats import Catalog, format_dirs
+
+PART_FORMAT = 1                   # the layout of a part directory; bump on any change
+MANIFEST = "manifest.json"
+INCOMING = ".incoming"            # parts being written (not matched by DIR/*/...)
+ROW_GROUP = 122_880               # rows per Parquet row group (DuckDB's row group)
+
+
+def catalog_fingerprint(cat: Catalog) -> str:
+    """sha256 of what parses: every format, envelope and kind file the
+    catalog was built from, and the path hints (by name and content). Two
+    ingests with the same fingerprint parse a line the same way."""
+    h = hashlib.sha256()
+    files = {p.path for p in cat.formats} | {e.path for e in cat.envelopes}
+    for d in format_dirs():
+        files |= set(d.glob("kinds*.toml")) | set(d.glob("path_hints.toml"))
+    for path in sorted(files, key=lambda p: (p.name, str(p))):
+        h.update(f"{path.name}\0".encode())
+        h.update(Path(path).read_bytes())
+        h.update(b"\0")
+    for k in sorted(cat.kinds):  # user kinds files from --formats directories
+        i = cat.kinds[k]
+        h.update(f"{i.name}\0{i.role}\0{i.severity}\0{i.failure}\0".encode())
+    return h.hexdigest()[:32]
+
+
+def part_host() -> str:
+    """The node a part is made on: Slurm's name for it inside a job step
+    (every slurmd of a test cluster may share one kernel host name), else
+    the host name."""
+    return os.environ.get("SLURMD_NODENAME") or socket.gethostname() or "host"
+
+
+def sql_str(path) -> str:
+    """A path as an SQL string literal."""
+    return "'" + str(path).replace("'", "''") + "'"
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "host"
+
+
+def table_schemas(con, cat: Catalog) -> dict[str, pa.Schema]:
+    """The Arrow schema of every table a part holds, from a store's DDL."""
+    tables = ["files", "events", *sorted(cat.fact_tables)]
+    return {t: con.sql(f'FROM "{t}" LIMIT 0').to_arrow_table().schema for t in tables}
+
+
+def conform(df: pl.DataFrame, schema: pa.Schema, table: str) -> pa.Table:
+    """`df` with exactly the table's columns and types (missing ones null).
+    A column the table does not have is a bug upstream, as in INSERT BY NAME."""
+    extra = sorted(set(df.columns) - set(schema.names))
+    if extra:
+        raise ValueError(f"{table}: columns {extra} are not in the table")
+    t = df.to_arrow()
+    cols = [t[f.name].cast(f.type) if f.name in t.column_names else pa.nulls(len(t), f.type) for f in schema]
+    return pa.Table.from_arrays(cols, schema=schema)
+
+
+class PartWriter:
+    """Writes one part under `parts_dir`; `con` is the (in-memory) store the
+    ingest claims its files in: its DDL gives the column types and its meta
+    the fallback time for year-less logs."""
+
+    def __init__(self, parts_dir: str | os.PathLike, cat: Catalog, con, *, host: str | None = None,
+                 row_group: int = ROW_GROUP):
+        self.parts_dir = Path(parts_dir)
+        self.cat, self.con, self.row_group = cat, con, row_group
+        self.host = host or part_host()
+        self.schemas = table_schemas(con, cat)
+        incoming = self.parts_dir / INCOMING
+        try:
+            incoming.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise OSError(f"{self.parts_dir}: cannot create the parts directory: {exc.strerror or exc}") from exc
+        self.tmp = Path(tempfile.mkdtemp(prefix=f"{_safe(self.host)}-", dir=incoming))
+        self.path: str | None = None          # the finished part, after close()
+        self.writers: dict[str, pq.ParquetWriter] = {}
+        self.buffers: dict[str, list[pl.DataFrame]] = {}
+        self.buffered: dict[str, int] = {}
+        self.counts: dict[str, int] = {}      # rows written out per table
+        self.flushed: dict[str, set[int]] = {}  # table -> files with rows written out
+        self.dirty: dict[str, set[int]] = {}    # table -> failed files whose rows are written out
+        self.file_rows: list[list] = []
+
+    def add(self, file_id: int, events: pl.DataFrame, facts: dict[str, pl.DataFrame]) -> None:
+        for table, df in [("events", events), *facts.items()]:
+            if not len(df):
+                continue
+            if table not in self.schemas:
+                raise ValueError(f"{table}: not a table of this catalog")
+            self.buffers.setdefault(table, []).append(df)
+            self.buffered[table] = self.buffered.get(table, 0) + len(df)
+            if self.buffered[table] >= self.row_group:
+                self._flush(table, whole_groups=True)
+
+    def done(self, file_id: int, row: list | None) -> None:
+        """The file is finished: `row` is its `files` row; None takes its rows out."""
+        if row is not None:
+            self.file_rows.append(row)
+            return
+        keep = pl.col("file_id") != file_id
+        for table, parts in self.buffers.items():
+            self.buffers[table] = [k for p in parts if len(k := p.filter(keep))]
+            self.buffered[table] = sum(len(p) for p in self.buffers[table])
+        for table, fids in self.flushed.items():
+            if file_id in fids:
+                self.dirty.setdefault(table, set()).add(file_id)
+
+    def close(self) -> None:
+        """Write what is left, the files rows and the manifest; then move the
+        part into place (replacing a part of the same content)."""
+        try:
+            for table in list(self.buffers):
+                self._flush(table, whole_groups=False)
+            for table in self.schemas:
+                if table != "files" and table not in self.writers:
+                    self._writer(table)  # every table has its file, empty or not
+            for w in self.writers.values():
+                w.close()
+            for table, fids in sorted(self.dirty.items()):
+                self._drop_files(table, fids)
+            files = pa.Table.from_pylist(
+                [dict(zip(self.schemas["files"].names, r)) for r in sorted(self.file_rows, key=lambda r: r[0])],
+                schema=self.schemas["files"])
+            pq.write_table(files, self.tmp / "files.parquet", compression="zstd")
+            self.counts["files"] = len(files)
+            manifest = self._manifest(files)
+            (self.tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+            final = self.parts_dir / manifest["name"]
+            old = None
+            if final.exists():
+                old = self.parts_dir / INCOMING / f"{manifest['name']}.old-{os.getpid()}"
+                final.rename(old)
+            self.tmp.rename(final)
+            if old is not None:
+                shutil.rmtree(old, ignore_errors=True)
+            self.path = str(final)
+        except BaseException:
+            self.abort()
+            raise
+
+    def abort(self) -> None:
+        for w in self.writers.values():
+            try:
+                w.close()
+            except Exception:
+                pass
+        self.writers.clear()
+        self.buffers.clear()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def _manifest(self, files: pa.Table) -> dict:
+        fingerprint = catalog_fingerprint(self.cat)
+        h = hashlib.sha256(f"{PART_FORMAT}\0{store.SCHEMA_VERSION}\0{fingerprint}\0{self.host}\0".encode())
+        for sha, path in sorted(zip(files["sha256"].to_pylist(), files["path"].to_pylist())):
+            h.update(f"{sha}\0{path}\n".encode())
+        fallback = self.con.execute("SELECT value FROM meta WHERE key = 'fallback_time'").fetchone()
+        return {
+            "name": f"{_safe(self.host)}-{h.hexdigest()[:16]}",
+            "ranktrace_part": PART_FORMAT,
+            "ranktrace_version": __version__,
+            "schema_version": store.SCHEMA_VERSION,
+            "catalog": fingerprint,
+            "host": self.host,
+            "fallback_time": fallback[0] if fallback else None,
+            "counts": dict(sorted(self.counts.items())),
+            "tables": {t: f"{t}.parquet" for t in self.schemas},
+        }
+
+    def _writer(self, table: str) -> pq.ParquetWriter:
+        if table not in self.writers:
+            self.writers[table] = pq.ParquetWriter(self.tmp / f"{table}.parquet", self.schemas[table],
+                                                   compression="zstd")
+            self.counts.setdefault(table, 0)
+        return self.writers[table]
+
+    def _flush(self, table: str, whole_groups: bool) -> None:
+        """Write the buffered rows of `table`: whole row groups (the rest
+        stays buffered), or all of them."""
+        parts = self.buffers.get(table) or []
+        if not parts:
+            return
+        df = pl.concat(parts, how="diagonal_relaxed", rechunk=False)
+        n = len(df) - len(df) % self.row_group if whole_groups else len(df)
+        if n:
+            head = df.head(n)
+            self._writer(table).write_table(conform(head, self.schemas[table], table), row_group_size=self.row_group)
+            self.counts[table] += n
+            self.flushed.setdefault(table, set()).update(head["file_id"].unique().to_list())
+        rest = df.tail(len(df) - n) if n < len(df) else None
+        self.buffers[table] = [rest] if rest is not None else []
+        self.buffered[table] = 0 if rest is None else len(rest)
+
+    def _drop_files(self, table: str, fids: set[int]) -> None:
+        """Take the rows of files that failed after some of their rows were
+        written out (rare: a file that breaks half-way), by rewriting that
+        table's file through DuckDB (streaming, bounded memory)."""
+        import duckdb
+        src, tmp = self.tmp / f"{table}.parquet", self.tmp / f"{table}.parquet.tmp"
+        con = duckdb.connect()
+        try:
+            con.execute("SET TimeZone = 'UTC'")
+            ids = ",".join(str(int(f)) for f in sorted(fids))
+            con.execute(f"COPY (SELECT * FROM read_parquet({sql_str(src)}) WHERE file_id NOT IN ({ids})) "
+                        f"TO {sql_str(tmp)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE {self.row_group})")
+            self.counts[table] = con.execute(f"SELECT count(*) FROM read_parquet({sql_str(tmp)})").fetchone()[0]
+        finally:
+            con.close()
+        tmp.replace(src)

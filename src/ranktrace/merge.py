@@ -1,0 +1,206 @@
+"""merge: parts (ingest/parts.py) into a store, without parsing again.
+
+All parts go in with one transaction (a killed merge leaves the store as it
+was) and one INSERT per table, DuckDB reading the parts' Parquet files
+straight into the tables: no row passes through Python. A file the store has already (same sha256 and
+the same path or source, as ingest decides) adds nothing, so merging twice,
+or merging parts that share a file (a job's output on a shared file system,
+ingested on every node), stores each file once: the first part in name
+order keeps it. A file id taken already moves to the next free one, as
+ingest does, and its events' ids with it. The merge ends as ingest does:
+year-less times get their year, the summaries are rebuilt.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from . import __version__, store
+from .formats import Catalog
+from .ingest.parts import INCOMING, MANIFEST, PART_FORMAT, catalog_fingerprint, sql_str
+
+MERGE_DUCKDB_MEMORY = "512MB"
+
+
+class PartError(Exception):
+    """A part that cannot be merged: what, where, and what to do."""
+
+
+@dataclass
+class Part:
+    path: Path
+    manifest: dict
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    def table(self, table: str) -> Path:
+        return self.path / self.manifest["tables"][table]
+
+
+@dataclass
+class MergeSummary:
+    parts: list[str] = field(default_factory=list)     # merged, in order
+    files: int = 0                                     # files added
+    duplicates: int = 0                                # files the store (or an earlier part) had
+    events: int = 0                                    # events added
+    renumbered: int = 0                                # files whose id was taken
+    seconds: float = 0.0
+    reference_year: int | None = None
+
+
+def find_parts(dirs: list[str]) -> list[Part]:
+    """The parts in `dirs` (each a part, or a directory of parts), in name
+    order. Parts still being written (under .incoming/) are not parts yet."""
+    found: dict[Path, Part] = {}
+    for d in dirs:
+        p = Path(d)
+        if not p.is_dir():
+            raise PartError(f"{d}: no such directory (give the directory `ranktrace ingest --part` wrote into)")
+        cands = [p] if (p / MANIFEST).is_file() else sorted(
+            c for c in p.iterdir() if c.is_dir() and c.name != INCOMING and (c / MANIFEST).is_file())
+        if not cands:
+            raise PartError(f"{d}: no part in it (a part is a directory with a {MANIFEST}, "
+                            "written by `ranktrace ingest PATH... --part DIR`)")
+        for c in cands:
+            found.setdefault(c.resolve(), Part(c, _manifest(c)))
+    return sorted(found.values(), key=lambda part: (part.name, str(part.path)))
+
+
+def _manifest(path: Path) -> dict:
+    try:
+        m = json.loads((path / MANIFEST).read_text())
+    except (OSError, ValueError) as exc:
+        raise PartError(f"{path / MANIFEST}: cannot read the part's manifest: {exc}") from exc
+    if not isinstance(m, dict) or "ranktrace_part" not in m:
+        raise PartError(f"{path / MANIFEST}: not a ranktrace part manifest")
+    return m
+
+
+def check_part(part: Part, cat: Catalog, fingerprint: str | None = None) -> None:
+    """Refuse a part this version cannot merge as it is (PartError)."""
+    m = part.manifest
+    made = f"made by ranktrace {m.get('ranktrace_version')} on {m.get('host')}"
+    redo = "ingest that node's logs again with this version (ranktrace ingest PATH... --part DIR)"
+    if m.get("ranktrace_part") != PART_FORMAT:
+        raise PartError(f"{part.path}: part format {m.get('ranktrace_part')} ({made}); this ranktrace "
+                        f"{__version__} reads part format {PART_FORMAT}: {redo}")
+    if m.get("ranktrace_version") != __version__:
+        raise PartError(f"{part.path}: {made}, this is ranktrace {__version__}: merge it with ranktrace "
+                        f"{m.get('ranktrace_version')}, or {redo}")
+    if m.get("schema_version") != store.SCHEMA_VERSION:
+        raise PartError(f"{part.path}: store schema version {m.get('schema_version')} ({made}); this "
+                        f"ranktrace writes schema version {store.SCHEMA_VERSION}: {redo}")
+    fingerprint = fingerprint or catalog_fingerprint(cat)
+    if m.get("catalog") != fingerprint:
+        raise PartError(f"{part.path}: parsed with another catalog of formats ({m.get('catalog')}, {made}) "
+                        f"than this merge's ({fingerprint}): merge with the same --formats directories and "
+                        f"parsers/ as the ingest, or {redo}")
+    tables = m.get("tables") or {}
+    missing = [t for t in ("files", "events", *cat.fact_tables) if t not in tables]
+    if missing:
+        raise PartError(f"{part.path}: the manifest lists no file for {missing}: the part is damaged; {redo}")
+    for t, n in sorted((m.get("counts") or {}).items()):
+        f = part.table(t)
+        try:
+            have = pq.ParquetFile(f).metadata.num_rows
+        except (OSError, ValueError) as exc:
+            raise PartError(f"{f}: cannot read: {exc}; the part is damaged: {redo}") from exc
+        if have != n:
+            raise PartError(f"{f}: {have} rows, the manifest says {n}: the part is damaged or incomplete; {redo}")
+
+
+def merge(dirs: list[str], db: str, cat: Catalog) -> MergeSummary:
+    """Merge every part found in `dirs` into the store `db` (created if new)."""
+    t0 = time.perf_counter()
+    parts = find_parts(dirs)
+    fingerprint = catalog_fingerprint(cat)
+    for part in parts:  # all of them first: a refused part leaves the store untouched
+        check_part(part, cat, fingerprint)
+    out = MergeSummary()
+    con = store.open_store(db, cat)
+    try:
+        con.execute(f"SET memory_limit = '{MERGE_DUCKDB_MEMORY}'")
+        con.execute("SET preserve_insertion_order = false")
+        con.execute("SET enable_progress_bar = false")
+        _merge_parts(con, parts, cat, out)
+        out.reference_year = store.infer_years(con)
+        store.refresh_summaries(con)
+    finally:
+        con.close()
+    out.seconds = time.perf_counter() - t0
+    return out
+
+
+def _claim(part: int, rows: list[tuple], keys: set, ids: set) -> tuple[list[tuple[int, int, int]], int]:
+    """(part, old id, new id) of the files of a part the store does not have
+    yet (ingest's Claims, over files rows); and how many it had."""
+    mapping, dups = [], 0
+    for fid, sha, path, source in sorted(rows, key=lambda r: (r[2], r[1], r[0])):
+        if {(sha, path), (sha, source)} & keys:
+            dups += 1
+            continue
+        new = fid
+        while new in ids:
+            new = (new + 1) & 0x7FFFFFFF
+        keys |= {(sha, path), (sha, source)}
+        ids.add(new)
+        mapping.append((part, fid, new))
+    return mapping, dups
+
+
+def _merge_parts(con, parts: list[Part], cat: Catalog, out: MergeSummary) -> None:
+    """Every part in one transaction and one INSERT per table: DuckDB writes
+    whole row groups (an INSERT per part would leave a part-full one each)."""
+    keys: set[tuple[str, str]] = set()
+    ids: set[int] = set()
+    for sha, path, source, fid in con.execute("SELECT sha256, path, source, file_id FROM files").fetchall():
+        keys |= {(sha, path), (sha, source)}
+        ids.add(fid)
+    mapping: list[tuple[int, int, int]] = []
+    for i, part in enumerate(parts):
+        rows = con.execute(f"SELECT file_id, sha256, path, source FROM read_parquet({sql_str(part.table('files'))})"
+                           ).fetchall()
+        m, dups = _claim(i, rows, keys, ids)
+        out.duplicates += dups
+        mapping += m
+        if m:
+            out.parts.append(part.name)
+    if not mapping:
+        return
+    used = sorted({i for i, _, _ in mapping})
+    con.begin()
+    try:
+        con.execute("CREATE OR REPLACE TEMP TABLE _part_ids (part INTEGER, old BIGINT, new BIGINT, "
+                    "PRIMARY KEY (part, old))")
+        con.executemany("INSERT INTO _part_ids VALUES (?, ?, ?)", mapping)
+        for table in ("files", "events", *sorted(cat.fact_tables)):
+            # Which part a row comes from: its file's name, read_parquet(filename = true).
+            names = ", ".join(f"({i}, {sql_str(parts[i].table(table))})" for i in used)
+            files = ", ".join(sql_str(parts[i].table(table)) for i in used)
+            eid = "" if table == "files" else ", (m.new << 32) | (t.event_id & 4294967295) AS event_id"
+            n = con.execute(
+                f'INSERT INTO "{table}" BY NAME SELECT t.* EXCLUDE (filename) REPLACE (m.new AS file_id{eid}) '
+                f"FROM read_parquet([{files}], filename = true) t "
+                f"JOIN (VALUES {names}) p(part, name) ON t.filename = p.name "
+                f"JOIN _part_ids m ON m.part = p.part AND m.old = t.file_id").fetchone()[0]
+            if table == "events":
+                out.events += n
+        for i in used:
+            fallback = parts[i].manifest.get("fallback_time")
+            if fallback:
+                con.execute("INSERT INTO meta VALUES ('fallback_time', ?) ON CONFLICT (key) DO UPDATE SET "
+                            "value = greatest(value, excluded.value)", [fallback])
+        con.execute("DROP TABLE _part_ids")
+    except BaseException:
+        con.rollback()
+        raise
+    con.commit()
+    out.files = len(mapping)
+    out.renumbered = sum(1 for _, old, new in mapping if old != new)
