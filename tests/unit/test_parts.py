@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from ranktrace.correlate import diagnose
-from ranktrace.ingest import timeparse
+from ranktrace.store import PLACEHOLDER_YEAR
 from ranktrace.ingest.parts import MANIFEST, PartWriter
 from ranktrace.ingest.pipeline import ingest
 from ranktrace.merge import PartError, find_parts, merge
@@ -118,7 +118,7 @@ def test_parts_are_read_by_duckdb_directly(catalog, direct, parts):
     d.close()
     assert events == (want[0], want[0]) and files == want[1]
     assert kinds == {"ts": "TIMESTAMP", "raw": "VARCHAR", "rank": "INTEGER"}
-    assert years == [(timeparse.PLACEHOLDER_YEAR,)]
+    assert years == [(PLACEHOLDER_YEAR,)]
     m = json.loads((Path(made[1]) / MANIFEST).read_text())
     assert m["counts"]["events"] == pq.ParquetFile(Path(made[1]) / "events.parquet").metadata.num_rows > 0
     assert m["schema_version"] == store.SCHEMA_VERSION and len(m["catalog"]) == 32
