@@ -1,0 +1,231 @@
+"""How the benchmarks measure: one child process (or one terminal) at a time.
+
+- `run`: a command in a subprocess, with its wall time, CPU time and peak RSS
+  (the kernel's ru_maxrss from wait4: the largest process of its tree) and the
+  peak of the sum of RSS over its whole tree (psutil, sampled every 20 ms).
+- `lnav_index`: lnav indexing files headless (`lnav -n`), and how many lines it
+  read (its lnav_file table), installed from Debian when missing.
+- `first_screen`: a command started in a real terminal (tmux) and the time
+  until its screen shows what a predicate asks for.
+- `readme_queries`: the SQL the README shows users, taken from the README.
+
+Nothing here reads the machine's time zone; times are perf_counter deltas.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+SAMPLE_S = 0.02
+
+
+@dataclass
+class Run:
+    cmd: list[str]
+    wall_s: float
+    cpu_s: float
+    peak_rss_mib: float        # ru_maxrss of the child (its largest process)
+    peak_tree_rss_mib: float   # the sampled peak of the sum over the child's tree
+    returncode: int
+    stdout: str
+    stderr: str
+
+    def check(self) -> "Run":
+        if self.returncode != 0:
+            sys.exit(f"benchmark: `{' '.join(self.cmd)}` failed with status {self.returncode}:\n"
+                     f"{self.stderr[-3000:]}")
+        return self
+
+
+def _tree_rss(proc: psutil.Process) -> int:
+    total = 0
+    try:
+        procs = [proc, *proc.children(recursive=True)]
+    except psutil.Error:
+        return 0
+    for p in procs:
+        try:
+            total += p.memory_info().rss
+        except psutil.Error:
+            pass
+    return total
+
+
+def run(cmd: list[str], *, cwd: Path | None = None, env: dict | None = None) -> Run:
+    """Run cmd to its end; stdout/stderr go through files (no pipe to block on)."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        t0 = time.perf_counter()
+        p = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err, text=True)
+        proc = psutil.Process(p.pid)
+        peak_tree = 0
+        while True:
+            pid, status, ru = os.wait4(p.pid, os.WNOHANG)
+            if pid:
+                break
+            peak_tree = max(peak_tree, _tree_rss(proc))
+            time.sleep(SAMPLE_S)
+        wall = time.perf_counter() - t0
+        p.returncode = os.waitstatus_to_exitcode(status)   # reaped here, not by Popen
+        out.seek(0)
+        err.seek(0)
+        maxrss_mib = ru.ru_maxrss / 1024                     # KiB on Linux
+        return Run(cmd, wall, ru.ru_utime + ru.ru_stime, maxrss_mib, max(peak_tree / 2**20, maxrss_mib),
+                   p.returncode, out.read(), err.read())
+
+
+# --------------------------------------------------------------------------- lnav
+
+LNAV_LINES = re.compile(r"lnav-files=(\d+) lnav-lines=(\d+)")
+
+
+def ensure_tool(exe: str, package: str) -> str:
+    """The path of exe; installed with apt-get (Debian's package) when missing."""
+    found = shutil.which(exe)
+    if found:
+        return found
+    if shutil.which("apt-get") is None or os.geteuid() != 0:
+        sys.exit(f"benchmark: `{exe}` is not installed and cannot be installed here (needs apt-get as root); "
+                 f"install it with `sudo apt-get install -y {package}` and run again")
+    print(f"benchmark: `{exe}` missing; installing Debian's {package} (apt-get install -y {package})",
+          file=sys.stderr, flush=True)
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    p = subprocess.run(["apt-get", "-o", "DPkg::Lock::Timeout=300", "install", "-y", "-q", package],
+                       env=env, capture_output=True, text=True)
+    if p.returncode != 0 or not shutil.which(exe):
+        p2 = subprocess.run(["apt-get", "-o", "DPkg::Lock::Timeout=300", "update", "-q"], env=env,
+                            capture_output=True, text=True)
+        p = subprocess.run(["apt-get", "-o", "DPkg::Lock::Timeout=300", "install", "-y", "-q", package],
+                           env=env, capture_output=True, text=True)
+        if p.returncode != 0 or not shutil.which(exe):
+            sys.exit(f"benchmark: `apt-get install -y {package}` failed (status {p.returncode}); "
+                     f"{exe} is needed as the peer measured in the same run:\n"
+                     f"{(p2.stderr + p.stderr)[-2000:]}")
+    return shutil.which(exe)
+
+
+def lnav_version(lnav: str) -> str:
+    return subprocess.run([lnav, "-V"], capture_output=True, text=True).stdout.strip()
+
+
+def lnav_index(lnav: str, files: list[Path], home: Path) -> tuple[Run, int, int]:
+    """lnav opens the files headless (-n), indexes every line of them (and
+    parses those of the formats it knows), answers one query on its lnav_file
+    table and exits. Returns the run, the files and the lines lnav counted.
+    HOME points at an empty directory: no user config, no saved session."""
+    home.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"))
+    q = ";SELECT 'lnav-files=' || count(*) || ' lnav-lines=' || sum(lines) AS n FROM lnav_file"
+    r = run([lnav, "-n", "-c", q, *map(str, files)], env=env, cwd=home).check()
+    m = LNAV_LINES.search(r.stdout)
+    if not m:
+        sys.exit(f"benchmark: lnav printed no line count (expected 'lnav-lines=N'):\n{r.stdout[-1000:]}"
+                 f"\n{r.stderr[-1000:]}")
+    return r, int(m.group(1)), int(m.group(2))
+
+
+# --------------------------------------------------------------------------- a real terminal
+
+def first_screen(cmd: list[str], ready, *, cwd: Path, size: tuple[int, int] = (160, 45),
+                 timeout: float = 120.0, poll_s: float = 0.01) -> tuple[float, str]:
+    """Seconds from starting cmd in a tmux terminal of `size` until
+    ready(screen_text) is true, and that screen. The tmux server and a shell
+    waiting to exec cmd are set up first, so only cmd itself is timed; the
+    screen is read every poll_s (the result is late by at most that much plus
+    one capture, ~3 ms)."""
+    tmux = ensure_tool("tmux", "tmux")
+    sock = f"rt-bench-{os.getpid()}-{time.monotonic_ns()}"
+    base = [tmux, "-L", sock, "-f", "/dev/null"]
+    w, h = size
+    subprocess.run([*base, "new-session", "-d", "-x", str(w), "-y", str(h), "-s", "b", "-c", str(cwd),
+                    "sh", "-c", 'read _ && exec "$@"', "sh", *cmd], check=True)
+    try:
+        subprocess.run([*base, "set-option", "-t", "b", "remain-on-exit", "on"], check=True,
+                       capture_output=True)
+        t0 = time.perf_counter()
+        subprocess.run([*base, "send-keys", "-t", "b", "Enter"], check=True)
+        screen = ""
+        while time.perf_counter() - t0 < timeout:
+            cap = subprocess.run([*base, "capture-pane", "-p", "-t", "b"], capture_output=True, text=True)
+            screen = cap.stdout
+            if ready(screen):
+                return time.perf_counter() - t0, screen
+            dead = subprocess.run([*base, "display-message", "-p", "-t", "b", "#{pane_dead}"],
+                                  capture_output=True, text=True).stdout.strip()
+            if dead == "1":
+                sys.exit(f"benchmark: `{' '.join(cmd)}` exited before its first screen:\n{screen[-2000:]}")
+            time.sleep(poll_s)
+        sys.exit(f"benchmark: `{' '.join(cmd)}` showed no first screen in {timeout:.0f} s; last screen:\n"
+                 f"{screen[-3000:]}")
+    finally:
+        subprocess.run([*base, "send-keys", "-t", "b", "q"], capture_output=True)
+        time.sleep(0.2)
+        subprocess.run([*base, "kill-server"], capture_output=True)
+
+
+# The TUI's first screen: the timeline has drawn a lane (a label, then the
+# lane's `│`/`┃` edge) and the event list a row (a time with milliseconds at
+# the start of a line). The verdict header may still be loading: the TUI
+# draws it later, on purpose (see ranktrace/tui/app.py).
+_LANE_ROW = re.compile(r"^[▾▸▶ ] \S[^\n]*?[│┃]", re.M)
+_LIST_ROW = re.compile(r"^ \d\d:\d\d:\d\d\.\d{3}  ", re.M)
+
+
+def tui_ready(screen: str) -> bool:
+    return bool(_LANE_ROW.search(screen) and _LIST_ROW.search(screen))
+
+
+# --------------------------------------------------------------------------- the README's SQL
+
+_FENCED_SQL = re.compile(r"^```sql\n(.*?)^```", re.M | re.S)
+_CLI_SQL = re.compile(r"ranktrace sql \"([^\"]+)\"")
+_EXPORT = re.compile(r"ranktrace export parquet --db \S+ (\S+)")
+
+
+def readme_queries(readme: Path) -> tuple[list[tuple[str, str]], str | None]:
+    """(name, sql) of every query the README shows users: its ```sql blocks
+    and the `ranktrace sql "..."` examples; and the directory the README's
+    `ranktrace export parquet` writes (queries read it)."""
+    text = readme.read_text()
+    found: list[tuple[int, str]] = []
+    for m in _CLI_SQL.finditer(text):
+        found.append((m.start(), m.group(1).strip()))
+    for m in _FENCED_SQL.finditer(text):
+        found.append((m.start(1), m.group(1).strip().rstrip(";")))
+    out = [(f"README:{text.count(chr(10), 0, pos) + 1} {' '.join(sql.split())[:32]}", sql)
+           for pos, sql in sorted(found)]
+    ex = _EXPORT.search(text)
+    return out, (ex.group(1) if ex else None)
+
+
+_TIME_QUERIES = r"""
+import json, sys, time
+import duckdb
+db, queries = sys.argv[1], json.loads(sys.argv[2])
+res = []
+for q in queries:
+    t0 = time.perf_counter()
+    con = duckdb.connect(db, read_only=True)
+    rows = con.execute(q).fetchall()
+    con.close()
+    res.append({"s": time.perf_counter() - t0, "rows": len(rows), "first": [str(v) for v in rows[0]] if rows else []})
+print(json.dumps(res))
+"""
+
+
+def time_queries(db: Path, queries: list[str], cwd: Path) -> list[dict]:
+    """Each query on a fresh read-only DuckDB connection to db (as `duckdb
+    inc.duckdb` would: nothing else set), in one child process, timed from
+    connect to the last row fetched."""
+    r = run([sys.executable, "-c", _TIME_QUERIES, str(db), json.dumps(queries)], cwd=cwd).check()
+    return json.loads(r.stdout)
