@@ -202,10 +202,14 @@ def readme_queries(readme: Path) -> tuple[list[tuple[str, str]], str | None]:
         found.append((m.start(), m.group(1).strip()))
     for m in _FENCED_SQL.finditer(text):
         found.append((m.start(1), m.group(1).strip().rstrip(";")))
-    out = [(f"README:{text.count(chr(10), 0, pos) + 1} {' '.join(sql.split())[:32]}", sql)
-           for pos, sql in sorted(found)]
+    out = [(f"README:{text.count(chr(10), 0, pos) + 1} `{_short(sql)}`", sql) for pos, sql in sorted(found)]
     ex = _EXPORT.search(text)
     return out, (ex.group(1) if ex else None)
+
+
+def _short(sql: str, n: int = 28) -> str:
+    one = " ".join(sql.split())
+    return one if len(one) <= n else one[:n].rstrip() + "…"
 
 
 _TIME_QUERIES = r"""

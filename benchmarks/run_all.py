@@ -126,17 +126,18 @@ def markdown(rep: dict) -> str:
              _f(i["lines"] / wc["lines"]), "= wc -l"),
             (f"{s}: peak RSS MiB", _f(i["peak_rss_mib"]), "lnav", _f(ln["peak_rss_mib"]),
              _f(r["ratios"]["ingest_rss_vs_lnav"]), TARGETS["peak_rss"]),
-            (f"{s}: wall s (CPU s)", f"{_f(i['s'])} ({_f(i['cpu_s'])})", "lnav",
-             f"{_f(ln['s'])} ({_f(ln['cpu_s'])})", _f(i["s"] / ln["s"]), ""),
+            (f"{s}: wall s", _f(i["s"]), "lnav", _f(ln["s"]), _f(i["s"] / ln["s"]), ""),
+            (f"{s}: CPU s (less noisy)", _f(i["cpu_s"]), "lnav", _f(ln["cpu_s"]), _f(i["cpu_s"] / ln["cpu_s"]), ""),
             (f"{s}: store MB", _f(i["store_bytes"] / 1e6), "input MB", _f(r["corpus"]["mb"]),
              _f(r["ratios"]["store_vs_input"]), ""),
         ]
     rd = rep["readers"]
     st = f"{rd['store_mb']:g} MB store"
     scan = rd["scan"]["s"]
+    if rd["store_mb"] not in [r["size_mb"] for r in rep["ingest"]]:   # else its ingest row says it
+        rows.append((f"{st}: store MB", _f(rd["store"]["bytes"] / 1e6), "input MB",
+                     _f(rd["store"]["input_bytes"] / 1e6), _f(rd["store"]["vs_input"]), ""))
     rows += [
-        (f"{st}: store MB", _f(rd["store"]["bytes"] / 1e6), "input MB",
-         _f(rd["store"]["input_bytes"] / 1e6), _f(rd["store"]["vs_input"]), ""),
         (f"{st}: diagnose s", _f(rd["diagnose"]["s"]), "store scan s", _f(scan), _f(rd["diagnose"]["vs_scan"]),
          TARGETS["diagnose"]),
         (f"{st}: TUI first screen s", _f(rd["tui"]["first_screen_s"]), "TUI on a tiny store s",

@@ -96,7 +96,7 @@ def test_markdown_table_has_a_row_per_metric(quick):
     assert rows[0].startswith("| metric |")
     body = rows[1:]
     n_queries = len(rep["readers"]["queries"])
-    assert len(body) == 7 + 3 + 2 * n_queries + 1
+    assert len(body) == 8 + 2 + 2 * n_queries + 1     # the store's row is its ingest's (--quick: one corpus)
     for row in body:
         cells = [c.strip() for c in row.strip("|").split("|")]
         assert len(cells) == 6, row
@@ -128,7 +128,7 @@ def test_readme_queries_follow_the_readme(tmp_path):
                       "    ranktrace export parquet --db inc.duckdb out/\n")
     qs, export = measure.readme_queries(readme)
     assert [q for _, q in qs] == ["SELECT 1 AS a", "SELECT 2\nFROM t"]
-    assert [n.split()[0] for n, _ in qs] == ["README:3", "README:6"]
+    assert [n for n, _ in qs] == ["README:3 `SELECT 1 AS a`", "README:6 `SELECT 2 FROM t`"]
     assert export == "out/"
 
 
