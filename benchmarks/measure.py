@@ -1,8 +1,8 @@
 """How the benchmarks measure: one child process (or one terminal) at a time.
 
-- `run`: a command in a subprocess, with its wall time, CPU time and peak RSS
-  (the kernel's ru_maxrss from wait4: the largest process of its tree) and the
-  peak of the sum of RSS over its whole tree (psutil, sampled every 20 ms).
+- `run`: a command in a subprocess, with its wall time, CPU time, peak RSS
+  (the kernel's ru_maxrss through GNU time: the largest process of its tree)
+  and the peak of the sum of RSS over its whole tree (psutil, every 20 ms).
 - `lnav_index`: lnav indexing files headless (`lnav -n`), and how many lines it
   read (its lnav_file table), installed from Debian when missing.
 - `first_screen`: a command started in a real terminal (tmux) and the time
@@ -63,10 +63,19 @@ def _tree_rss(proc: psutil.Process) -> int:
 
 
 def run(cmd: list[str], *, cwd: Path | None = None, env: dict | None = None) -> Run:
-    """Run cmd to its end; stdout/stderr go through files (no pipe to block on)."""
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+    """Run cmd to its end; stdout/stderr go through files (no pipe to block on).
+
+    The peak RSS is GNU time's (%M: the child's ru_maxrss). It is not taken
+    from this process's own wait4: the kernel keeps the high-water mark of a
+    process across exec, so a child forked from this Python (~40 MB with
+    DuckDB loaded) would report at least that much, `wc -l` included; GNU
+    time forks the command from its own 1 MB."""
+    gnu_time = ensure_tool("time", "time")
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err, \
+            tempfile.NamedTemporaryFile("r", suffix=".rss") as rss:
         t0 = time.perf_counter()
-        p = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err, text=True)
+        p = subprocess.Popen([gnu_time, "-o", rss.name, "-f", "%M", *cmd], cwd=cwd, env=env,
+                             stdin=subprocess.DEVNULL, stdout=out, stderr=err, text=True)
         proc = psutil.Process(p.pid)
         peak_tree = 0
         while True:
@@ -79,7 +88,11 @@ def run(cmd: list[str], *, cwd: Path | None = None, env: dict | None = None) -> 
         p.returncode = os.waitstatus_to_exitcode(status)   # reaped here, not by Popen
         out.seek(0)
         err.seek(0)
-        maxrss_mib = ru.ru_maxrss / 1024                     # KiB on Linux
+        # "Command exited with non-zero status N" may come first; %M is the last line.
+        last = (rss.read().strip().splitlines() or [""])[-1]
+        if not last.isdigit():
+            sys.exit(f"benchmark: GNU time gave no peak RSS for `{' '.join(cmd)}` (got {last!r})")
+        maxrss_mib = int(last) / 1024                        # KiB
         return Run(cmd, wall, ru.ru_utime + ru.ru_stime, maxrss_mib, max(peak_tree / 2**20, maxrss_mib),
                    p.returncode, out.read(), err.read())
 

@@ -110,7 +110,7 @@ def test_markdown_table_has_a_row_per_metric(quick):
 
 # --------------------------------------------------------------------------- the measuring helpers
 
-def test_run_reports_the_peak_rss_of_the_child_and_its_tree():
+def test_run_reports_the_peak_rss_of_the_child_and_its_tree(tmp_path):
     code = ("import subprocess, sys, time\n"
             "b = bytearray(120 * 2**20)\n"
             "c = subprocess.Popen([sys.executable, '-c', 'import time; b = bytearray(120 * 2**20); time.sleep(0.5)'])\n"
@@ -119,6 +119,11 @@ def test_run_reports_the_peak_rss_of_the_child_and_its_tree():
     assert 120 <= r.peak_rss_mib < 200            # the largest process alone
     assert r.peak_tree_rss_mib >= 240             # both at once, sampled
     assert r.wall_s >= 0.4 and r.cpu_s > 0
+    # A small program is small: the benchmark's own RSS (Python, DuckDB) is not counted in.
+    (tmp_path / "f").write_text("a\nb\n")
+    assert measure.run(["wc", "-l", str(tmp_path / "f")]).check().peak_rss_mib < 10
+    failed = measure.run([sys.executable, "-c", "import sys; sys.exit(3)"])
+    assert failed.returncode == 3 and failed.peak_rss_mib > 0
 
 
 def test_readme_queries_follow_the_readme(tmp_path):
