@@ -51,7 +51,7 @@ def dir_bytes(d: Path) -> int:
 
 def _rate(size: int, lines: int, r: measure.Run) -> dict:
     return {"s": r.wall_s, "cpu_s": r.cpu_s, "mb_s": size / 1e6 / r.wall_s, "lines_s": lines / r.wall_s,
-            "peak_rss_mib": r.peak_rss_mib, "peak_tree_rss_mib": r.peak_tree_rss_mib}
+            "peak_rss_mib": r.peak_rss_mib, "peak_tree_rss_mib": r.peak_tree_rss_mib, "load_1m": r.load_1m}
 
 
 def bench_ingest(corpus: Path, store_dir: Path, lnav: str) -> dict:
@@ -112,7 +112,7 @@ def main() -> None:
     ap.add_argument("--corpus", type=Path)
     ap.add_argument("--keep", action="store_true", help="keep the generated corpus and store")
     args = ap.parse_args()
-    lnav = measure.ensure_tool("lnav", "lnav")
+    lnav = measure.ensure_tool("lnav", "lnav", "the peer of ingest, measured in the same run")
     work = Path(tempfile.mkdtemp(prefix="ranktrace-bench-"))
     try:
         corpus = args.corpus

@@ -73,7 +73,7 @@ def bench_readers(db: Path, work: Path, *, input_bytes: int | None = None, readm
         "store": {"path": str(db), "bytes": store_bytes, "input_bytes": input_bytes,
                   "vs_input": store_bytes / input_bytes if input_bytes else None},
         "scan": {"sql": SCAN_SQL, "s": scan["s"], "events": int(scan["first"][0])},
-        "diagnose": {"s": diag.wall_s, "cpu_s": diag.cpu_s, "peak_rss_mib": diag.peak_rss_mib,
+        "diagnose": {"s": diag.wall_s, "cpu_s": diag.cpu_s, "peak_rss_mib": diag.peak_rss_mib, "load_1m": diag.load_1m,
                      "verdict": verdict.strip(), "vs_scan": diag.wall_s / scan["s"]},
         "tui": {"first_screen_s": tui_s, "tiny_store_first_screen_s": tiny_s, "vs_tiny_store": tui_s / tiny_s,
                 "screen": tui_screen},

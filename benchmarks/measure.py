@@ -40,6 +40,7 @@ class Run:
     returncode: int
     stdout: str
     stderr: str
+    load_1m: float = 0.0       # the machine's load average as it ended: how noisy it was
 
     def check(self) -> "Run":
         if self.returncode != 0:
@@ -70,7 +71,7 @@ def run(cmd: list[str], *, cwd: Path | None = None, env: dict | None = None) -> 
     process across exec, so a child forked from this Python (~40 MB with
     DuckDB loaded) would report at least that much, `wc -l` included; GNU
     time forks the command from its own 1 MB."""
-    gnu_time = ensure_tool("time", "time")
+    gnu_time = ensure_tool("time", "time", "GNU time: the peak RSS of a command")
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err, \
             tempfile.NamedTemporaryFile("r", suffix=".rss") as rss:
         t0 = time.perf_counter()
@@ -94,7 +95,7 @@ def run(cmd: list[str], *, cwd: Path | None = None, env: dict | None = None) -> 
             sys.exit(f"benchmark: GNU time gave no peak RSS for `{' '.join(cmd)}` (got {last!r})")
         maxrss_mib = int(last) / 1024                        # KiB
         return Run(cmd, wall, ru.ru_utime + ru.ru_stime, maxrss_mib, max(peak_tree / 2**20, maxrss_mib),
-                   p.returncode, out.read(), err.read())
+                   p.returncode, out.read(), err.read(), os.getloadavg()[0])
 
 
 # --------------------------------------------------------------------------- lnav
@@ -102,29 +103,28 @@ def run(cmd: list[str], *, cwd: Path | None = None, env: dict | None = None) -> 
 LNAV_LINES = re.compile(r"lnav-files=(\d+) lnav-lines=(\d+)")
 
 
-def ensure_tool(exe: str, package: str) -> str:
+def ensure_tool(exe: str, package: str, why: str) -> str:
     """The path of exe; installed with apt-get (Debian's package) when missing."""
     found = shutil.which(exe)
     if found:
         return found
     if shutil.which("apt-get") is None or os.geteuid() != 0:
-        sys.exit(f"benchmark: `{exe}` is not installed and cannot be installed here (needs apt-get as root); "
-                 f"install it with `sudo apt-get install -y {package}` and run again")
+        sys.exit(f"benchmark: `{exe}` ({why}) is not installed and cannot be installed here (needs apt-get "
+                 f"as root); install Debian's {package} (`sudo apt-get install -y {package}`) and run again")
     print(f"benchmark: `{exe}` missing; installing Debian's {package} (apt-get install -y {package})",
           file=sys.stderr, flush=True)
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    p = subprocess.run(["apt-get", "-o", "DPkg::Lock::Timeout=300", "install", "-y", "-q", package],
-                       env=env, capture_output=True, text=True)
-    if p.returncode != 0 or not shutil.which(exe):
-        p2 = subprocess.run(["apt-get", "-o", "DPkg::Lock::Timeout=300", "update", "-q"], env=env,
-                            capture_output=True, text=True)
-        p = subprocess.run(["apt-get", "-o", "DPkg::Lock::Timeout=300", "install", "-y", "-q", package],
-                           env=env, capture_output=True, text=True)
-        if p.returncode != 0 or not shutil.which(exe):
-            sys.exit(f"benchmark: `apt-get install -y {package}` failed (status {p.returncode}); "
-                     f"{exe} is needed as the peer measured in the same run:\n"
-                     f"{(p2.stderr + p.stderr)[-2000:]}")
-    return shutil.which(exe)
+    apt = ["apt-get", "-o", "DPkg::Lock::Timeout=300"]
+    errors = ""
+    for step in ([], ["update", "-q"]):   # a stale package list: update once, then try again
+        if step:
+            errors += subprocess.run([*apt, *step], env=env, capture_output=True, text=True).stderr
+        p = subprocess.run([*apt, "install", "-y", "-q", package], env=env, capture_output=True, text=True)
+        errors += p.stderr
+        if p.returncode == 0 and shutil.which(exe):
+            return shutil.which(exe)
+    sys.exit(f"benchmark: `apt-get install -y {package}` failed (status {p.returncode}); `{exe}` is needed "
+             f"({why}); install it by hand and run again:\n{errors[-2000:]}")
 
 
 def lnav_version(lnav: str) -> str:
@@ -156,7 +156,7 @@ def first_screen(cmd: list[str], ready, *, cwd: Path, size: tuple[int, int] = (1
     waiting to exec cmd are set up first, so only cmd itself is timed; the
     screen is read every poll_s (the result is late by at most that much plus
     one capture, ~3 ms)."""
-    tmux = ensure_tool("tmux", "tmux")
+    tmux = ensure_tool("tmux", "tmux", "the terminal the TUI is timed in")
     sock = f"rt-bench-{os.getpid()}-{time.monotonic_ns()}"
     base = [tmux, "-L", sock, "-f", "/dev/null"]
     w, h = size

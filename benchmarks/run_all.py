@@ -67,8 +67,8 @@ def _meta(lnav: str) -> dict:
 
 
 def run(sizes: list[float], store_mb: float, work: Path, keep: bool, seed: int) -> dict:
-    lnav = measure.ensure_tool("lnav", "lnav")
-    measure.ensure_tool("tmux", "tmux")
+    lnav = measure.ensure_tool("lnav", "lnav", "the peer of ingest, measured in the same run")
+    measure.ensure_tool("tmux", "tmux", "the terminal the TUI is timed in")
     report = {"meta": _meta(lnav), "ingest": [], "readers": None}
     t_start = time.perf_counter()
     plan = list(dict.fromkeys([*sizes, store_mb]))   # the readers' store is one of the ingests

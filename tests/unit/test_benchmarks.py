@@ -144,3 +144,11 @@ def test_tui_ready_needs_a_lane_and_a_list_row():
     assert not measure.tui_ready(f"header\n{lane}\n")           # the list not drawn yet
     assert not measure.tui_ready(f"header\n{row}\n")            # the timeline not drawn yet
     assert not measure.tui_ready("  loading /tmp/x.duckdb ...\n 2026-11-29 UTC   16:57:05\n")
+
+
+def test_a_missing_tool_that_cannot_be_installed_is_named(monkeypatch):
+    monkeypatch.setattr(measure.os, "geteuid", lambda: 1000)
+    with pytest.raises(SystemExit) as e:
+        measure.ensure_tool("no-such-tool-rt", "no-such-package-rt", "a test")
+    msg = str(e.value)
+    assert "`no-such-tool-rt` (a test) is not installed" in msg and "apt-get install -y no-such-package-rt" in msg
