@@ -167,15 +167,15 @@ def first_screen(cmd: list[str], ready, *, cwd: Path, size: tuple[int, int] = (1
                        capture_output=True)
         t0 = time.perf_counter()
         subprocess.run([*base, "send-keys", "-t", "b", "Enter"], check=True)
-        screen = ""
+        screen, n = "", 0
         while time.perf_counter() - t0 < timeout:
             cap = subprocess.run([*base, "capture-pane", "-p", "-t", "b"], capture_output=True, text=True)
             screen = cap.stdout
             if ready(screen):
                 return time.perf_counter() - t0, screen
-            dead = subprocess.run([*base, "display-message", "-p", "-t", "b", "#{pane_dead}"],
-                                  capture_output=True, text=True).stdout.strip()
-            if dead == "1":
+            n += 1
+            if n % 32 == 0 and subprocess.run([*base, "display-message", "-p", "-t", "b", "#{pane_dead}"],
+                                              capture_output=True, text=True).stdout.strip() == "1":
                 sys.exit(f"benchmark: `{' '.join(cmd)}` exited before its first screen:\n{screen[-2000:]}")
             time.sleep(poll_s)
         sys.exit(f"benchmark: `{' '.join(cmd)}` showed no first screen in {timeout:.0f} s; last screen:\n"

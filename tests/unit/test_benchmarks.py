@@ -152,3 +152,13 @@ def test_a_missing_tool_that_cannot_be_installed_is_named(monkeypatch):
         measure.ensure_tool("no-such-tool-rt", "no-such-package-rt", "a test")
     msg = str(e.value)
     assert "`no-such-tool-rt` (a test) is not installed" in msg and "apt-get install -y no-such-package-rt" in msg
+
+
+def test_first_screen_times_the_command_in_a_terminal(tmp_path):
+    s, screen = measure.first_screen(["sh", "-c", "sleep 0.3; echo READY; sleep 10"], lambda t: "READY" in t,
+                                     cwd=tmp_path, size=(80, 24))
+    assert 0.3 <= s < 5 and "READY" in screen
+    assert len(screen.splitlines()) <= 24
+    with pytest.raises(SystemExit) as e:
+        measure.first_screen(["sh", "-c", "echo bye"], lambda t: False, cwd=tmp_path, timeout=20)
+    assert "exited before its first screen" in str(e.value) and "bye" in str(e.value)
