@@ -157,8 +157,8 @@ def first_screen(cmd: list[str], ready, *, cwd: Path, size: tuple[int, int] = (1
     screen is read every poll_s (the result is late by at most that much plus
     one capture, ~3 ms)."""
     tmux = ensure_tool("tmux", "tmux", "the terminal the TUI is timed in")
-    sock = f"rt-bench-{os.getpid()}-{time.monotonic_ns()}"
-    base = [tmux, "-L", sock, "-f", "/dev/null"]
+    sock_dir = tempfile.mkdtemp(prefix="rt-bench-tmux-")   # its own server, removed after
+    base = [tmux, "-S", os.path.join(sock_dir, "s"), "-f", "/dev/null"]
     w, h = size
     subprocess.run([*base, "new-session", "-d", "-x", str(w), "-y", str(h), "-s", "b", "-c", str(cwd),
                     "sh", "-c", 'read _ && exec "$@"', "sh", *cmd], check=True)
@@ -184,6 +184,7 @@ def first_screen(cmd: list[str], ready, *, cwd: Path, size: tuple[int, int] = (1
         subprocess.run([*base, "send-keys", "-t", "b", "q"], capture_output=True)
         time.sleep(0.2)
         subprocess.run([*base, "kill-server"], capture_output=True)
+        shutil.rmtree(sock_dir, ignore_errors=True)
 
 
 # The TUI's first screen: the timeline has drawn a lane (a label, then the
