@@ -1,23 +1,29 @@
-"""Ingest throughput and peak memory, beside `wc -l` on the same files.
+"""Ingest throughput and peak memory, beside `wc -l` and lnav on the same files.
 
     python benchmarks/bench_ingest.py [--mb 1000] [--corpus DIR] [--keep]
 
 Generates the corpus (benchmarks/gen_corpus.py) unless --corpus is given,
-runs `wc -l` and `ranktrace ingest` on it in this run, and prints MB/s,
-lines/s and peak RSS of the ingest process (its whole process tree).
+then in this one run: `wc -l` on its files (twice: the first run only puts
+them in the page cache, for all three), lnav indexing them headless (after a
+first start on one line, which writes lnav's config files), and
+`ranktrace ingest` as users run it (the CLI, in a subprocess). Prints MB/s,
+lines/s and peak RSS of each, and ingest's as ratios to lnav's and wc's.
+benchmarks/run_all.py runs this at several sizes with the readers' benchmark.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import resource
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+import duckdb
+
+import measure
 
 HERE = Path(__file__).resolve().parent
 
@@ -26,16 +32,78 @@ def corpus_files(d: Path) -> list[Path]:
     return sorted(p for p in d.rglob("*") if p.is_file())
 
 
-def timed(cmd: list[str]) -> tuple[float, int, str]:
-    """Wall seconds, peak RSS (KiB) of the child tree, stdout."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    t0 = time.perf_counter()
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    dt = time.perf_counter() - t0
-    if p.returncode != 0:
-        sys.exit(f"{cmd[0]} failed ({p.returncode}):\n{p.stderr[-2000:]}")
-    rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return dt, max(rss, before), p.stdout
+def generate(out: Path, mb: float, seed: int = 7) -> None:
+    subprocess.run([sys.executable, str(HERE / "gen_corpus.py"), str(out), "--mb", str(mb), "--seed", str(seed)],
+                   check=True, stdout=subprocess.DEVNULL)
+
+
+def ranktrace_exe() -> str:
+    """The console script next to this interpreter (the venv's), else PATH's."""
+    here = Path(sys.executable).parent / "ranktrace"
+    return str(here) if here.exists() else (shutil.which("ranktrace") or sys.exit(
+        "benchmark: no `ranktrace` console script next to this Python or on PATH; "
+        "install the project (pip install -e .) into this interpreter's environment"))
+
+
+def dir_bytes(d: Path) -> int:
+    return sum(p.stat().st_size for p in d.rglob("*") if p.is_file())
+
+
+def _rate(size: int, lines: int, r: measure.Run) -> dict:
+    return {"s": r.wall_s, "cpu_s": r.cpu_s, "mb_s": size / 1e6 / r.wall_s, "lines_s": lines / r.wall_s,
+            "peak_rss_mib": r.peak_rss_mib, "peak_tree_rss_mib": r.peak_tree_rss_mib, "load_1m": r.load_1m}
+
+
+def bench_ingest(corpus: Path, store_dir: Path, lnav: str) -> dict:
+    """wc -l, lnav and `ranktrace ingest` on the files of corpus, in this order;
+    the store goes in store_dir/inc.duckdb (store_dir holds nothing else, so
+    its size is the store's, whatever files the store keeps beside it)."""
+    files = corpus_files(corpus)
+    size = sum(p.stat().st_size for p in files)
+    wc_cmd = ["wc", "-l", *map(str, files)]
+    measure.run(wc_cmd).check()                       # page cache, for all three
+    wc = measure.run(wc_cmd).check()
+    lines = int(wc.stdout.strip().splitlines()[-1].split()[0])
+    home = store_dir.parent / f"lnav-home-{store_dir.name}"
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "warm-up.log").write_text("warm-up\n")
+    measure.lnav_index(lnav, [home / "warm-up.log"], home)   # lnav's first start writes its config files
+    ln, ln_files, ln_lines = measure.lnav_index(lnav, files, home)
+    store_dir.mkdir(parents=True, exist_ok=True)
+    db = store_dir / "inc.duckdb"
+    ing = measure.run([ranktrace_exe(), "ingest", str(corpus), "--db", str(db), "-q"]).check()
+    con = duckdb.connect(str(db), read_only=True)
+    rt_files, rt_lines, events = con.execute(
+        "SELECT count(*), sum(lines_read), (SELECT count(*) FROM events) FROM files").fetchone()
+    con.close()
+    store = dir_bytes(store_dir)
+    res = {
+        "corpus": {"files": len(files), "bytes": size, "mb": size / 1e6, "lines": lines},
+        "wc": {**_rate(size, lines, wc), "lines": lines},
+        "lnav": {**_rate(size, lines, ln), "files": ln_files, "lines": ln_lines},
+        "ingest": {**_rate(size, lines, ing), "files": rt_files, "lines": int(rt_lines or 0), "events": events,
+                   "store_bytes": store},
+    }
+    i, n, w = res["ingest"], res["lnav"], res["wc"]
+    res["ratios"] = {
+        "ingest_mb_s_vs_lnav": i["mb_s"] / n["mb_s"],
+        "ingest_mb_s_vs_wc": i["mb_s"] / w["mb_s"],
+        "ingest_rss_vs_lnav": i["peak_rss_mib"] / n["peak_rss_mib"],
+        "store_vs_input": store / size,
+    }
+    return res
+
+
+def print_one(res: dict) -> None:
+    c = res["corpus"]
+    print(f"corpus      {c['files']} files, {c['mb']:,.0f} MB, {c['lines']:,} lines")
+    for name in ("wc", "lnav", "ingest"):
+        r = res[name]
+        print(f"{name:10s}  {r['s']:7.2f} s  {r['mb_s']:8.1f} MB/s  {r['lines_s']:12,.0f} lines/s  "
+              f"peak RSS {r['peak_rss_mib']:,.0f} MiB  lines {r['lines']:,}")
+    print(f"store       {res['ingest']['store_bytes'] / 1e6:,.0f} MB ({res['ratios']['store_vs_input']:.2f} x input)")
+    print("ratios      " + "  ".join(f"{k} {v:.3f}" for k, v in res["ratios"].items()))
+    print(f"machine     {os.cpu_count()} cores")
 
 
 def main() -> None:
@@ -44,25 +112,14 @@ def main() -> None:
     ap.add_argument("--corpus", type=Path)
     ap.add_argument("--keep", action="store_true", help="keep the generated corpus and store")
     args = ap.parse_args()
+    lnav = measure.ensure_tool("lnav", "lnav", "the peer of ingest, measured in the same run")
     work = Path(tempfile.mkdtemp(prefix="ranktrace-bench-"))
     try:
         corpus = args.corpus
         if corpus is None:
             corpus = work / "corpus"
-            subprocess.run([sys.executable, str(HERE / "gen_corpus.py"), str(corpus), "--mb", str(args.mb)],
-                           check=True)
-        files = corpus_files(corpus)
-        size = sum(p.stat().st_size for p in files)
-        wc_s, _, wc_out = timed(["wc", "-l", *map(str, files)])
-        lines = int(wc_out.strip().splitlines()[-1].split()[0])
-        db = work / "bench.duckdb"
-        exe = shutil.which("ranktrace") or str(Path(sys.executable).parent / "ranktrace")
-        ing_s, rss_kib, _ = timed([exe, "ingest", str(corpus), "--db", str(db), "-q"])
-        print(f"corpus      {len(files)} files, {size / 1e6:,.0f} MB, {lines:,} lines")
-        print(f"wc -l       {wc_s:7.2f} s  {size / 1e6 / wc_s:8.1f} MB/s  {lines / wc_s:12,.0f} lines/s")
-        print(f"ingest      {ing_s:7.2f} s  {size / 1e6 / ing_s:8.1f} MB/s  {lines / ing_s:12,.0f} lines/s  "
-              f"peak RSS {rss_kib / 1024:,.0f} MiB  store {db.stat().st_size / 1e6:,.0f} MB")
-        print(f"machine     {os.cpu_count()} cores")
+            generate(corpus, args.mb)
+        print_one(bench_ingest(corpus, work / "store", lnav))
     finally:
         if args.keep:
             print(f"kept {work}")

@@ -1,0 +1,101 @@
+"""What readers of a store wait for: diagnose, the TUI's first screen, the
+README's queries; and the store's size against its input.
+
+    python benchmarks/bench_readers.py STORE.duckdb [--input-bytes N]
+
+Every figure comes with a peer measured in the same run, for a ratio that
+survives a noisy machine:
+  - store scan: DuckDB reading every event's raw text once (a fresh read-only
+    connection, `SELECT count(*), sum(strlen(raw)) FROM events`): the peer of
+    diagnose, the queries and the Parquet export;
+  - the TUI on a tiny store (0.2 MB of the same corpus): Python, Textual and
+    DuckDB starting, the peer of the TUI's first screen on the big one;
+  - `ranktrace sql "SELECT 1"`: the CLI's own start, the peer of the
+    README's queries run through `ranktrace sql`.
+benchmarks/run_all.py runs this on the store it ingests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+import bench_ingest
+import measure
+
+HERE = Path(__file__).resolve().parent
+README = HERE.parent / "README.md"
+SCAN_SQL = "SELECT count(*), sum(strlen(raw)) FROM events"
+
+
+def make_tiny_store(work: Path) -> Path:
+    """A store of 0.2 MB of the benchmark's corpus: the TUI's peer."""
+    corpus = work / "tiny-corpus"
+    bench_ingest.generate(corpus, 0.2)
+    d = work / "tiny-store"
+    d.mkdir(parents=True, exist_ok=True)
+    db = d / "inc.duckdb"
+    measure.run([bench_ingest.ranktrace_exe(), "ingest", str(corpus), "--db", str(db), "-q"]).check()
+    return db
+
+
+def tui_first_screen(db: Path, cwd: Path) -> tuple[float, str]:
+    return measure.first_screen([bench_ingest.ranktrace_exe(), "tui", "--db", str(db)], measure.tui_ready,
+                                cwd=cwd)
+
+
+def bench_readers(db: Path, work: Path, *, input_bytes: int | None = None, readme: Path = README,
+                  tiny_db: Path | None = None) -> dict:
+    exe = bench_ingest.ranktrace_exe()
+    work.mkdir(parents=True, exist_ok=True)
+    tiny_db = tiny_db or make_tiny_store(work)
+    scan = measure.time_queries(db, [SCAN_SQL], cwd=work)[0]
+    diag = measure.run([exe, "diagnose", "--db", str(db)]).check()
+    tui_s, tui_screen = tui_first_screen(db, work)
+    tiny_s, _ = tui_first_screen(tiny_db, work)
+    queries, export_dir = measure.readme_queries(readme)
+    export = None
+    if export_dir:
+        export = measure.run([exe, "export", "parquet", "--db", str(db), "--overwrite", export_dir], cwd=work).check()
+    timed = measure.time_queries(db, [q for _, q in queries], cwd=work)
+    floor = measure.run([exe, "sql", "SELECT 1", "--db", str(db)], cwd=work).check()
+    qres = []
+    for (name, sql), t in zip(queries, timed):
+        cli = measure.run([exe, "sql", sql, "--db", str(db)], cwd=work).check()
+        qres.append({"name": name, "sql": sql, "s": t["s"], "rows": t["rows"], "first_row": t["first"],
+                     "cli_s": cli.wall_s, "vs_scan": t["s"] / scan["s"], "cli_vs_cli_floor": cli.wall_s / floor.wall_s})
+    store_bytes = bench_ingest.dir_bytes(db.parent)
+    verdict = next((ln for ln in diag.stdout.splitlines() if ln.startswith("VERDICT")), diag.stdout[:200])
+    res = {
+        "store": {"path": str(db), "bytes": store_bytes, "input_bytes": input_bytes,
+                  "vs_input": store_bytes / input_bytes if input_bytes else None},
+        "scan": {"sql": SCAN_SQL, "s": scan["s"], "events": int(scan["first"][0])},
+        "diagnose": {"s": diag.wall_s, "cpu_s": diag.cpu_s, "peak_rss_mib": diag.peak_rss_mib, "load_1m": diag.load_1m,
+                     "verdict": verdict.strip(), "vs_scan": diag.wall_s / scan["s"]},
+        "tui": {"first_screen_s": tui_s, "tiny_store_first_screen_s": tiny_s, "vs_tiny_store": tui_s / tiny_s,
+                "screen": tui_screen},
+        "queries": qres,
+        "cli_floor_s": floor.wall_s,
+        "export_parquet": None if export is None else {"dir": export_dir, "s": export.wall_s,
+                                                       "vs_scan": export.wall_s / scan["s"]},
+    }
+    return res
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("store", type=Path, help="a store made by ranktrace ingest (alone in its directory)")
+    ap.add_argument("--input-bytes", type=int, help="the size of the logs it was made from")
+    args = ap.parse_args()
+    if not args.store.exists():
+        sys.exit(f"{args.store}: no such store (make one with `ranktrace ingest` or run_all.py --keep)")
+    with tempfile.TemporaryDirectory(prefix="rt-bench-readers-") as tmp:
+        print(json.dumps(bench_readers(args.store, Path(tmp), input_bytes=args.input_bytes), indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
