@@ -16,7 +16,7 @@ from ..formats import IDENTITY_COLUMNS, INT_IDENTITY, SEVERITIES, Catalog, TimeS
 from .dispatch import PRE, first_chars, literal_set, split_tail
 
 MAX_LINE = 1 << 20        # a longer line keeps its first MAX_LINE characters
-CHUNK_BYTES = 16 << 20    # bytes handed to the engine at a time
+CHUNK_BYTES = 4 << 20     # bytes handed to the engine at a time (its working set is ~10x that)
 
 
 def _ts(spec: TimeSpec | None) -> dict | None:
