@@ -292,7 +292,7 @@ EXTRA_COMMANDS: dict = {}
 
 def _register_extras() -> None:
     import importlib
-    for name in ("diagnose", "report", "tui", "demo", "export"):
+    for name in ("diagnose", "report", "tui", "demo", "export", "action"):
         try:
             mod = importlib.import_module(f".commands.{name}", __package__)
         except ModuleNotFoundError as exc:
