@@ -64,6 +64,9 @@ def render_text(d: dict, color: bool = False) -> str:
     if v.get("time"):
         out.append(f"  when:    {v['time']} (aligned clock)")
     out.append(f"  summary: {v.get('summary') or ''}")
+    from .impact import impact_line   # issue 14: what the incident cost
+    if impact_line(d.get("impact")):
+        out.append(f"  cost:    {impact_line(d.get('impact'))}")
     hyps = d.get("hypotheses") or []
     if hyps:
         out.append("")

@@ -21,6 +21,7 @@ from . import identity as ident
 from .clock import align
 from .detectors import Finding, run_all
 from .detectors.base import SPECIFICITY
+from .impact import impact as _impact
 from .util import ensure_kind_catalog, iso, rows, short, sql_file
 
 JOB_LEVEL = {"time_limit", "cancelled", "rendezvous_timeout", "scheduling"}
@@ -330,7 +331,8 @@ def diagnose(con: duckdb.DuckDBPyConnection, *, offsets: dict[str, float] | None
                 evidence = [{"file": r["file"], "line": r["line"], "time": iso(r["ats"]), "role": "unclassified",
                              "text": short(r["message"], 240)} for r in unread]
         return {"verdict": v, "hypotheses": [], "evidence": evidence, "cascade": [], "clock": clock,
-                "missing": missing, "next_steps": next_steps(v["kind"], v, None, {}) if evidence else []}
+                "missing": missing, "next_steps": next_steps(v["kind"], v, None, {}) if evidence else [],
+                "impact": _impact(con, v)}
 
     # rank candidates
     def order_key(c: Candidate):
@@ -483,4 +485,5 @@ def diagnose(con: duckdb.DuckDBPyConnection, *, offsets: dict[str, float] | None
         h.pop("_c")
     return {"verdict": v, "hypotheses": hyps[:8], "evidence": evidence,
             "cascade": [{k: c[k] for k in ("time", "host", "rank", "kind", "file", "line")} for c in cascade],
-            "clock": clock, "missing": missing, "next_steps": next_steps(v["kind"], v, job_id, extra)}
+            "clock": clock, "missing": missing, "next_steps": next_steps(v["kind"], v, job_id, extra),
+            "impact": _impact(con, v)}
