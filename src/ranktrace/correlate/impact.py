@@ -47,7 +47,7 @@ def allocation(con) -> dict:
         if r["value"] is not None and r["value"] > 0:
             by[r["what"]].append(r)
     seen = rows(con, "SELECT count(DISTINCT rank) AS ranks, count(DISTINCT host) FILTER (WHERE rank IS NOT NULL) "
-                     "AS hosts, count(DISTINCT pod) FILTER (WHERE rank IS NOT NULL OR container IS NOT NULL) AS pods "
+                     "AS hosts, count(DISTINCT pod) FILTER (WHERE rank IS NOT NULL) AS pods "
                      "FROM aligned_events")[0]
     world = max((r["value"] for r in by["world_size"] + by["nccl_nranks"]), default=None)
     ranks = world or seen["ranks"] or None
