@@ -67,6 +67,8 @@ def render_text(d: dict, color: bool = False) -> str:
     from .impact import impact_line   # issue 14: what the incident cost
     if impact_line(d.get("impact")):
         out.append(f"  cost:    {impact_line(d.get('impact'))}")
+    if (d.get("gang") or {}).get("summary"):
+        out.append(f"  gang:    {d['gang']['summary']}")
     hyps = d.get("hypotheses") or []
     if hyps:
         out.append("")

@@ -21,6 +21,7 @@ from . import identity as ident
 from .clock import align
 from .detectors import Finding, run_all
 from .detectors.base import SPECIFICITY
+from .gang import gang as _gang
 from .impact import impact as _impact
 from .util import ensure_kind_catalog, iso, rows, short, sql_file
 
@@ -332,7 +333,7 @@ def diagnose(con: duckdb.DuckDBPyConnection, *, offsets: dict[str, float] | None
                              "text": short(r["message"], 240)} for r in unread]
         return {"verdict": v, "hypotheses": [], "evidence": evidence, "cascade": [], "clock": clock,
                 "missing": missing, "next_steps": next_steps(v["kind"], v, None, {}) if evidence else [],
-                "impact": _impact(con, v)}
+                "impact": _impact(con, v), "gang": None}
 
     # rank candidates
     def order_key(c: Candidate):
@@ -486,4 +487,4 @@ def diagnose(con: duckdb.DuckDBPyConnection, *, offsets: dict[str, float] | None
     return {"verdict": v, "hypotheses": hyps[:8], "evidence": evidence,
             "cascade": [{k: c[k] for k in ("time", "host", "rank", "kind", "file", "line")} for c in cascade],
             "clock": clock, "missing": missing, "next_steps": next_steps(v["kind"], v, job_id, extra),
-            "impact": _impact(con, v)}
+            "impact": _impact(con, v), "gang": _gang(con, v)}
