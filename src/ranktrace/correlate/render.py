@@ -69,6 +69,9 @@ def render_text(d: dict, color: bool = False) -> str:
         out.append(f"  cost:    {impact_line(d.get('impact'))}")
     if (d.get("gang") or {}).get("summary"):
         out.append(f"  gang:    {d['gang']['summary']}")
+    from .controlplane import controlplane_line
+    if controlplane_line(d.get("control_plane")):
+        out.append(f"  control: {controlplane_line(d.get('control_plane'))}")
     hyps = d.get("hypotheses") or []
     if hyps:
         out.append("")

@@ -21,6 +21,7 @@ from . import identity as ident
 from .clock import align
 from .detectors import Finding, run_all
 from .detectors.base import SPECIFICITY
+from .controlplane import apply as _controlplane
 from .gang import gang as _gang
 from .impact import impact as _impact
 from .util import ensure_kind_catalog, iso, rows, short, sql_file
@@ -333,7 +334,7 @@ def diagnose(con: duckdb.DuckDBPyConnection, *, offsets: dict[str, float] | None
                              "text": short(r["message"], 240)} for r in unread]
         return {"verdict": v, "hypotheses": [], "evidence": evidence, "cascade": [], "clock": clock,
                 "missing": missing, "next_steps": next_steps(v["kind"], v, None, {}) if evidence else [],
-                "impact": _impact(con, v), "gang": None}
+                "impact": _impact(con, v), "gang": None, "control_plane": None}
 
     # rank candidates
     def order_key(c: Candidate):
@@ -484,7 +485,9 @@ def diagnose(con: duckdb.DuckDBPyConnection, *, offsets: dict[str, float] | None
     job_id = con.execute("SELECT any_value(job_id) FROM events WHERE job_id IS NOT NULL").fetchone()[0]
     for h in hyps:
         h.pop("_c")
-    return {"verdict": v, "hypotheses": hyps[:8], "evidence": evidence,
-            "cascade": [{k: c[k] for k in ("time", "host", "rank", "kind", "file", "line")} for c in cascade],
-            "clock": clock, "missing": missing, "next_steps": next_steps(v["kind"], v, job_id, extra),
-            "impact": _impact(con, v), "gang": _gang(con, v)}
+    doc = {"verdict": v, "hypotheses": hyps[:8], "evidence": evidence,
+           "cascade": [{k: c[k] for k in ("time", "host", "rank", "kind", "file", "line")} for c in cascade],
+           "clock": clock, "missing": missing, "next_steps": next_steps(v["kind"], v, job_id, extra)}
+    _controlplane(con, doc)   # may re-attribute a NotReady node to a saturated control plane
+    doc.update(impact=_impact(con, v), gang=_gang(con, v))
+    return doc
