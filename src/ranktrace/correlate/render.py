@@ -72,6 +72,8 @@ def render_text(d: dict, color: bool = False) -> str:
     from .controlplane import controlplane_line
     if controlplane_line(d.get("control_plane")):
         out.append(f"  control: {controlplane_line(d.get('control_plane'))}")
+    if (d.get("topology") or {}).get("summary"):
+        out.append(f"  network: {d['topology']['summary']}")
     hyps = d.get("hypotheses") or []
     if hyps:
         out.append("")

@@ -24,6 +24,7 @@ from .detectors.base import SPECIFICITY
 from .controlplane import apply as _controlplane
 from .gang import gang as _gang
 from .impact import impact as _impact
+from .topology import topology as _topology
 from .util import ensure_kind_catalog, iso, rows, short, sql_file
 
 JOB_LEVEL = {"time_limit", "cancelled", "rendezvous_timeout", "scheduling"}
@@ -334,7 +335,7 @@ def diagnose(con: duckdb.DuckDBPyConnection, *, offsets: dict[str, float] | None
                              "text": short(r["message"], 240)} for r in unread]
         return {"verdict": v, "hypotheses": [], "evidence": evidence, "cascade": [], "clock": clock,
                 "missing": missing, "next_steps": next_steps(v["kind"], v, None, {}) if evidence else [],
-                "impact": _impact(con, v), "gang": None, "control_plane": None}
+                "impact": _impact(con, v), "gang": None, "control_plane": None, "topology": None}
 
     # rank candidates
     def order_key(c: Candidate):
@@ -490,4 +491,5 @@ def diagnose(con: duckdb.DuckDBPyConnection, *, offsets: dict[str, float] | None
            "clock": clock, "missing": missing, "next_steps": next_steps(v["kind"], v, job_id, extra)}
     _controlplane(con, doc)   # may re-attribute a NotReady node to a saturated control plane
     doc.update(impact=_impact(con, v), gang=_gang(con, v))
+    doc["topology"] = _topology(con, doc)
     return doc
