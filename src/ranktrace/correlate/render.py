@@ -74,6 +74,8 @@ def render_text(d: dict, color: bool = False) -> str:
         out.append(f"  control: {controlplane_line(d.get('control_plane'))}")
     if (d.get("topology") or {}).get("summary"):
         out.append(f"  network: {d['topology']['summary']}")
+    if (d.get("stranded") or {}).get("summary"):
+        out.append(f"  placed:  {d['stranded']['summary']}")
     hyps = d.get("hypotheses") or []
     if hyps:
         out.append("")

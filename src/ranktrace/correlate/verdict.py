@@ -24,6 +24,7 @@ from .detectors.base import SPECIFICITY
 from .controlplane import apply as _controlplane
 from .gang import gang as _gang
 from .impact import impact as _impact
+from .stranded import apply as _stranded
 from .topology import topology as _topology
 from .util import ensure_kind_catalog, iso, rows, short, sql_file
 
@@ -335,7 +336,8 @@ def diagnose(con: duckdb.DuckDBPyConnection, *, offsets: dict[str, float] | None
                              "text": short(r["message"], 240)} for r in unread]
         return {"verdict": v, "hypotheses": [], "evidence": evidence, "cascade": [], "clock": clock,
                 "missing": missing, "next_steps": next_steps(v["kind"], v, None, {}) if evidence else [],
-                "impact": _impact(con, v), "gang": None, "control_plane": None, "topology": None}
+                "impact": _impact(con, v), "gang": None, "control_plane": None, "topology": None,
+                "stranded": None}
 
     # rank candidates
     def order_key(c: Candidate):
@@ -492,4 +494,5 @@ def diagnose(con: duckdb.DuckDBPyConnection, *, offsets: dict[str, float] | None
     _controlplane(con, doc)   # may re-attribute a NotReady node to a saturated control plane
     doc.update(impact=_impact(con, v), gang=_gang(con, v))
     doc["topology"] = _topology(con, doc)
+    _stranded(con, doc)   # may name the pod that was never placed behind a rendezvous timeout
     return doc
