@@ -58,3 +58,25 @@ def test_kubernetes_labels_and_no_topology():
     assert d["topology"]["nodes"]["n2"] == {"leaf": "nn-leaf1", "spine": "nn-spine1"} and d["topology"]["spanned"] == 2
     assert diagnose(store(steps(HOSTS, 6) + [ev(3.5, "RuntimeError: x", kind="python_exception", host="n2",
                                                 rank=1)]))["topology"] is None
+
+
+def test_sample_bundle(tmp_path, catalog, monkeypatch):
+    import json
+
+    import duckdb
+
+    from ranktrace.ingest.pipeline import ingest
+    bundle = Path(__file__).resolve().parents[2] / "sample_logs" / "slurm_node_failure_topology"
+    want = json.loads((bundle / "expected_verdict.json").read_text())
+    monkeypatch.chdir(bundle.parent)
+    files = sorted(str(p.relative_to(bundle.parent)) for p in bundle.rglob("*")
+                   if p.is_file() and p.name not in ("README.md", "expected_verdict.json", "truth.json"))
+    ingest(files, str(tmp_path / "t.duckdb"), catalog)
+    con = duckdb.connect(str(tmp_path / "t.duckdb"), read_only=True)
+    try:
+        d = diagnose(con)
+    finally:
+        con.close()
+    assert (d["verdict"]["kind"], d["verdict"]["host"]) == (want["verdict"]["kind"], want["verdict"]["host"])
+    for k, x in want["topology"].items():
+        assert d["topology"][k] == x, k

@@ -12,7 +12,7 @@ from collections import defaultdict
 
 from .detectors.base import query
 from .hostlist import expand_hostlist
-from .util import rows
+from .util import has_columns, rows
 
 NODE_KINDS = {"node_failure", "gpu_fault", "network_error", "hang", "killed", "unknown"}
 # K8s labels, nearest the node first: (leaf labels, spine labels)
@@ -64,6 +64,10 @@ def topology(con, doc: dict) -> dict | None:
         return None
     job = sorted(r["host"] for r in rows(con, "SELECT DISTINCT host FROM aligned_events WHERE host IS NOT NULL "
                                               "AND rank IS NOT NULL"))
+    if has_columns(con, "slurm_job_state", "nodelist"):   # the job's allocation, when Slurm reports it
+        for r in rows(con, "SELECT DISTINCT nodelist FROM slurm_job_state WHERE nodelist IS NOT NULL "
+                           "AND nodelist <> 'None assigned'"):
+            job = sorted(set(job) | set(_expand(r["nodelist"])))
     if not job:   # no rank names its host: the job's nodes are the ones the logs name that have a leaf
         job = sorted(r["host"] for r in rows(con, "SELECT DISTINCT host FROM aligned_events WHERE host IS NOT NULL")
                      if r["host"] in leaf_of)
