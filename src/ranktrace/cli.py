@@ -304,7 +304,7 @@ EXTRA_COMMANDS: dict = {}
 
 def _register_extras() -> None:
     import importlib
-    for name in ("diagnose", "report", "tui", "demo", "export", "merge"):
+    for name in ("diagnose", "report", "tui", "demo", "export", "merge", "action"):
         try:
             mod = importlib.import_module(f".commands.{name}", __package__)
         except ModuleNotFoundError as exc:

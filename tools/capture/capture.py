@@ -55,7 +55,8 @@ SLURM_NODES = ["n1", "n2", "n3", "n4"]
 # design.md section 4: `kind` is exactly one of these
 KINDS = ("none", "exception", "crash", "killed", "oom", "gpu_oom", "gpu_fault", "cuda_error",
          "hang", "node_failure", "rendezvous_timeout", "network_error", "desync",
-         "time_limit", "cancelled", "scheduling", "unknown")
+         "time_limit", "cancelled", "scheduling", "unknown",
+         "control_plane")   # issue 14: etcd / kube-apiserver saturated (no capture scenario yet)
 
 SACCT_FIELDS = ("JobID,JobName,Partition,State,ExitCode,DerivedExitCode,NodeList,NNodes,NTasks,"
                 "Start,End,Elapsed,TimelimitRaw,MaxRSS,MaxRSSNode,MaxRSSTask,ReqMem,AllocTRES,Reason")

@@ -64,6 +64,18 @@ def render_text(d: dict, color: bool = False) -> str:
     if v.get("time"):
         out.append(f"  when:    {v['time']} (aligned clock)")
     out.append(f"  summary: {v.get('summary') or ''}")
+    from .impact import impact_line   # issue 14: what the incident cost
+    if impact_line(d.get("impact")):
+        out.append(f"  cost:    {impact_line(d.get('impact'))}")
+    if (d.get("gang") or {}).get("summary"):
+        out.append(f"  gang:    {d['gang']['summary']}")
+    from .controlplane import controlplane_line
+    if controlplane_line(d.get("control_plane")):
+        out.append(f"  control: {controlplane_line(d.get('control_plane'))}")
+    if (d.get("topology") or {}).get("summary"):
+        out.append(f"  network: {d['topology']['summary']}")
+    if (d.get("stranded") or {}).get("summary"):
+        out.append(f"  placed:  {d['stranded']['summary']}")
     hyps = d.get("hypotheses") or []
     if hyps:
         out.append("")

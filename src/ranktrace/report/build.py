@@ -44,6 +44,7 @@ KIND_PHRASE = {
     "cancelled": "was cancelled",
     "scheduling": "could not be scheduled",
     "unknown": "failed (root cause not established)",
+    "control_plane": "was saturated (the etcd / kube-apiserver control plane): nodes were marked NotReady without a fault of their own",
 }
 
 # cascade kinds: (phrase for a count of ranks, is it the teardown by agents/scheduler)

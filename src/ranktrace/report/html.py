@@ -199,6 +199,9 @@ def render_html(doc: dict) -> str:
     conf = s["confidence"]
     p.append(f"<li><b>Confidence:</b> {conf:.2f} ({escape(s['confidence_label'])})</li>"
              if isinstance(conf, (int, float)) else "<li><b>Confidence:</b> not given</li>")
+    from ..correlate.impact import impact_line   # issue 14: what the incident cost
+    if impact_line(doc.get("impact")):
+        p.append(f"<li><b>Cost:</b> {escape(impact_line(doc.get('impact')))}</li>")
     p.append(f"<li><b>Job:</b> {_e(j['job_id'] or 'no job id in the logs')}</li>")
     p.append(f"<li><b>Logs:</b> {j['files']} files, {j['events']:,} events, {_n(j['hosts'], 'host')}, {_n(j['ranks'], 'rank')}, "
              f"{escape(_t(j['first'], True))} to {escape(_t(j['last'], True))} UTC</li></ul>")

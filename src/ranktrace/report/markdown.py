@@ -68,6 +68,11 @@ def render_markdown(doc: dict) -> str:
     conf = s["confidence"]
     out.append(f"- **Confidence:** {conf:.2f} ({s['confidence_label']})" if isinstance(conf, (int, float))
                else "- **Confidence:** not given")
+    from ..correlate.impact import impact_line   # issue 14: what the incident cost
+    if impact_line(doc.get("impact")):
+        out.append(f"- **Cost:** {_cell(impact_line(doc.get('impact')), 400)}")
+    if (doc.get("topology") or {}).get("summary"):
+        out.append(f"- **Network:** {_cell(doc['topology']['summary'], 400)}")
     j = r["job"]
     out.append(f"- **Job:** {j['job_id'] or 'no job id in the logs'}"
                + (f" (also seen: {', '.join(j['other_job_ids'])})" if j["other_job_ids"] else ""))

@@ -12,7 +12,8 @@ from ..util import rows, sql_file, sql_header, table_exists
 # The taxonomy of design.md section 4.
 KINDS = ("none", "exception", "crash", "killed", "oom", "gpu_oom", "gpu_fault", "cuda_error", "hang",
          "node_failure", "rendezvous_timeout", "network_error", "desync", "time_limit", "cancelled",
-         "scheduling", "unknown")
+         "scheduling", "unknown",
+         "control_plane")   # issue 14: set by ranktrace.correlate.controlplane, not by a detector
 
 # When two causes explain the same culprit, the more specific wins (an Xid explains the CUDA
 # error that follows it; an OOM kill explains the SIGKILL).

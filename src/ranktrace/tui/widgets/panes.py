@@ -79,6 +79,10 @@ class VerdictHeader(Static):
         if self.size.width == 0 or head.cell_len + 3 + len(stats) <= self.size.width - 2:
             head.append("   " + stats, "dim")
         summary = str(vd.get("summary") or "")
+        from ...correlate.impact import impact_line   # issue 14: what the incident cost
+        cost = impact_line(v.get("impact"))
+        if cost:
+            summary = cost.split(" (", 1)[0] + " · " + summary
         self.update(Text.assemble(head, "\n", (summary, "italic")))
 
 
