@@ -37,7 +37,7 @@ ROLES = ("cause", "symptom", "lifecycle", "info")
 TAXONOMY = (
     "none", "exception", "crash", "killed", "oom", "gpu_oom", "gpu_fault",
     "cuda_error", "hang", "node_failure", "rendezvous_timeout", "network_error",
-    "desync", "time_limit", "cancelled", "scheduling", "unknown",
+    "desync", "time_limit", "cancelled", "scheduling", "control_plane", "unknown",
 )
 FACT_TYPES = ("str", "int", "float")
 ZONES = ("utc", "offset", "naive")
