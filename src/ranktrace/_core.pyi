@@ -18,6 +18,7 @@ class FileParser:
         """Events and facts of the lines `chunk` completes (all, when `eof`);
         None when it completes none."""
     def stats(self) -> dict[str, int | bool]:
-        """bytes, lines, invalid_utf8, nul_bytes, truncated_lines, crlf."""
+        """bytes, lines, invalid_utf8, nul_bytes, truncated_lines, crlf, cr_only,
+        implausible (times outside 1990-2099, ignored)."""
     def file_envelopes(self) -> list[str]:
         """File-scoped envelopes found in the file's head (after the first feed)."""

@@ -301,8 +301,19 @@ pub fn carry(cat: &Catalog, events: &mut [Event]) {
 
 /// The line's time: its own, or its envelope's when better; a line with
 /// none takes the previous timed line's (a lower bound).
-pub fn times(events: &mut [Event], mut prev: Option<i64>) -> Option<i64> {
+pub fn times(events: &mut [Event], mut prev: Option<i64>, implausible: &mut u64) -> Option<i64> {
+    use crate::timefmt::PLAUSIBLE;
     for e in events.iter_mut() {
+        // A year 0001 or 9999 is not a time: the line is timed as if it had none.
+        if e.ts.map_or(false, |t| !PLAUSIBLE.contains(&t)) {
+            e.ts = None;
+            e.ts_kind = None;
+            *implausible += 1;
+        }
+        if e.env_ts.map_or(false, |t| !PLAUSIBLE.contains(&t)) {
+            e.env_ts = None;
+            *implausible += 1;
+        }
         let own_rank = e.ts_kind.map_or(9, |k| k.rank());
         if let Some(t) = e.env_ts {
             let env_kind = e.env_ts_kind.unwrap_or(TsKind::Envelope);

@@ -154,7 +154,7 @@ impl FileParser {
                                        &self.hints, &self.tz);
         lap("extract");
         events::carry(&cat, &mut events);
-        self.prev_ts = events::times(&mut events, self.prev_ts);
+        self.prev_ts = events::times(&mut events, self.prev_ts, &mut self.framer.stats.implausible);
         lap("carry+times");
         let classes = classify::classify(&cat, &events);
         lap("classify");

@@ -22,6 +22,8 @@ pub struct ReadStats {
     pub truncated_lines: u64,
     pub crlf: bool,
     pub cr_only: bool,
+    /// times outside PLAUSIBLE years, ignored (the line takes the previous time)
+    pub implausible: u64,
 }
 
 pub struct Framer {
@@ -42,8 +44,18 @@ impl Framer {
     /// tail is a last line without newline).
     pub fn feed(&mut self, chunk: &[u8], eof: bool) -> Vec<Line> {
         self.stats.bytes += chunk.len() as u64;
+        if self.stats.bytes == chunk.len() as u64 && !chunk.is_empty()
+            && memchr::memchr(b'\n', chunk).is_none() && memchr::memchr(b'\r', chunk).is_some()
+        {
+            // Old Mac line endings: a file whose first chunk has CRs and no LF.
+            self.stats.cr_only = true;
+        }
         let mut buf = std::mem::take(&mut self.pending);
-        buf.extend_from_slice(chunk);
+        if self.stats.cr_only {
+            buf.extend(chunk.iter().map(|&b| if b == b'\r' { b'\n' } else { b }));
+        } else {
+            buf.extend_from_slice(chunk);
+        }
         let mut start = 0usize;
         if self.skipping {
             match memchr::memchr(b'\n', &buf) {
@@ -165,6 +177,13 @@ mod tests {
         assert_eq!(lines[0].2, "a\u{FFFD}b");
         assert_eq!(lines[1].2, "\u{FFFD}x");
         assert_eq!((st.nul_bytes, st.invalid_utf8), (1, 1));
+    }
+
+    #[test]
+    fn cr_only_files_are_split_at_cr() {
+        let (lines, st) = all(&[b"a\rb\rc"], 100);
+        assert_eq!(lines.iter().map(|l| l.2.as_str()).collect::<Vec<_>>(), ["a", "b", "c"]);
+        assert!(st.cr_only);
     }
 
     #[test]

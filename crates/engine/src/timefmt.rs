@@ -12,6 +12,10 @@ use chrono_tz::Tz;
 /// Year-less times are parsed in this leap year (so Feb 29 parses).
 pub const PLACEHOLDER_YEAR: i32 = 2000;
 
+/// Times outside these years (UTC microseconds: 1990-01-01 .. 2100-01-01) are
+/// taken for garbage (a year 0001 or 9999 in a log) and not used.
+pub const PLAUSIBLE: std::ops::Range<i64> = 631_152_000_000_000..4_102_444_800_000_000;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TsKind {
     Exact,
@@ -139,6 +143,10 @@ impl Layout {
                 DateTime::parse_from_str(&s, &self.layout).ok().map(|d| d.timestamp_micros())
             }
             Zone::Utc => parse_naive(&s, &self.layout).map(|n| n.and_utc().timestamp_micros()),
+            // A trailing Z the layout does not spell is UTC, whatever --tz says.
+            Zone::Naive if s.ends_with('Z') && !self.layout.ends_with('Z') => {
+                parse_naive(&s[..s.len() - 1], &self.layout).map(|n| n.and_utc().timestamp_micros())
+            }
             Zone::Naive => parse_naive(&s, &self.layout).and_then(|n| tz.to_utc(n)),
         }
     }
@@ -272,6 +280,14 @@ mod tests {
         assert_eq!(iso(l.parse("Thu, 05 Mar 2026 03:12:09 +0100", &Zoner::Utc).unwrap()), "2026-03-05T02:12:09.000000");
         let l = Layout::new(&spec("%Y-%m-%d", "naive", "given"));
         assert!(l.parse("not a time", &Zoner::Utc).is_none());
+    }
+
+    #[test]
+    fn trailing_z_is_utc_under_any_tz() {
+        let l = Layout::new(&spec("%Y-%m-%d %H:%M:%S%.f", "naive", "given"));
+        let z = Zoner::new("Asia/Shanghai").unwrap();
+        assert_eq!(iso(l.parse("2026-03-02T03:17:41.2Z", &z).unwrap()), "2026-03-02T03:17:41.200000");
+        assert_eq!(iso(l.parse("2026-03-02T03:17:41.2", &z).unwrap()), "2026-03-01T19:17:41.200000");
     }
 
     #[test]

@@ -70,6 +70,8 @@ impl FileParser {
         d.set_item("nul_bytes", s.nul_bytes)?;
         d.set_item("truncated_lines", s.truncated_lines)?;
         d.set_item("crlf", s.crlf)?;
+        d.set_item("cr_only", s.cr_only)?;
+        d.set_item("implausible", s.implausible)?;
         Ok(d)
     }
 

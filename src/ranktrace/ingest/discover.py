@@ -35,6 +35,10 @@ HINT_DEPTH = 5                   # path components that path hints read
 MAX_EXPANDED = 64 << 30          # bytes one input may expand to
 MAX_RATIO = 1000                 # expanded/compressed beyond MIN_RATIO_CHECK
 MIN_RATIO_CHECK = 256 << 20
+MAX_STREAM = 256 << 20           # stdin and pipes are held in memory (their hash comes first): this much
+# A sample bundle's answers (sample_logs/*/) are not logs: never ingested
+# from a directory that holds an expected_verdict.json.
+ANSWER_FILES = ("README.md", "truth.json", "expected_verdict.json")
 
 
 class InputError(Exception):
@@ -238,9 +242,48 @@ def excluded(path: str, patterns: list[str]) -> bool:
     return any(fnmatch.fnmatch(name, p) or fnmatch.fnmatch(path, p) for p in patterns)
 
 
+def _walk(root: Path, warn: Callable[[str], None]) -> Iterator[Path]:
+    """Everything below `root`; an unreadable directory or a symlink loop is
+    named, not silently skipped, and the walk goes on."""
+    def onerror(exc: OSError) -> None:
+        warn(f"{exc.filename}: cannot read directory ({exc.strerror}); its files were skipped")
+    for top, dirs, files in os.walk(root, onerror=onerror):  # never follows directory links
+        for name in dirs:
+            if os.path.islink(os.path.join(top, name)):
+                yield Path(top, name)
+        for name in files:
+            yield Path(top, name)
+
+
+def _is_answer(path: Path) -> bool:
+    return path.name in ANSWER_FILES and (path.parent / "expected_verdict.json").exists()
+
+
+def _stream_ref(fh: BinaryIO, name: str, warn: Callable[[str], None]) -> FileRef | None:
+    """A stream read into memory, bounded: its hash must come before it is parsed."""
+    data = fh.read(MAX_STREAM + 1)
+    if len(data) > MAX_STREAM:
+        warn(f"{name}: refused: more than {MAX_STREAM >> 20} MiB from a stream; save it to a file and "
+             "ingest the file")
+        return None
+    comp = sniff_compression(name, data[:8])
+    return FileRef(name, lambda d=data: io.BytesIO(d), len(data), comp)
+
+
+def _open_fifo(path: str, warn: Callable[[str], None]) -> FileRef | None:
+    """A FIFO with no writer must not hang: open it non-blocking (reads then
+    see end of file at once), then read it as a stream."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    os.set_blocking(fd, True)
+    with os.fdopen(fd, "rb") as fh:
+        return _stream_ref(fh, path, warn)
+
+
 def discover(paths: list[str], warn: Callable[[str], None], *, hints: list[PathHint] | None = None,
-             stdin: BinaryIO | None = None, exclude: list[str] | None = None) -> Iterator[FileRef]:
-    """Yield a FileRef per input file, in a deterministic (sorted) order."""
+             stdin: BinaryIO | None = None, exclude: list[str] | None = None,
+             own: list[str] | None = None) -> Iterator[FileRef]:
+    """Yield a FileRef per input file, in a deterministic (sorted) order.
+    `own`: files never to read (the store being written and its WAL)."""
     hints = load_path_hints() if hints is None else hints
     exclude = exclude or []
 
@@ -252,19 +295,30 @@ def discover(paths: list[str], warn: Callable[[str], None], *, hints: list[PathH
         ref.hints = path_hints(shown.replace("!", "/"), hints)
         return ref
 
+    skip = {os.path.realpath(x) for x in (own or ())}
     for arg in paths:
         if arg == "-":
-            data = (stdin or sys.stdin.buffer).read()
-            comp = sniff_compression("stdin", data[:8])
-            yield hinted(FileRef("<stdin>", lambda d=data: io.BytesIO(d), len(data), comp))
+            ref = _stream_ref(stdin or sys.stdin.buffer, "<stdin>", warn)
+            if ref is not None:
+                yield hinted(ref)
             continue
         p = Path(arg)
         if not p.exists():
             warn(f"{arg}: no such file or directory")
             continue
+        if not p.is_dir() and not p.is_file():
+            mode = os.stat(arg).st_mode
+            if stat.S_ISFIFO(mode):  # a pipe: `ingest <(zcat x.gz)`, a named FIFO
+                ref = _open_fifo(arg, warn)
+                if ref is not None:
+                    yield hinted(ref)
+            else:
+                warn(f"{arg}: not a regular file (a device or socket); skipped")
+            continue
         if p.is_dir():
-            files = sorted(x for x in p.rglob("*") if x.is_file() and not x.is_symlink())
-            for link in sorted(x for x in p.rglob("*") if x.is_symlink()):
+            files = sorted(x for x in _walk(p, warn) if x.is_file() and not x.is_symlink()
+                           and os.path.realpath(x) not in skip and not _is_answer(x))
+            for link in sorted(x for x in _walk(p, warn) if x.is_symlink()):
                 target = link.resolve()
                 if not target.is_relative_to(p.resolve()):
                     warn(f"{link}: skipped: symlink points outside {arg}")

@@ -206,6 +206,11 @@ def _read_problems(ref: FileRef, stats: dict, damage: read.Damage, max_line: int
     if stats["truncated_lines"]:
         out.append(f"{ref.path}: {stats['truncated_lines']} line(s) longer than "
                    f"{max_line >> 10} KiB kept truncated")
+    if stats["cr_only"]:
+        out.append(f"{ref.path}: old Mac line endings (CR only): read as line breaks")
+    if stats["implausible"]:
+        out.append(f"{ref.path}: {stats['implausible']} time(s) outside 1990-2099 ignored "
+                   "(those lines take the time of the line before)")
     return out
 
 
@@ -338,7 +343,8 @@ def ingest(paths: list[str], db: str, cat: Catalog, *, tz: str = "UTC", progress
     # while in flight), by the parsers themselves: a parser that finishes a
     # file takes the next one at once, not when this thread, which writes,
     # has time to hand it out.
-    refs = iter(discover(paths, _warn, stdin=stdin, exclude=exclude))
+    own = [] if part else [db, f"{db}.wal"]
+    refs = iter(discover(paths, _warn, stdin=stdin, exclude=exclude, own=own))
     refs_lock = threading.Lock()
 
     def next_ref() -> FileRef | None:

@@ -1,0 +1,75 @@
+"""Inputs that used to hang, read the store itself, or lose lines silently."""
+
+import os
+import subprocess
+import sys
+
+import duckdb
+
+from ranktrace.ingest.discover import discover
+from ranktrace.ingest.pipeline import ingest
+
+
+def _events(db):
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute("SELECT raw, ts FROM events ORDER BY line").fetchall()
+    finally:
+        con.close()
+
+
+def test_fifo_without_a_writer_does_not_hang(tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    proc = subprocess.run([sys.executable, "-m", "ranktrace.cli", "ingest", str(fifo), "--db", str(tmp_path / "s.duckdb")],
+                          capture_output=True, text=True, timeout=60)
+    assert "pipe" in proc.stderr + proc.stdout
+
+
+def test_a_pipe_argument_is_read(tmp_path, catalog):
+    r, w = os.pipe()
+    os.write(w, b"2026-03-02 03:17:41 ERROR boom\n")
+    os.close(w)
+    s = ingest([f"/dev/fd/{r}"], str(tmp_path / "s.duckdb"), catalog)
+    assert [f.status for f in s.files] == ["ingested"]
+    assert _events(tmp_path / "s.duckdb")[0][0] == "2026-03-02 03:17:41 ERROR boom"
+
+
+def test_character_devices_are_refused_by_name():
+    seen = []
+    assert list(discover(["/dev/zero"], seen.append)) == []
+    assert seen and "/dev/zero" in seen[0] and "not a regular file" in seen[0]
+
+
+def test_ingest_dot_never_reads_its_own_store(tmp_path, catalog, monkeypatch):
+    (tmp_path / "a.log").write_text("2026-03-02 03:17:41 INFO hello\n")
+    monkeypatch.chdir(tmp_path)
+    ingest(["."], "ranktrace.duckdb", catalog)
+    s = ingest(["."], "ranktrace.duckdb", catalog)   # the store exists now, and maybe its WAL
+    assert all("ranktrace.duckdb" not in f.path for f in s.files)
+
+
+def test_a_sample_bundles_answers_are_not_ingested(tmp_path, catalog):
+    b = tmp_path / "bundle"
+    b.mkdir()
+    (b / "node.log").write_text("2026-03-02 03:17:41 ERROR boom\n")
+    for name in ("expected_verdict.json", "truth.json", "README.md"):
+        (b / name).write_text('{"verdict": {"kind": "exception"}}\n')
+    s = ingest([str(b)], str(tmp_path / "s.duckdb"), catalog)
+    assert [os.path.basename(f.path) for f in s.files] == ["node.log"]
+
+
+def test_cr_only_line_endings_are_lines(tmp_path, catalog):
+    (tmp_path / "mac.log").write_bytes(b"2026-03-02 03:17:41 INFO a\r2026-03-02 03:17:42 INFO b\r")
+    s = ingest([str(tmp_path / "mac.log")], str(tmp_path / "s.duckdb"), catalog)
+    assert len(_events(tmp_path / "s.duckdb")) == 2
+    assert any("CR only" in p for p in s.files[0].problems)
+
+
+def test_implausible_years_are_flagged_and_not_used(tmp_path, catalog):
+    (tmp_path / "y.log").write_text("2026-03-02 03:17:41 INFO ok\n0001-01-01 00:00:00 ERROR bogus\n"
+                                    "9999-12-31 23:59:59 ERROR bogus\n")
+    s = ingest([str(tmp_path / "y.log")], str(tmp_path / "s.duckdb"), catalog)
+    times = [t for _, t in _events(tmp_path / "s.duckdb")]
+    assert len(set(times)) == 1 and times[0].year == 2026
+    assert any("outside 1990-2099" in p for p in s.files[0].problems)
