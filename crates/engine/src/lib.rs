@@ -26,6 +26,9 @@ use timefmt::Zoner;
 
 pub use spec::CatalogSpec;
 
+/// Most lines parsed as one batch (a bound on the engine's memory).
+pub const MAX_BATCH_LINES: usize = 65_536;
+
 /// The parsed part of a batch: events and fact tables.
 pub struct Output {
     pub events: RecordBatch,
@@ -87,13 +90,21 @@ impl FileParser {
             .collect()
     }
 
-    /// Parse what `chunk` completes; `eof`: this is the last chunk.
-    pub fn feed(&mut self, chunk: &[u8], eof: bool) -> Option<Output> {
-        let lines = self.framer.feed(chunk, eof);
-        if lines.is_empty() && !(eof && !self.carry.is_empty()) {
-            return None;
+    /// Parse what `chunk` completes; `eof`: this is the last chunk. A chunk
+    /// of very short lines is parsed in batches of at most MAX_BATCH_LINES
+    /// (memory goes with lines, not bytes: 4 MB of "x\n" are 2 M lines).
+    pub fn feed(&mut self, chunk: &[u8], eof: bool) -> Vec<Output> {
+        let mut lines = self.framer.feed(chunk, eof);
+        let mut out = Vec::new();
+        while lines.len() > MAX_BATCH_LINES {
+            let rest = lines.split_off(MAX_BATCH_LINES);
+            out.extend(self.process(lines, false));
+            lines = rest;
         }
-        self.process(lines, eof)
+        if !lines.is_empty() || (eof && !self.carry.is_empty()) {
+            out.extend(self.process(lines, eof));
+        }
+        out
     }
 
     fn pick_envelopes(&mut self, lines: &[Line]) {

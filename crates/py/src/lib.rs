@@ -28,13 +28,18 @@ struct FileParser {
     inner: ranktrace_engine::FileParser,
 }
 
-fn to_py<'py>(py: Python<'py>, out: Option<Output>) -> PyResult<Option<(Bound<'py, PyAny>, Bound<'py, PyDict>)>> {
-    let Some(out) = out else { return Ok(None) };
-    let facts = PyDict::new(py);
-    for (table, batch) in out.facts {
-        facts.set_item(table, batch.to_pyarrow(py)?)?;
-    }
-    Ok(Some((out.events.to_pyarrow(py)?, facts)))
+type PyBatch<'py> = (Bound<'py, PyAny>, Bound<'py, PyDict>);
+
+fn to_py<'py>(py: Python<'py>, outs: Vec<Output>) -> PyResult<Vec<PyBatch<'py>>> {
+    outs.into_iter()
+        .map(|out| {
+            let facts = PyDict::new(py);
+            for (table, batch) in out.facts {
+                facts.set_item(table, batch.to_pyarrow(py)?)?;
+            }
+            Ok((out.events.to_pyarrow(py)?, facts))
+        })
+        .collect()
 }
 
 #[pymethods]
@@ -52,9 +57,8 @@ impl FileParser {
         Ok(FileParser { inner })
     }
 
-    /// Parse the lines `chunk` completes (all of them when `eof`), without the GIL.
-    fn feed<'py>(&mut self, py: Python<'py>, chunk: &Bound<'py, PyBytes>, eof: bool)
-                 -> PyResult<Option<(Bound<'py, PyAny>, Bound<'py, PyDict>)>> {
+    /// Batches of the lines `chunk` completes (all of them when `eof`), parsed without the GIL.
+    fn feed<'py>(&mut self, py: Python<'py>, chunk: &Bound<'py, PyBytes>, eof: bool) -> PyResult<Vec<PyBatch<'py>>> {
         let data = chunk.as_bytes();
         let inner = &mut self.inner;
         let out = py.detach(|| inner.feed(data, eof));

@@ -114,11 +114,16 @@ def parse_text(cat: Catalog, text: str, *, envelopes: list[str] | None = None, t
                file_id: int = 1, file: str = "<sample>"):
     """Events and facts (polars) of `text` parsed as one whole file."""
     import polars as pl
-    out = file_parser(cat, file_id, file, {}, tz, envelopes).feed(text.encode(), True)
-    if out is None:
-        return pl.from_arrow(_core_empty(cat)), {}
-    return frames(*out)
+    outs = [frames(*o) for o in file_parser(cat, file_id, file, {}, tz, envelopes).feed(text.encode(), True)]
+    if not outs:
+        return pl.from_arrow(_empty_events(cat)), {}
+    facts: dict = {}
+    for _, f in outs:
+        for t, df in f.items():
+            facts.setdefault(t, []).append(df)
+    return (pl.concat([e for e, _ in outs]),
+            {t: pl.concat(parts, how="diagonal_relaxed") for t, parts in facts.items()})
 
 
-def _core_empty(cat: Catalog):
-    return file_parser(cat, 0, "", {}, "UTC", []).feed(b"x\n", True)[0].slice(0, 0)
+def _empty_events(cat: Catalog):
+    return file_parser(cat, 0, "", {}, "UTC", []).feed(b"x\n", True)[0][0].slice(0, 0)

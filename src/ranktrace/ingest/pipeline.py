@@ -131,8 +131,7 @@ def parse_file(ref: FileRef, cat: Catalog, claims: Claims, *, tz: str = "UTC", p
                 pending = read.read_some(stream, chunk_bytes, damage)
                 while True:
                     nxt = read.read_some(stream, chunk_bytes, damage) if pending else b""
-                    out = parser.feed(pending, not nxt)
-                    if out is not None:
+                    for out in parser.feed(pending, not nxt):
                         events, facts = core.frames(*out)
                         _count(events, res)
                         yield Parsed(file_id, events, facts)
