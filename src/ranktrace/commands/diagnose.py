@@ -20,11 +20,11 @@ def _offset(s: str) -> tuple[str, float]:
 def cmd_diagnose(args) -> int:
     from ..correlate import diagnose
     from ..correlate.render import render_md, render_text
-    from ..store import open_readonly
+    from ..store import StoreError, open_readonly
     try:
         con = open_readonly(args.db)
-    except FileNotFoundError as exc:
-        print(f"ranktrace: {exc}", file=sys.stderr)
+    except StoreError as exc:
+        print(f"ranktrace diagnose: {exc}", file=sys.stderr)
         return 2
     try:
         d = diagnose(con, offsets=dict(args.offset or []))

@@ -13,13 +13,11 @@ def _err(msg: str) -> None:
 
 
 def _open(db: str):
-    from ..store import open_readonly
+    from ..store import StoreError, open_readonly
     try:
         return open_readonly(db), None
-    except FileNotFoundError as exc:
+    except StoreError as exc:
         return None, str(exc)
-    except Exception as exc:
-        return None, f"{db}: cannot open the store: {exc}"
 
 
 def cmd_perfetto(args) -> int:

@@ -27,6 +27,8 @@ from typing import Any, Callable
 
 import duckdb
 
+from ..query import QueryRefused, check_statements
+
 SEVERITIES = ("debug", "info", "notice", "warning", "error", "critical")
 SEV_RANK = {s: i for i, s in enumerate(SEVERITIES)}
 ROLES = ("cause", "symptom", "lifecycle", "info")
@@ -251,13 +253,14 @@ class StoreData:
 
     def __init__(self, path: str | Path,
                  verdict_fn: Callable[[duckdb.DuckDBPyConnection], dict | None] | None = None):
+        from ..query import open_sandboxed
         p = Path(path)
-        if not p.exists():
-            raise FileNotFoundError(f"{p}: no such store; create it with `ranktrace ingest PATH --db {p}`")
         self.path = p
-        self._con = duckdb.connect(str(p), read_only=True)
-        self._con.execute("SET TimeZone = 'UTC'")
-        self._con.execute("SET enable_progress_bar = false")   # it would draw over the TUI
+        # Read-only and confined to the store (query.py): the SQL console runs
+        # user SQL on this connection's cursors. TimeZone is set globally there
+        # and the progress bar is off by default in Python (it would draw over
+        # the TUI); the configuration is locked, so cursors set nothing.
+        self._con = open_sandboxed(str(p))
         self._verdict_fn = verdict_fn or default_verdict_fn
         self._local = threading.local()
         self._sql_cur: duckdb.DuckDBPyConnection | None = None
@@ -295,8 +298,6 @@ class StoreData:
         cur = getattr(self._local, "cur", None)
         if cur is None:
             cur = self._con.cursor()
-            cur.execute("SET TimeZone = 'UTC'")
-            cur.execute("SET enable_progress_bar = false")
             self._local.cur = cur
         return cur
 
@@ -309,7 +310,6 @@ class StoreData:
         self.verdict_error = None
         try:
             cur = self._con.cursor()
-            cur.execute("SET enable_progress_bar = false")
             v = self._verdict_fn(cur)
         except Exception as exc:  # a diagnosis bug must not take the viewer down
             v = None
@@ -716,8 +716,7 @@ class StoreData:
         with self._sql_lock:
             self._sql_cur = cur
         try:
-            cur.execute("SET TimeZone = 'UTC'")
-            cur.execute("SET enable_progress_bar = false")
+            check_statements(sql)
             c = cur.execute(sql)
             if c.description:
                 res.columns = [d[0] for d in c.description]
@@ -727,6 +726,11 @@ class StoreData:
         except duckdb.InterruptException:
             res.cancelled = True
             res.error = "query cancelled"
+        except QueryRefused as exc:
+            res.error = str(exc)
+        except duckdb.PermissionException as exc:
+            res.error = (f"refused: {str(exc).strip()} (the console reads only the store: no other file, URL, "
+                         "ATTACH, COPY, EXPORT, INSTALL or LOAD)")
         except Exception as exc:
             res.error = str(exc).strip() or type(exc).__name__
         finally:
