@@ -37,3 +37,15 @@ def is_safe(text: str, keep_newlines: bool = False) -> bool:
     """True when safe(text) would change nothing."""
     table = _TABLE_NL if keep_newlines else _TABLE
     return not any(ord(ch) in table for ch in text)
+
+
+def safe_tree(obj, fn=safe):
+    """A copy of a JSON-like document with `fn` applied to every string
+    (values and keys): a verdict made safe to render on a terminal."""
+    if isinstance(obj, str):
+        return fn(obj)
+    if isinstance(obj, dict):
+        return {(fn(k) if isinstance(k, str) else k): safe_tree(v, fn) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [safe_tree(v, fn) for v in obj]
+    return obj

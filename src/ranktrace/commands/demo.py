@@ -69,7 +69,8 @@ def run(args) -> int:
             con.close()
         print("== diagnosis")
         from ..correlate.render import render_text
-        print(render_text(verdict, color=sys.stdout.isatty()))
+        from ..safe_text import safe_tree
+        print(render_text(safe_tree(verdict), color=sys.stdout.isatty()))
         expected = json.loads((bundle / "expected_verdict.json").read_text()).get("verdict", {})
         print(f"== expected (from the capture's ground truth): kind={expected.get('kind')} "
               f"rank={expected.get('rank')} host={expected.get('host')}")

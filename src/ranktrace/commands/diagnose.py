@@ -30,13 +30,16 @@ def cmd_diagnose(args) -> int:
         d = diagnose(con, offsets=dict(args.offset or []))
     finally:
         con.close()
+    from ..safe_text import safe, safe_tree
+    # Text from the logs is data: escaped for the terminal (text) and for HTML
+    # in Markdown (no tag can open); JSON escapes every non-ASCII and control character itself.
     if args.format == "json":
         json.dump(d, sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
     elif args.format == "md":
-        sys.stdout.write(render_md(d))
+        sys.stdout.write(render_md(safe_tree(d, lambda s: safe(s).replace("<", "&lt;"))))
     else:
-        sys.stdout.write(render_text(d, color=sys.stdout.isatty()))
+        sys.stdout.write(render_text(safe_tree(d), color=sys.stdout.isatty()))
     return 0
 
 

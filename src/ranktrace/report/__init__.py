@@ -20,15 +20,24 @@ from .redact import Redactor, redact_document
 FORMATS = ("md", "html", "json")
 
 
+# JSON escapes C0 controls itself; C1 controls and bidi overrides become \\uXXXX too
+# (the same string once decoded, inert on a terminal).
+_JSON_INERT = {c: f"\\u{c:04x}" for c in (0x7F, *range(0x80, 0xA0), 0x061C, 0x200E, 0x200F,
+                                           *range(0x202A, 0x202F), *range(0x2066, 0x206A), 0x2028, 0x2029)}
+
+
 def render_json(doc: dict) -> str:
-    return json.dumps(doc, indent=2, ensure_ascii=False, default=str, sort_keys=False) + "\n"
+    return json.dumps(doc, indent=2, ensure_ascii=False, default=str, sort_keys=False).translate(_JSON_INERT) + "\n"
 
 
 def render(doc: dict, fmt: str) -> str:
+    """The report as text. Control characters from the logs never reach the
+    output raw (safe_text): a report printed on a terminal cannot drive it."""
+    from ..safe_text import safe
     if fmt == "md":
-        return render_markdown(doc)
+        return safe(render_markdown(doc), keep_newlines=True)
     if fmt == "html":
-        return render_html(doc)
+        return safe(render_html(doc), keep_newlines=True)
     if fmt == "json":
         return render_json(doc)
     raise ValueError(f"unknown report format {fmt!r} (one of {', '.join(FORMATS)})")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from rich.markup import escape
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -12,6 +11,7 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Button, DataTable, Input, Select, Static, TextArea
 
+from ...safe_text import safe
 from ..data import EventRow, Filters, QueryResult, StoreData, fmt_time, parse_time
 
 PAGE = 200
@@ -25,13 +25,14 @@ def _short_time(t: float | None) -> str:
 
 
 def _clip(s: str, n: int) -> Text:
-    """Plain text for a cell (a Text, so DataTable never parses it as markup)."""
-    s = (s or "").replace("\n", "⏎ ")
+    """Plain text for a cell (a Text, so DataTable never parses it as markup;
+    control characters and bidi overrides shown escaped: safe_text)."""
+    s = safe((s or "").replace("\n", "⏎ "))
     return Text(s if len(s) <= n else s[: n - 1] + "…", no_wrap=True)
 
 
 def _plain(s) -> Text:
-    return Text("" if s is None else str(s), no_wrap=True)
+    return Text("" if s is None else safe(s), no_wrap=True)
 
 
 # --------------------------------------------------------------------------- header
@@ -44,7 +45,7 @@ class VerdictHeader(Static):
     """
 
     def show_loading(self, db: str) -> None:
-        self.update(Text.assemble(("ranktrace ", "bold"), (db, "dim"), "  diagnosing…"))
+        self.update(Text.assemble(("ranktrace ", "bold"), (safe(db), "dim"), "  diagnosing…"))
 
     def show_verdict(self, store: StoreData, counts: dict | None) -> None:
         v = store.verdict
@@ -53,12 +54,12 @@ class VerdictHeader(Static):
             stats = (f"{counts['events']:,} events · {counts['files']} files · {counts['hosts']} hosts · "
                      f"{counts['ranks']} ranks")
         if not v or not v.get("verdict"):
-            why = f" ({store.verdict_error})" if store.verdict_error else ""
+            why = f" ({safe(store.verdict_error)})" if store.verdict_error else ""
             self.update(Text.assemble(("no diagnosis available", "bold yellow"), (why, "dim"), "\n",
                                       (stats, "dim")))
             return
         vd = v["verdict"]
-        kind = str(vd.get("kind") or "unknown")
+        kind = safe(vd.get("kind") or "unknown")
         who = []
         if vd.get("rank") is not None:
             who.append(f"rank {vd['rank']}")
@@ -72,13 +73,13 @@ class VerdictHeader(Static):
         conf = vd.get("confidence")
         head = Text.assemble(
             (f" {kind.upper()} ", "bold reverse red" if kind != "none" else "bold reverse green"), " ",
-            (" ".join(who) or "no single culprit", "bold"),
+            (safe(" ".join(who)) or "no single culprit", "bold"),
             ("  at " + fmt_time(t) + " UTC" if t is not None else "", ""),
             (f"  confidence {conf:.2f}" if isinstance(conf, (int, float)) else "", "dim"),
         )
         if self.size.width == 0 or head.cell_len + 3 + len(stats) <= self.size.width - 2:
             head.append("   " + stats, "dim")
-        summary = str(vd.get("summary") or "")
+        summary = safe(vd.get("summary") or "")
         self.update(Text.assemble(head, "\n", (summary, "italic")))
 
 
@@ -149,7 +150,7 @@ class EventList(DataTable):
             else:
                 rows = self.store.events_page(start, filters, offset=offset, limit=PAGE)
         except Exception as exc:
-            self.app.call_from_thread(self.notify, f"event query failed: {exc}", severity="error", markup=False)
+            self.app.call_from_thread(self.notify, f"event query failed: {safe(exc)}", severity="error", markup=False)
             rows = []
         self.post_message(self.Page(token, rows, append))
 
@@ -261,19 +262,19 @@ class DetailPane(VerticalScroll):
         t = Text()
         ident = [f"{k}={e[k]}" for k in ("host", "rank", "local_rank", "task", "pid", "pod", "container", "gpu",
                                           "job_id", "step_id") if e.get(k) not in (None, "")]
-        t.append(" ".join(ident) or "no identity", style="bold")
+        t.append(safe(" ".join(ident)) or "no identity", style="bold")
         t.append("\n")
-        t.append(f"{e.get('severity')} · {e.get('role')} · {e.get('kind') or '-'} · {e.get('format')}"
-                 f" ({e.get('program') or '-'})\n", style="dim")
+        t.append(safe(f"{e.get('severity')} · {e.get('role')} · {e.get('kind') or '-'} · {e.get('format')}"
+                      f" ({e.get('program') or '-'})") + "\n", style="dim")
         t.append(f"aligned  {fmt_time(e.get('aligned'))} UTC\n")
         t.append(f"logged   {fmt_time(e.get('orig'))} UTC  [{e.get('ts_kind')}]"
-                 + (f"  as written: {e['ts_text']}" if e.get("ts_text") else "") + "\n")
-        t.append(f"{e.get('file')}:{e.get('line')}\n", style="underline")
+                 + (f"  as written: {safe(e['ts_text'])}" if e.get("ts_text") else "") + "\n")
+        t.append(safe(f"{e.get('file')}:{e.get('line')}") + "\n", style="underline")
         for line, raw, me in ctx:
             for j, part in enumerate((raw or "").split("\n")):
                 num = f"{line + j:>6} " if j == 0 else "       "
                 t.append(num, style="dim")
-                t.append(part + "\n", style="bold" if me else "dim")
+                t.append(safe(part) + "\n", style="bold" if me else "dim")
         return t
 
     def on_detail_pane_loaded(self, msg: "DetailPane.Loaded") -> None:
@@ -442,7 +443,7 @@ class SqlConsole(Vertical):
         st.remove_class("error")
         st.update(Text(res.summary if self.show_timing else res.summary.split(" in ")[0]))
         grid.clear(columns=True)
-        grid.add_columns(*[escape(str(c)) for c in res.columns])
+        grid.add_columns(*[Text(safe(c)) for c in res.columns])
         for r in res.rows:
             grid.add_row(*[_clip("" if v is None else (v.isoformat(sep=" ") if hasattr(v, "isoformat")
                                                          else str(v)), 60) for v in r])

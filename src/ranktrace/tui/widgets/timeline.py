@@ -19,6 +19,7 @@ from textual.reactive import reactive
 from textual.strip import Strip
 from textual.widget import Widget
 
+from ...safe_text import safe
 from ..data import ERROR_SEV, SEV_RANK, Bucket, Lane, StoreData, fmt_time
 
 AXIS_ROWS = 2
@@ -460,14 +461,14 @@ class Timeline(Widget, can_focus=True):
         if r.kind == "host":
             mark = "▸" if r.host in self.collapsed else "▾"
             nerr = sum(ln.errors for ln in lanes)
-            label = f"{mark} {r.host}"
+            label = f"{mark} {safe(r.host)}"   # log text: never a terminal control
             extra = (f" ✖{nerr}" if nerr else "")
             label = label[:lw - len(extra)] + extra if len(label) + len(extra) > lw else label + extra
             lstyle = p["host"]
         else:
             ln = r.lane
             pre = "▶ " if culprit else "  "
-            label = pre + ln.label
+            label = pre + safe(ln.label)
             if self._silent(ln):
                 label += " ⏹"
             lstyle = p["label"]
