@@ -300,8 +300,17 @@ def write_trace(trace: dict, path: str) -> int:
     return p.stat().st_size
 
 
-def export_perfetto(con, path: str, verdict_doc: dict | None = None, *, max_events: int = MAX_EVENTS) -> dict:
+def export_perfetto(con, path: str, verdict_doc: dict | None = None, *, max_events: int = MAX_EVENTS,
+                    redact: bool = False) -> dict:
     trace = build_trace(con, verdict_doc, max_events=max_events)
+    if redact:
+        # The report's redactor (report/redact.py) over the whole trace: names,
+        # args, the embedded verdict and clock offsets get the same placeholders.
+        from ..report import known_hosts, known_pods, verdict_hosts
+        from ..report.redact import redact_document
+        trace, r = redact_document(trace, hosts=known_hosts(con) + verdict_hosts(verdict_doc or {}),
+                                   pods=known_pods(con))
+        trace["metadata"]["ranktrace"]["redacted"] = r.summary()
     n = write_trace(trace, path)
     meta = trace["metadata"]["ranktrace"]
     return {"path": path, "bytes": n, "events": meta["sampling"]["events_in_trace"],

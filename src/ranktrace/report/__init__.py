@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 
-from .build import build_report, known_hosts, verdict_hosts
+from .build import build_report, known_hosts, known_pods, verdict_hosts
 from .html import render_html
 from .markdown import render_markdown
 from .redact import Redactor, redact_document
@@ -46,7 +46,7 @@ def render(doc: dict, fmt: str) -> str:
 def redact(con, doc: dict) -> dict:
     """A copy of the document with hosts, IPs, users, home paths and secrets
     replaced by stable placeholders; the map itself is not kept anywhere."""
-    out, r = redact_document(doc, hosts=known_hosts(con) + verdict_hosts(doc))
+    out, r = redact_document(doc, hosts=known_hosts(con) + verdict_hosts(doc), pods=known_pods(con))
     out.setdefault("report", {})["redacted"] = r.summary()
     return out
 
