@@ -177,9 +177,34 @@ def insert_facts(con: duckdb.DuckDBPyConnection, table: str, facts: pl.DataFrame
 
 
 def refresh_summaries(con: duckdb.DuckDBPyConnection) -> None:
-    """Tables derived from events that readers want without a scan (lanes)."""
+    """Tables derived from events that readers want without a scan (lanes),
+    and the clock offsets behind view events_aligned (queries/store/clock.sql)."""
     for f in sorted((data_dir("queries") / "store").glob("*.sql")):
         con.execute(f.read_text())
+    store_clock_offsets(con)
+
+
+def store_clock_offsets(con: duckdb.DuckDBPyConnection) -> list[dict]:
+    """Fill table clock_offsets with ranktrace.correlate.clock's estimate, so
+    that SQL (the README's queries, the TUI console) can read aligned time
+    (`ats` of events_aligned). A failed estimate leaves the table empty (ats =
+    ts) and says why in meta 'clock_error': it never fails the ingest."""
+    db = con.execute("SELECT current_database()").fetchone()[0].replace('"', '""')
+    table = f'"{db}".main.clock_offsets'   # never the temp table of a diagnosis
+    try:
+        from .correlate.clock import estimate_offsets
+        clock = estimate_offsets(con)
+        err = None
+    except Exception as exc:  # the estimate is a help for SQL users, not the ingest's job
+        clock, err = [], f"{type(exc).__name__}: {exc}"
+    con.execute(f"DELETE FROM {table}")
+    if clock:
+        con.executemany(f"INSERT INTO {table} VALUES (?, ?, ?, ?)",
+                        [[c["host"], c["offset_s"], c["uncertainty_s"], c["basis"]] for c in clock])
+    con.execute("DELETE FROM meta WHERE key = 'clock_error'")
+    if err:
+        con.execute("INSERT INTO meta VALUES ('clock_error', ?)", [err])
+    return clock
 
 
 def infer_years(con: duckdb.DuckDBPyConnection) -> int | None:

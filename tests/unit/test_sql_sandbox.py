@@ -12,7 +12,7 @@ import pytest
 
 from ranktrace.cli import main
 from ranktrace.query import QueryRefused, check_statements, run_query
-from ranktrace.store import open_store
+from ranktrace.store import open_store, refresh_summaries
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -25,6 +25,7 @@ def _store(path: Path) -> str:
                            'info', 'progress', 'info', 'step 1', 'step 1'),
                           (2, 1, 'n1.log', 2, 2, TIMESTAMP '2026-03-02 03:00:05', 'exact', 'test', 'n1', 0,
                            'error', 'python_exception', 'cause', 'boom', 'boom')""")
+    refresh_summaries(con)
     con.close()
     return str(path)
 

@@ -274,6 +274,12 @@ class StoreData:
             raise ValueError(f"{p}: not a ranktrace store (no events table)")
         self.has_files = "files" in tables
         self.has_lanes = "lanes" in tables
+        self.has_aligned = "events_aligned" in tables and "clock_offsets" in tables
+        if self.has_aligned:
+            # The ingest's clock estimate (queries/store/clock.sql): the first
+            # screen is aligned before the diagnosis runs; its clock replaces it.
+            self.offsets = {h: float(o) for h, o in self._con.execute(
+                "SELECT host, offset_s FROM clock_offsets WHERE host IS NOT NULL AND offset_s <> 0").fetchall()}
         cols = {r[0] for r in self._con.execute(
             "SELECT column_name FROM information_schema.columns WHERE table_name = 'lanes'").fetchall()}
         # Stores of older versions lack the failure times and the buckets:
@@ -325,7 +331,8 @@ class StoreData:
                     offs[str(c["host"])] = float(c["offset_s"])
             except (TypeError, ValueError, AttributeError):
                 continue
-        self.offsets = offs
+        if v is not None:   # no diagnosis: keep the ingest's estimate (clock_offsets)
+            self.offsets = offs
         return v
 
     def set_offsets(self, offsets: dict[str, float]) -> None:
@@ -690,6 +697,13 @@ class StoreData:
         return None
 
     # ------------------------------------------------------------------ SQL console
+
+    def default_query(self) -> str:
+        """The console's first query: per rank, events and last line on the aligned clock."""
+        if self.has_aligned:
+            return ("SELECT host, rank, count(*) AS events, max(ats) AS last\nFROM events_aligned\n"
+                    "GROUP BY ALL ORDER BY last")
+        return "SELECT host, rank, count(*) AS events, max(ts) AS last\nFROM events\nGROUP BY ALL ORDER BY last"
 
     def canned_queries(self) -> list[CannedQuery]:
         d = _canned_dir()

@@ -388,8 +388,7 @@ class SqlConsole(Vertical):
                          id="canned", disabled=not opts)
             yield Button("Run", id="run", variant="primary")
             yield Button("Cancel", id="cancel")
-        yield TextArea("SELECT host, rank, count(*) AS events, max(ts) AS last\nFROM events\n"
-                       "GROUP BY ALL ORDER BY last", id="sql-text", language=None)
+        yield TextArea(self.store.default_query(), id="sql-text", language=None)
         yield Static("ctrl+r runs the query (read-only), ctrl+g cancels", id="sql-status")
         yield DataTable(id="sql-grid", cursor_type="cell")
 
