@@ -51,8 +51,9 @@ class VerdictHeader(Static):
         v = store.verdict
         stats = ""
         if counts:
+            pods = f"{counts['pods']} pods · " if counts.get("pods") else ""
             stats = (f"{counts['events']:,} events · {counts['files']} files · {counts['hosts']} hosts · "
-                     f"{counts['ranks']} ranks")
+                     f"{pods}{counts['ranks']} ranks")
         if not v or not v.get("verdict"):
             why = f" ({safe(store.verdict_error)})" if store.verdict_error else ""
             self.update(Text.assemble(("no diagnosis available", "bold yellow"), (why, "dim"), "\n",
@@ -121,10 +122,14 @@ class EventList(DataTable):
         self.before = 0              # rows paged in above the list's start
         self.fetching = False
         self.select_id: int | None = None
+        self.show_pod = False
 
     def on_mount(self) -> None:
         self.add_column("time", width=12, key="time")
         self.add_column("host", width=10, key="host")
+        self.show_pod = self.store._pod_count() > 0   # Kubernetes: which pod said it
+        if self.show_pod:
+            self.add_column("pod", width=14, key="pod")
         self.add_column("rk", width=4, key="rank")
         self.add_column("sev", width=5, key="sev")
         self.add_column("role", width=7, key="role")
@@ -158,6 +163,7 @@ class EventList(DataTable):
         self.add_row(
             _plain(_short_time(r.time)),
             _clip(r.host or "", 10),
+            *([_clip(r.pod or "", 14)] if self.show_pod else []),
             _plain("" if r.rank is None else r.rank),
             Text(r.severity[:5], style=SEV_STYLE.get(r.severity, "")),
             Text(r.role[:7], style=ROLE_STYLE.get(r.role, "")),
@@ -169,7 +175,7 @@ class EventList(DataTable):
         if msg.token != self.token:
             return
         self.fetching = False
-        width = max(self.size.width - 12 - 10 - 4 - 5 - 7 - 12, 20)
+        width = max(self.size.width - 12 - 10 - 4 - 5 - 7 - 12 - (14 if self.show_pod else 0), 20)
         if msg.append == "before":
             # Earlier events go on top: the table is rebuilt (DataTable only
             # appends) and the cursor moves to the event just above where it was.
