@@ -26,4 +26,5 @@ SELECT host,
 FROM events, span
 -- a time outside 1990..2100 (a bogus year) is kept out of the timeline
 WHERE ts >= TIMESTAMP '1990-01-01' AND ts < TIMESTAMP '2100-01-01'
+  AND event_id NOT IN (SELECT event_id FROM echoes)   -- a --tee copy counts once (echoes.sql)
 GROUP BY host, pod, rank, source, slot;

@@ -25,5 +25,6 @@ SELECT host,
        min(ts) FILTER (WHERE sane AND severity IN ('error', 'critical')) AS first_error_ts,
        max(ts) FILTER (WHERE sane AND (role IN ('cause', 'symptom') OR severity IN ('error', 'critical')))
            AS last_failure_ts
-FROM (SELECT *, ts >= TIMESTAMP '1990-01-01' AND ts < TIMESTAMP '2100-01-01' AS sane FROM events)
+FROM (SELECT *, ts >= TIMESTAMP '1990-01-01' AND ts < TIMESTAMP '2100-01-01' AS sane FROM events
+      WHERE event_id NOT IN (SELECT event_id FROM echoes))   -- a --tee copy counts once (echoes.sql)
 GROUP BY ALL;

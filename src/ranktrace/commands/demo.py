@@ -64,7 +64,8 @@ def run(args) -> int:
         import duckdb
         con = duckdb.connect(db, read_only=True)
         try:
-            verdict = diagnose(con)
+            from ..report.verdict import fold_echoes
+            verdict = fold_echoes(con, diagnose(con))
         finally:
             con.close()
         print("== diagnosis")

@@ -27,7 +27,8 @@ def cmd_diagnose(args) -> int:
         print(f"ranktrace diagnose: {exc}", file=sys.stderr)
         return 2
     try:
-        d = diagnose(con, offsets=dict(args.offset or []))
+        from ..report.verdict import fold_echoes
+        d = fold_echoes(con, diagnose(con, offsets=dict(args.offset or [])))   # --tee copies cited once
     finally:
         con.close()
     from ..safe_text import safe, safe_tree

@@ -97,14 +97,19 @@ def events_source(con) -> str:
     connection does not have it yet (temp objects only: read-only is fine)."""
     def have() -> bool:
         return bool(con.execute("SELECT count(*) FROM duckdb_views() WHERE view_name = 'events_id'").fetchone()[0])
-    if have():
-        return "events_id"
-    try:
-        from ranktrace.correlate.identity import build_identity  # optional: the diagnose side
-        build_identity(con)
-    except Exception:  # not installed, or an older store: plain events
-        return "events"
-    return "events_id" if have() else "events"
+    if not have():
+        try:
+            from ranktrace.correlate.identity import build_identity  # optional: the diagnose side
+            build_identity(con)
+        except Exception:  # not installed, or an older store: plain events
+            pass
+    src = "events_id" if have() else "events"
+    # --tee copies of a line (table echoes, queries/store/echoes.sql) are shown once
+    if con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'echoes'").fetchone()[0]:
+        con.execute(f"CREATE OR REPLACE TEMP VIEW report_events AS SELECT * FROM {src} "
+                    "WHERE event_id NOT IN (SELECT event_id FROM echoes)")
+        return "report_events"
+    return src
 
 
 def _rows(con, sql: str, params: list | None = None) -> list[dict]:

@@ -270,7 +270,8 @@ def default_verdict_fn(con: duckdb.DuckDBPyConnection) -> dict | None:
         from ..correlate import diagnose  # type: ignore[attr-defined]
     except ImportError:
         return None
-    return diagnose(con, offsets=None)
+    from ..report.verdict import fold_echoes
+    return fold_echoes(con, diagnose(con, offsets=None))
 
 
 # --------------------------------------------------------------------------- the store
@@ -302,6 +303,8 @@ class StoreData:
         self.has_files = "files" in tables
         self.has_lanes = "lanes" in tables
         self.has_aligned = "events_aligned" in tables and "clock_offsets" in tables
+        # --tee copies of a line (queries/store/echoes.sql) are left out of every list and count
+        self._noecho = "event_id NOT IN (SELECT event_id FROM echoes)" if "echoes" in tables else "TRUE"
         if self.has_aligned:
             # The ingest's clock estimate (queries/store/clock.sql): the first
             # screen is aligned before the diagnosis runs; its clock replaces it.
@@ -445,7 +448,7 @@ class StoreData:
                            count(*) FILTER (WHERE role = 'cause'),
                            epoch_us(min(ts) FILTER (WHERE {_SANE})) / 1e6,
                            epoch_us(max(ts) FILTER (WHERE {_SANE})) / 1e6
-                    FROM events GROUP BY 1, 2, 3) l
+                    FROM events WHERE {self._noecho} GROUP BY 1, 2, 3) l
                 ORDER BY h = '{NO_HOST}', h LIKE '{POD_PREFIX}%', h, rank IS NULL, rank, src
             """).fetchall()
         out = []
@@ -503,7 +506,7 @@ class StoreData:
                 SELECT min({a}) FILTER (WHERE role = 'cause'),
                        min({a}) FILTER (WHERE severity IN ('error', 'critical')),
                        max({a})
-                FROM events WHERE ts IS NOT NULL
+                FROM events WHERE ts IS NOT NULL AND {_SANE} AND {self._noecho}
                   AND (role IN ('cause', 'symptom') OR severity IN ('error', 'critical'))
             """).fetchone()
             self._ff_cache = (key, r)
@@ -575,7 +578,7 @@ class StoreData:
                 SELECT {_LH} AS h, rank, {_SRC_SQL} AS src,
                        {a} AS t, {_SEV_SQL} AS sev, role
                 FROM events
-                WHERE ts IS NOT NULL AND {self._ts_range_sql(t0, t1)} AND {hp}
+                WHERE ts IS NOT NULL AND {self._ts_range_sql(t0, t1)} AND {hp} AND {self._noecho}
             )
             SELECT h, rank, src, CAST(floor((t - {t0!r}) / {dt!r}) AS INTEGER) AS b,
                    count(*), max(sev), bool_or(role = 'cause'), bool_or(role = 'symptom')
@@ -593,7 +596,8 @@ class StoreData:
         r = self._cur().execute(f"""
             SELECT {a} AS t, {_LH}, rank, {_SRC_SQL}
             FROM events
-            WHERE ts IS NOT NULL AND ({_SEV_SQL} >= {int(min_sev)} OR role = 'cause') AND {a} {op} {t!r}{lp}
+            WHERE ts IS NOT NULL AND {_SANE} AND {self._noecho}
+              AND ({_SEV_SQL} >= {int(min_sev)} OR role = 'cause') AND {a} {op} {t!r}{lp}
             ORDER BY t {order}, event_id LIMIT 1
         """).fetchone()
         if not r:
@@ -604,8 +608,8 @@ class StoreData:
 
     def _filter_sql(self, f: Filters | None) -> tuple[str, list]:
         if f is None:
-            return "TRUE", []
-        where, params = [], []
+            return self._noecho, []
+        where, params = [self._noecho], []
         if f.text:
             where.append("(raw ILIKE ? OR message ILIKE ?)")
             params += [f"%{f.text}%"] * 2
