@@ -210,7 +210,10 @@ def fmt_time(t: float | None, precision: int = 3) -> str:
     """Aligned epoch seconds -> 'YYYY-MM-DD HH:MM:SS.mmm' (UTC)."""
     if t is None:
         return "-"
-    d = datetime.fromtimestamp(t, tz=timezone.utc)
+    try:
+        d = datetime.fromtimestamp(t, tz=timezone.utc)
+    except (OverflowError, OSError, ValueError):   # a bogus year from a log line
+        return "?"
     s = d.strftime("%Y-%m-%d %H:%M:%S")
     if precision:
         s += f".{int(round((t % 1) * 10 ** precision)) % 10 ** precision:0{precision}d}"
@@ -399,7 +402,8 @@ class StoreData:
         return f"(CASE host {whens} ELSE 0.0 END)"
 
     def _aligned_sql(self) -> str:
-        return f"(epoch_us(ts) / 1e6 - {self._off_sql()})"
+        # a time outside 1990..2100 is a bogus year: no aligned time (listed with the untimed)
+        return f"(CASE WHEN {_SANE} THEN epoch_us(ts) / 1e6 - {self._off_sql()} END)"
 
     def _ts_range_sql(self, t0: float, t1: float) -> str:
         """A predicate on raw ts that covers the aligned window (uses zonemaps)."""
@@ -661,7 +665,7 @@ class StoreData:
                 if len(rows) >= need:
                     return self._rows(rows[offset:])
                 w *= 8
-        cond = "TRUE" if start is None else f"({a} >= {start!r} OR ts IS NULL)"
+        cond = "TRUE" if start is None else f"({a} >= {start!r} OR {a} IS NULL)"
         rows = self._cur().execute(f"""
             SELECT {cols} FROM events WHERE {cond} AND {fw}
             ORDER BY t ASC NULLS LAST, file, line

@@ -38,7 +38,10 @@ class Row:
 
 
 def _tick_label(t: float, step: float) -> str:
-    d = datetime.fromtimestamp(t, tz=timezone.utc)
+    try:
+        d = datetime.fromtimestamp(t, tz=timezone.utc)
+    except (OverflowError, OSError, ValueError):   # a bogus year from a log line
+        return "?"
     if step >= 86400:
         return d.strftime("%m-%d")
     if step >= 60:
