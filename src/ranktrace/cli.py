@@ -239,8 +239,9 @@ def _check_file(cat, path: str) -> int:
     print(f"{path}: {total} events, {claimed / total:.1%} claimed" if total else f"{path}: no events")
     for f, n in rows:
         print(f"  {f:<22}{n:>8}")
-    for file, line, text in raw:
-        print(f"  unclaimed {file}:{line}: {text[:120]}")
+    from .safe_text import safe
+    for file, line, text in raw:   # lines of a real file: never terminal controls
+        print(safe(f"  unclaimed {file}:{line}: {text[:120]}"))
     return 0 if not s.warnings else 1
 
 

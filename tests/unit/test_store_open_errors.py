@@ -17,6 +17,7 @@ LOG = "2026-03-02T03:00:00Z step 1\n"
 
 COMMANDS = {
     "ingest": lambda db, tmp: ["ingest", str(tmp / "a.log"), "--db", db, "-q"],
+    "demo": lambda db, tmp: ["demo", "--db", db],
     "diagnose": lambda db, tmp: ["diagnose", "--db", db],
     "report": lambda db, tmp: ["report", "--db", db],
     "sql": lambda db, tmp: ["sql", "SELECT 1", "--db", db],
@@ -55,7 +56,7 @@ def test_missing_directory(logfile, capsys, cmd):
     rc, err = _run(capsys, COMMANDS[cmd](str(db), logfile))
     assert rc == 2
     assert str(db) in err and "Traceback" not in err
-    if cmd == "ingest":
+    if cmd in ("ingest", "demo"):
         assert "does not exist" in err and "mkdir -p" in err
     else:
         assert "no such store" in err

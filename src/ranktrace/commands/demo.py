@@ -51,8 +51,13 @@ def run(args) -> int:
         for ln in first:
             print(f"   {ln}")
     cat = load_catalog(check_samples="drop")
-    s = ingest([str(bundle)], db, cat, warn=lambda m: print(f"ranktrace: {m}", file=sys.stderr),
-               exclude=ANSWER_FILES)
+    from ..store import StoreError
+    try:
+        s = ingest([str(bundle)], db, cat, warn=lambda m: print(f"ranktrace: {m}", file=sys.stderr),
+                   exclude=ANSWER_FILES)
+    except StoreError as exc:   # --db: not DuckDB, locked, no such directory
+        print(f"ranktrace demo: {exc}", file=sys.stderr)
+        return 2
     files = [f for f in s.files if f.status in ("ingested", "duplicate")]
     events = sum(f.events for f in files)
     print(f"== ingested {len(files)} files, {events:,} events into {db} in {s.seconds:.1f} s")
