@@ -97,3 +97,13 @@ def test_tui_console_default_query_uses_aligned_time(skewed):
         assert s.offsets.get("gpu-b03") == pytest.approx(37.0, abs=0.5)   # aligned before any diagnosis
     finally:
         s.close()
+
+
+def test_canned_last_words_names_the_hung_rank_first(skewed):
+    """queries/canned read aligned time: the rank that went quiet first is the hung one,
+    not the ranks of the host whose clock runs 23 s behind."""
+    db, truth = skewed["torchrun_hang_skew"]
+    sql = (REPO / "queries" / "canned" / "last_words_per_rank.sql").read_text()
+    cols, rows = run_query(db, sql)
+    first = dict(zip(cols, rows[0]))
+    assert (first["host"], first["rank"]) == (truth["host"], truth["rank"])
