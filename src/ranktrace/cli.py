@@ -18,7 +18,7 @@ examples:
   ranktrace demo                              a bundled incident, end to end
   ranktrace ingest incident.tar.gz --db inc.duckdb
   ranktrace diagnose --db inc.duckdb
-  ranktrace sql "SELECT rank, max(ts) FROM events GROUP BY rank" --db inc.duckdb
+  ranktrace sql "SELECT rank, max(ats) FROM events_aligned GROUP BY rank" --db inc.duckdb
   ranktrace formats explain "[rank3]:[E1108 10:52:31.5 ProcessGroupNCCL.cpp:616] ..."
 
 The store is a plain DuckDB file: `duckdb inc.duckdb` works too (schema in README).

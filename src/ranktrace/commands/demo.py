@@ -82,6 +82,6 @@ def run(args) -> int:
               f"rank={expected.get('rank')} host={expected.get('host')}")
     print("== explore it")
     print(f"   ranktrace tui --db {db}")
-    print(f"   ranktrace sql \"SELECT host, rank, max(ts) AS last_line FROM events GROUP BY ALL ORDER BY 3\" --db {db}")
+    print(f"   ranktrace sql \"SELECT host, rank, max(ats) AS last_line FROM events_aligned GROUP BY ALL ORDER BY 3\" --db {db}")
     print(f"   ranktrace report --db {db} --format md")
     return 0

@@ -177,7 +177,7 @@ def render_markdown(doc: dict) -> str:
         if st["shown"] < st["total"]:
             out.append("")
             out.append(f"_{st['shown']} of {st['total']} rows shown (the culprit's node and the ranks that went "
-                       f"silent first). All of them: `ranktrace sql \"SELECT host, rank, max(ts) FROM events "
+                       f"silent first). All of them: `ranktrace sql \"SELECT host, rank, max(ats) FROM events_aligned "
                        f"GROUP BY ALL ORDER BY 3\"`._")
     else:
         out.append("_No event carries a host or a rank._")
