@@ -1,7 +1,7 @@
 -- name: echoes
 -- kind: store
 -- params: none
--- returns: rebuilds table `echoes` (event_id, of_event_id) after every ingest: an event that
+-- returns: rebuilds table `echoes` (event_id, of_event_id, ts) after every ingest: an event that
 --   repeats another one of the same rank with the same message, within 2 s, in another
 --   file, e.g. torchrun --tee with --log-dir writes every line of a rank both to the console
 --   (the srun or job output) and to attempt_N/R/stdout.log. The copy kept (of_event_id) is
@@ -40,4 +40,6 @@ pairs AS (
     JOIN g k ON k.file_id = b.file_id AND k.rank = a.rank AND k.message = a.message
     WHERE (a.ts IS NULL AND k.ts IS NULL) OR abs(epoch(a.ts) - epoch(k.ts)) <= 2.0
 )
-SELECT event_id, of_event_id FROM pairs WHERE n = 1;
+SELECT p.event_id, p.of_event_id, g.ts        -- ts: the echo's logged time (readers skip by window)
+FROM pairs p JOIN g USING (event_id) WHERE p.n = 1
+ORDER BY g.ts, p.event_id;

@@ -308,6 +308,9 @@ class StoreData:
         self.has_aligned = "events_aligned" in tables and "clock_offsets" in tables
         # --tee copies of a line (queries/store/echoes.sql) are left out of every list and count
         self._noecho = "event_id NOT IN (SELECT event_id FROM echoes)" if "echoes" in tables else "TRUE"
+        self._echo_ts = "echoes" in tables and bool(self._con.execute(
+            "SELECT count(*) FROM information_schema.columns WHERE table_name = 'echoes' AND column_name = 'ts'"
+        ).fetchone()[0])
         if self.has_aligned:
             # The ingest's clock estimate (queries/store/clock.sql): the first
             # screen is aligned before the diagnosis runs; its clock replaces it.
@@ -582,7 +585,8 @@ class StoreData:
                 SELECT {_LH} AS h, rank, {_SRC_SQL} AS src,
                        {a} AS t, {_SEV_SQL} AS sev, role
                 FROM events
-                WHERE ts IS NOT NULL AND {self._ts_range_sql(t0, t1)} AND {hp} AND {self._noecho}
+                WHERE ts IS NOT NULL AND {self._ts_range_sql(t0, t1)} AND {hp}
+                  AND {self._noecho_in(self._ts_range_sql(t0, t1))}
             )
             SELECT h, rank, src, CAST(floor((t - {t0!r}) / {dt!r}) AS INTEGER) AS b,
                    count(*), max(sev), bool_or(role = 'cause'), bool_or(role = 'symptom')
@@ -610,10 +614,17 @@ class StoreData:
 
     # ------------------------------------------------------------------ events
 
-    def _filter_sql(self, f: Filters | None) -> tuple[str, list]:
+    def _noecho_in(self, window: str | None) -> str:
+        """Not an echo; with a time window (a predicate on ts), only the echoes
+        in it are read (echoes is sorted by ts: its zonemaps prune the rest)."""
+        if window and self._echo_ts and self._noecho != "TRUE":
+            return f"event_id NOT IN (SELECT event_id FROM echoes WHERE {window})"
+        return self._noecho
+
+    def _filter_sql(self, f: Filters | None, window: str | None = None) -> tuple[str, list]:
         if f is None:
-            return self._noecho, []
-        where, params = [self._noecho], []
+            return self._noecho_in(window), []
+        where, params = [self._noecho_in(window)], []
         if f.text:
             where.append("(raw ILIKE ? OR message ILIKE ?)")
             params += [f"%{f.text}%"] * 2
@@ -656,10 +667,12 @@ class StoreData:
         if start is not None and ext is not None:
             w = max((ext[1] - ext[0]) / 1000.0, 1.0)
             while start + w < ext[1]:
+                win = self._ts_range_sql(start, start + w)
+                fww, _ = self._filter_sql(filters, win)
                 rows = self._cur().execute(f"""
                     SELECT {cols} FROM events
-                    WHERE {self._ts_range_sql(start, start + w)}
-                      AND {a} >= {start!r} AND {a} < {start + w!r} AND {fw}
+                    WHERE {win}
+                      AND {a} >= {start!r} AND {a} < {start + w!r} AND {fww}
                     ORDER BY t, file, line LIMIT {need}
                 """, params).fetchall()
                 if len(rows) >= need:
@@ -690,9 +703,10 @@ class StoreData:
         while True:
             whole = ext is None or t - w <= ext[0]
             window = "TRUE" if whole else f"{self._ts_range_sql(t - w, t)} AND {a} >= {t - w!r}"
+            fww = fw if whole else self._filter_sql(filters, self._ts_range_sql(t - w, t))[0]
             rows = self._cur().execute(f"""
                 SELECT {cols} FROM events
-                WHERE ts IS NOT NULL AND {window} AND {before} AND {fw}
+                WHERE ts IS NOT NULL AND {window} AND {before} AND {fww}
                 ORDER BY t DESC, file DESC, line DESC LIMIT {int(limit)}
             """, params).fetchall()
             if len(rows) >= limit or whole:
