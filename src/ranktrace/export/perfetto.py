@@ -281,7 +281,8 @@ def _phases(con, offsets, pid, tid, src: str = "events") -> list[dict]:
 
 def write_trace(trace: dict, path: str) -> int:
     """Write JSON (gzip when the name ends in .gz, mtime 0: byte-stable). Returns bytes written."""
-    data = json.dumps(trace, separators=(",", ":"), ensure_ascii=False, default=str).encode()
+    from ..report import _JSON_INERT   # C1 controls and bidi overrides as \\uXXXX: inert on a terminal (-o -)
+    data = json.dumps(trace, separators=(",", ":"), ensure_ascii=False, default=str).translate(_JSON_INERT).encode()
     if path == "-":
         import sys
         sys.stdout.buffer.write(data)
