@@ -62,4 +62,13 @@ async def test_event_list_has_a_pod_column_and_the_header_counts_pods(k8s_store)
         assert any(r.pod for r in el.items)
         text = screen_text(app)
         assert " pods · " in text and "1 hosts, 0 ranks" not in text
-        assert "pod llm-pretrain" in text
+        # each pod's group is drawn with a label that tells it from the others (its name's end)
+        from ranktrace.tui.widgets.timeline import Timeline
+        tl = app.query_one(Timeline)
+        labels = [tl.render_line(i - tl.top + 2).text[:tl.label_w] for i, r in enumerate(tl.rows)
+                  if r.kind == "host" and r.host.startswith("pod llm-pretrain-worker-")
+                  and tl.top <= i < tl.top + tl.size.height - 3]
+        assert labels and all("worker-" in lb for lb in labels), labels
+        from ranktrace.tui.widgets.timeline import _fit_mid
+        names = {_fit_mid(f"▾ pod llm-pretrain-worker-{i}", tl.label_w - 3) for i in range(4)}
+        assert len(names) == 4, names

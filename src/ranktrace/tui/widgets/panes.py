@@ -12,6 +12,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, DataTable, Input, Select, Static, TextArea
 
 from ...safe_text import safe
+from .timeline import _fit_mid
 from ..data import EventRow, Filters, QueryResult, StoreData, fmt_time, parse_time
 
 PAGE = 200
@@ -163,7 +164,7 @@ class EventList(DataTable):
         self.add_row(
             _plain(_short_time(r.time)),
             _clip(r.host or "", 10),
-            *([_clip(r.pod or "", 14)] if self.show_pod else []),
+            *([_plain(_fit_mid(safe(r.pod or ""), 14))] if self.show_pod else []),
             _plain("" if r.rank is None else r.rank),
             Text(r.severity[:5], style=SEV_STYLE.get(r.severity, "")),
             Text(r.role[:7], style=ROLE_STYLE.get(r.role, "")),

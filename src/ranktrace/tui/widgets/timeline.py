@@ -37,6 +37,14 @@ class Row:
     lanes: tuple[Lane, ...] = ()   # for a host row: its lanes
 
 
+def _fit_mid(s: str, n: int) -> str:
+    """`s` in n cells, the middle elided: pod names differ at their end (…-worker-3)."""
+    if len(s) <= n or n < 5:
+        return s[:max(n, 0)]
+    head = (n - 1) * 2 // 5
+    return s[:head] + "…" + s[len(s) - (n - 1 - head):]
+
+
 def _tick_label(t: float, step: float) -> str:
     try:
         d = datetime.fromtimestamp(t, tz=timezone.utc)
@@ -466,7 +474,7 @@ class Timeline(Widget, can_focus=True):
             nerr = sum(ln.errors for ln in lanes)
             label = f"{mark} {safe(r.host)}"   # log text: never a terminal control
             extra = (f" ✖{nerr}" if nerr else "")
-            label = label[:lw - len(extra)] + extra if len(label) + len(extra) > lw else label + extra
+            label = _fit_mid(label, lw - len(extra)) + extra
             lstyle = p["host"]
         else:
             ln = r.lane
