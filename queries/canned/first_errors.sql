@@ -1,10 +1,12 @@
 -- name: first_errors
 -- kind: canned
 -- params: none
--- returns: the first 50 cause and symptom lines in time order (logged time, not clock-aligned:
---   `ranktrace diagnose` aligns), with role, so the first CAUSE stands out from the loud symptoms.
-SELECT ts, ts_kind, host, rank, role, kind, file || ':' || line AS at, left(message, 160) AS message
-FROM events
+-- returns: the first 50 cause and symptom lines in aligned time order (ats; ts as
+--   logged beside it), with role, so the first CAUSE stands out from the loud symptoms.
+--   Times are on the aligned clock (ats, events_aligned); --tee copies (echoes) count once.
+WITH ev AS (SELECT * FROM events_aligned WHERE event_id NOT IN (SELECT event_id FROM echoes))
+SELECT ats, ts, ts_kind, host, rank, role, kind, file || ':' || line AS at, left(message, 160) AS message
+FROM ev
 WHERE role IN ('cause', 'symptom')
-ORDER BY ts NULLS LAST, file, line
+ORDER BY ats NULLS LAST, file, line
 LIMIT 50

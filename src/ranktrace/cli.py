@@ -18,7 +18,7 @@ examples:
   ranktrace demo                              a bundled incident, end to end
   ranktrace ingest incident.tar.gz --db inc.duckdb
   ranktrace diagnose --db inc.duckdb
-  ranktrace sql "SELECT rank, max(ts) FROM events GROUP BY rank" --db inc.duckdb
+  ranktrace sql "SELECT rank, max(ats) FROM events_aligned GROUP BY rank" --db inc.duckdb
   ranktrace formats explain "[rank3]:[E1108 10:52:31.5 ProcessGroupNCCL.cpp:616] ..."
 
 The store is a plain DuckDB file: `duckdb inc.duckdb` works too (schema in README).
@@ -37,7 +37,9 @@ def _catalog(args):
 
 
 def _err(msg: str) -> None:
-    print(f"ranktrace: {msg}", file=sys.stderr)
+    from .safe_text import safe
+    # Messages name files and archive members, which a log bundle controls.
+    print(f"ranktrace: {safe(msg, keep_newlines=True)}", file=sys.stderr)
 
 
 # ---------------------------------------------------------------- ingest
@@ -68,7 +70,9 @@ class _Bar:
             return
         self.last = now
         dt = max(now - self.t0, 1e-6)
-        name = self.current if len(self.current) < 40 else "…" + self.current[-39:]
+        from .safe_text import safe
+        cur = safe(self.current)
+        name = cur if len(cur) < 40 else "…" + cur[-39:]
         sys.stderr.write(f"\r\x1b[2K{self.files} files  {self.bytes / 1e6:8.1f} MB  "
                          f"{self.lines / dt:>10,.0f} lines/s  {name}")
         sys.stderr.flush()
@@ -108,8 +112,14 @@ def cmd_ingest(args) -> int:
                      "give a directory this node can write (shared by the nodes, for merge)")
         if not os.access(args.part, os.W_OK):
             sys.exit(f"ranktrace ingest: --part {args.part}: not writable here; give a directory this node can write")
-    summary = ingest(args.paths, args.db, cat, tz=tz, progress=progress, warn=warn, workers=args.jobs,
-                     exclude=args.exclude, part=args.part)
+    from .store import StoreError
+    try:
+        summary = ingest(args.paths, args.db, cat, tz=tz, progress=progress, warn=warn, workers=args.jobs,
+                         exclude=args.exclude, part=args.part)
+    except StoreError as exc:  # not DuckDB, locked by another ingest, no such directory
+        bar.done()
+        _err(f"ingest: {exc}")
+        return 2
     bar.done()
     files = summary.files
     ingested = [f for f in files if f.status in ("ingested", "empty")]
@@ -148,16 +158,24 @@ def cmd_ingest(args) -> int:
 # ---------------------------------------------------------------- sql
 
 def cmd_sql(args) -> int:
-    from .query import print_result, run_query
+    import duckdb
+
+    from .query import QueryRefused, print_result, run_query
+    from .store import StoreError
     query = args.query
     if query == "-":
         query = sys.stdin.read()
     elif Path(query).suffix == ".sql" and Path(query).exists():
         query = Path(query).read_text()
+    allow = getattr(args, "allow_files", False)
     try:
-        cols, rows = run_query(args.db, query)
-    except FileNotFoundError as exc:
+        cols, rows = run_query(args.db, query, allow_files=allow)
+    except (StoreError, QueryRefused) as exc:
         _err(str(exc))
+        return 2
+    except duckdb.PermissionException as exc:
+        _err(f"refused: {str(exc).rstrip()}\n  ranktrace sql reads only the store: no other file, URL, "
+             "ATTACH, COPY, EXPORT, INSTALL or LOAD" + ("" if allow else "; --allow-files permits reading local files"))
         return 2
     except Exception as exc:  # duckdb errors carry the position; show them as they are
         _err(f"query failed: {exc}")
@@ -231,8 +249,9 @@ def _check_file(cat, path: str) -> int:
     print(f"{path}: {total} events, {claimed / total:.1%} claimed" if total else f"{path}: no events")
     for f, n in rows:
         print(f"  {f:<22}{n:>8}")
-    for file, line, text in raw:
-        print(f"  unclaimed {file}:{line}: {text[:120]}")
+    from .safe_text import safe
+    for file, line, text in raw:   # lines of a real file: never terminal controls
+        print(safe(f"  unclaimed {file}:{line}: {text[:120]}"))
     return 0 if not s.warnings else 1
 
 
@@ -275,6 +294,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("query", metavar="QUERY")
     db_arg(sp)
     sp.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    sp.add_argument("--allow-files", action="store_true",
+                    help="also let the query read local files (read_csv, read_parquet, glob, ...); "
+                    "writing (COPY TO, EXPORT, ATTACH) stays refused")
     sp.set_defaults(func=cmd_sql)
 
     sp = sub.add_parser("formats", help="list, check or explain the log formats",

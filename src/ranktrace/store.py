@@ -7,6 +7,7 @@ opens with every file either complete or absent.
 from __future__ import annotations
 
 import hashlib
+import re
 from pathlib import Path
 
 from typing import TYPE_CHECKING
@@ -32,19 +33,84 @@ def schema_files() -> list[Path]:
     return sorted((data_dir("queries") / "schema").glob("*.sql"))
 
 
+class StoreError(Exception):
+    """The store cannot be opened; the message says what happened, where, and what to do."""
+
+
+class StoreMissing(StoreError, FileNotFoundError):
+    """No store at that path (a FileNotFoundError too, for older callers)."""
+
+
+_LOCK_RE = re.compile(r"Conflicting lock is held in (?P<prog>.*?) \(PID (?P<pid>\d+)\)")
+
+
+def store_error(path: str | Path, exc: BaseException) -> StoreError:
+    """A duckdb error met opening `path`, as a StoreError a user can act on."""
+    p = Path(path)
+    msg = str(exc)
+    m = _LOCK_RE.search(msg)
+    if m:
+        return StoreError(
+            f"{p}: in use by another process ({Path(m['prog']).name}, pid {m['pid']}), most likely a "
+            f"`ranktrace ingest` still writing it; wait for it to finish (or stop it: kill {m['pid']}) "
+            "and run this again")
+    if "could not set lock" in msg.lower():
+        return StoreError(f"{p}: locked by another process; wait for it to finish and run this again ({msg})")
+    if "not a valid DuckDB database" in msg or "not a valid duckdb" in msg.lower():
+        return StoreError(f"{p}: not a DuckDB database, so not a ranktrace store; check --db (a store is "
+                          f"made by `ranktrace ingest PATH --db {p}`, or give a new file name)")
+    if "Is a directory" in msg:
+        return StoreError(f"{p}: is a directory; give --db a file name, e.g. --db {p / DEFAULT_DB}")
+    if "No such file or directory" in msg:
+        return StoreError(f"{p}: directory {p.parent} does not exist; create it (mkdir -p {p.parent}) or "
+                          "choose another --db")
+    if "database does not exist" in msg:
+        return StoreMissing(f"{p}: no such store; create it with `ranktrace ingest PATH --db {p}`")
+    if "Permission denied" in msg:
+        return StoreError(f"{p}: permission denied; check the file's and its directory's permissions")
+    return StoreError(f"{p}: cannot open the store: {msg}")
+
+
+def _connect(path: str | Path, read_only: bool) -> duckdb.DuckDBPyConnection:
+    p = Path(path)
+    if p.is_dir():
+        raise StoreError(f"{p}: is a directory; give --db a file name, e.g. --db {p / DEFAULT_DB}")
+    if read_only and not p.exists():
+        raise StoreMissing(f"{p}: no such store; create it with `ranktrace ingest PATH --db {p}`")
+    parent = p.parent if str(p.parent) else Path(".")
+    if not read_only and not parent.is_dir():
+        raise StoreError(f"{p}: directory {parent} does not exist; create it (mkdir -p {parent}) or "
+                         "choose another --db")
+    try:
+        return duckdb.connect(str(p), read_only=read_only)
+    except duckdb.Error as exc:
+        raise store_error(p, exc) from None
+
+
 def open_store(path: str | Path, cat: Catalog | None = None) -> duckdb.DuckDBPyConnection:
-    con = duckdb.connect(str(path))
+    con = _connect(path, read_only=False)
     con.execute("SET TimeZone = 'UTC'")
     init_schema(con, cat)
     return con
 
 
 def open_readonly(path: str | Path) -> duckdb.DuckDBPyConnection:
+    """A read-only connection to a ranktrace store; StoreError (with what to do)
+    when it is missing, not a DuckDB file, not a store, or locked by a writer."""
     p = Path(path)
-    if not p.exists():
-        raise FileNotFoundError(f"{p}: no such store; create it with `ranktrace ingest PATH --db {p}`")
-    con = duckdb.connect(str(p), read_only=True)
-    con.execute("SET TimeZone = 'UTC'")
+    con = _connect(p, read_only=True)
+    try:
+        # (a connection of this process may have locked the configuration, UTC already set: query.lock_down)
+        if con.execute("SELECT current_setting('TimeZone')").fetchone()[0] != "UTC":
+            con.execute("SET TimeZone = 'UTC'")
+        has = con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'events'").fetchone()[0]
+    except duckdb.Error as exc:
+        con.close()
+        raise store_error(p, exc) from None
+    if not has:
+        con.close()
+        raise StoreError(f"{p}: a DuckDB file but not a ranktrace store (no events table); "
+                         f"create a store with `ranktrace ingest PATH --db NEW.duckdb`")
     return con
 
 
@@ -114,9 +180,34 @@ def insert_facts(con: duckdb.DuckDBPyConnection, table: str, facts: pl.DataFrame
 
 
 def refresh_summaries(con: duckdb.DuckDBPyConnection) -> None:
-    """Tables derived from events that readers want without a scan (lanes)."""
+    """Tables derived from events that readers want without a scan (lanes),
+    and the clock offsets behind view events_aligned (queries/store/clock.sql)."""
     for f in sorted((data_dir("queries") / "store").glob("*.sql")):
         con.execute(f.read_text())
+    store_clock_offsets(con)
+
+
+def store_clock_offsets(con: duckdb.DuckDBPyConnection) -> list[dict]:
+    """Fill table clock_offsets with ranktrace.correlate.clock's estimate, so
+    that SQL (the README's queries, the TUI console) can read aligned time
+    (`ats` of events_aligned). A failed estimate leaves the table empty (ats =
+    ts) and says why in meta 'clock_error': it never fails the ingest."""
+    db = con.execute("SELECT current_database()").fetchone()[0].replace('"', '""')
+    table = f'"{db}".main.clock_offsets'   # never the temp table of a diagnosis
+    try:
+        from .correlate.clock import estimate_offsets
+        clock = estimate_offsets(con)
+        err = None
+    except Exception as exc:  # the estimate is a help for SQL users, not the ingest's job
+        clock, err = [], f"{type(exc).__name__}: {exc}"
+    con.execute(f"DELETE FROM {table}")
+    if clock:
+        con.executemany(f"INSERT INTO {table} VALUES (?, ?, ?, ?)",
+                        [[c["host"], c["offset_s"], c["uncertainty_s"], c["basis"]] for c in clock])
+    con.execute("DELETE FROM meta WHERE key = 'clock_error'")
+    if err:
+        con.execute("INSERT INTO meta VALUES ('clock_error', ?)", [err])
+    return clock
 
 
 def infer_years(con: duckdb.DuckDBPyConnection) -> int | None:

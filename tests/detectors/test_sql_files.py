@@ -7,6 +7,7 @@ import pytest
 from ranktrace.correlate.clock import align
 from ranktrace.correlate.util import sql_header
 from ranktrace.resources import data_dir
+from ranktrace.store import refresh_summaries
 
 from .helpers import ev, steps, store
 
@@ -19,6 +20,7 @@ def con():
     c = store(steps({"n1": [0, 1], "n2": [2, 3]}, 4) + [
         ev(9, "RuntimeError: x", kind="python_exception", host="n2", rank=3),
         ev(10, "srun: error: n1: tasks 0-1: Terminated", host="n1")])
+    refresh_summaries(c)   # what every ingest ends with: canned queries read events_aligned and echoes
     align(c)
     return c
 

@@ -63,7 +63,7 @@ def test_data_module_pages_and_aggregates(incident):
         assert ext and ext[0] <= ext[1]
         b = s.buckets(ext[0], ext[1] + 1e-3, 50, lanes)
         assert sum(bk.count for lane in b.values() for bk in lane.values()) == s._cur().execute(
-            "SELECT count(ts) FROM events").fetchone()[0]
+            "SELECT count(ts) FROM events WHERE event_id NOT IN (SELECT event_id FROM echoes)").fetchone()[0]
         page = s.events_page(None, Filters(), limit=3)
         assert len(page) == 3
         assert [r.time for r in page if r.time is not None] == sorted(r.time for r in page if r.time is not None)

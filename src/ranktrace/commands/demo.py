@@ -51,8 +51,13 @@ def run(args) -> int:
         for ln in first:
             print(f"   {ln}")
     cat = load_catalog(check_samples="drop")
-    s = ingest([str(bundle)], db, cat, warn=lambda m: print(f"ranktrace: {m}", file=sys.stderr),
-               exclude=ANSWER_FILES)
+    from ..store import StoreError
+    try:
+        s = ingest([str(bundle)], db, cat, warn=lambda m: print(f"ranktrace: {m}", file=sys.stderr),
+                   exclude=ANSWER_FILES)
+    except StoreError as exc:   # --db: not DuckDB, locked, no such directory
+        print(f"ranktrace demo: {exc}", file=sys.stderr)
+        return 2
     files = [f for f in s.files if f.status in ("ingested", "duplicate")]
     events = sum(f.events for f in files)
     print(f"== ingested {len(files)} files, {events:,} events into {db} in {s.seconds:.1f} s")
@@ -64,17 +69,19 @@ def run(args) -> int:
         import duckdb
         con = duckdb.connect(db, read_only=True)
         try:
-            verdict = diagnose(con)
+            from ..report.verdict import fold_echoes
+            verdict = fold_echoes(con, diagnose(con))
         finally:
             con.close()
         print("== diagnosis")
         from ..correlate.render import render_text
-        print(render_text(verdict, color=sys.stdout.isatty()))
+        from ..safe_text import safe_tree
+        print(render_text(safe_tree(verdict), color=sys.stdout.isatty()))
         expected = json.loads((bundle / "expected_verdict.json").read_text()).get("verdict", {})
         print(f"== expected (from the capture's ground truth): kind={expected.get('kind')} "
               f"rank={expected.get('rank')} host={expected.get('host')}")
     print("== explore it")
     print(f"   ranktrace tui --db {db}")
-    print(f"   ranktrace sql \"SELECT host, rank, max(ts) AS last_line FROM events GROUP BY ALL ORDER BY 3\" --db {db}")
+    print(f"   ranktrace sql \"SELECT host, rank, max(ats) AS last_line FROM events_aligned GROUP BY ALL ORDER BY 3\" --db {db}")
     print(f"   ranktrace report --db {db} --format md")
     return 0

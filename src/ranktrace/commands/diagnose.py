@@ -20,23 +20,27 @@ def _offset(s: str) -> tuple[str, float]:
 def cmd_diagnose(args) -> int:
     from ..correlate import diagnose
     from ..correlate.render import render_md, render_text
-    from ..store import open_readonly
+    from ..store import StoreError, open_readonly
     try:
         con = open_readonly(args.db)
-    except FileNotFoundError as exc:
-        print(f"ranktrace: {exc}", file=sys.stderr)
+    except StoreError as exc:
+        print(f"ranktrace diagnose: {exc}", file=sys.stderr)
         return 2
     try:
-        d = diagnose(con, offsets=dict(args.offset or []))
+        from ..report.verdict import fold_echoes
+        d = fold_echoes(con, diagnose(con, offsets=dict(args.offset or [])))   # --tee copies cited once
     finally:
         con.close()
+    from ..safe_text import safe, safe_tree
+    # Text from the logs is data: escaped for the terminal (text) and for HTML
+    # in Markdown (no tag can open); JSON escapes every non-ASCII and control character itself.
     if args.format == "json":
         json.dump(d, sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
     elif args.format == "md":
-        sys.stdout.write(render_md(d))
+        sys.stdout.write(render_md(safe_tree(d, lambda s: safe(s).replace("<", "&lt;"))))
     else:
-        sys.stdout.write(render_text(d, color=sys.stdout.isatty()))
+        sys.stdout.write(render_text(safe_tree(d), color=sys.stdout.isatty()))
     return 0
 
 

@@ -8,18 +8,20 @@ from pathlib import Path
 from .report import check_output, load_verdict
 
 
+REDACT_HELP = ("replace hosts, pods, IPs, user names, home paths and secrets with stable placeholders "
+               "(host-1, pod-1, ip-1, user-1, secret-1, ...), as `report --redact` does")
+
+
 def _err(msg: str) -> None:
     print(f"ranktrace export: {msg}", file=sys.stderr)
 
 
 def _open(db: str):
-    from ..store import open_readonly
+    from ..store import StoreError, open_readonly
     try:
         return open_readonly(db), None
-    except FileNotFoundError as exc:
+    except StoreError as exc:
         return None, str(exc)
-    except Exception as exc:
-        return None, f"{db}: cannot open the store: {exc}"
 
 
 def cmd_perfetto(args) -> int:
@@ -41,7 +43,8 @@ def cmd_perfetto(args) -> int:
                 _err(f"{err}; exporting without a verdict (logged clocks, no causal chain)")
                 verdict = None
         try:
-            info = export_perfetto(con, args.output, verdict, max_events=args.max_events or MAX_EVENTS)
+            info = export_perfetto(con, args.output, verdict, max_events=args.max_events or MAX_EVENTS,
+                                   redact=args.redact)
         except OSError as exc:
             _err(f"cannot write {args.output}: {exc.strerror or exc}")
             return 2
@@ -70,7 +73,7 @@ def cmd_parquet(args) -> int:
         _err(err)
         return 2
     try:
-        info = export_parquet(con, args.dir, overwrite=args.overwrite)
+        info = export_parquet(con, args.dir, overwrite=args.overwrite, redact=args.redact)
     except FileExistsError as exc:
         _err(str(exc))
         return 2
@@ -105,6 +108,7 @@ def register(sub, db_arg, formats_arg) -> None:
     pp.add_argument("--offset", action="append", metavar="HOST=SECONDS", help="pin a host's clock offset")
     pp.add_argument("--verdict", metavar="FILE", help="use this verdict JSON instead of diagnosing")
     pp.add_argument("--no-verdict", action="store_true", help="do not diagnose: logged clocks, no causal chain")
+    pp.add_argument("--redact", action="store_true", help=REDACT_HELP)
     pp.set_defaults(func=cmd_perfetto)
 
     pq = esub.add_parser("parquet", help="the events and fact tables as a Parquet dataset",
@@ -113,4 +117,5 @@ def register(sub, db_arg, formats_arg) -> None:
     db_arg(pq)
     pq.add_argument("dir", metavar="DIR", help="output directory (created; must be empty unless --overwrite)")
     pq.add_argument("--overwrite", action="store_true", help="write into a non-empty DIR")
+    pq.add_argument("--redact", action="store_true", help=REDACT_HELP)
     pq.set_defaults(func=cmd_parquet)

@@ -69,7 +69,7 @@ def load_verdict(con, args):
 
 def cmd_report(args) -> int:
     from ..report import FORMATS, build_report, redact, render
-    from ..store import open_readonly
+    from ..store import StoreError, open_readonly
     fmt = args.format
     if fmt is None:
         fmt = FORMAT_BY_SUFFIX.get(Path(args.output).suffix.lower(), "md") if args.output else "md"
@@ -82,17 +82,11 @@ def cmd_report(args) -> int:
             _err(f"cannot write {why}")
             return 2
     try:
-        con = open_readonly(args.db)
-    except FileNotFoundError as exc:
+        con = open_readonly(args.db)   # missing, not DuckDB, not a store, locked: StoreError says which
+    except StoreError as exc:
         _err(str(exc))
         return 2
-    except Exception as exc:  # not a DuckDB file, locked by a writer, ...
-        _err(f"{args.db}: cannot open the store: {exc}")
-        return 2
     try:
-        if "events" not in {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}:
-            _err(f"{args.db}: not a ranktrace store (no events table); create it with `ranktrace ingest`")
-            return 2
         verdict, err = load_verdict(con, args)
         if err:
             _err(err)

@@ -7,9 +7,10 @@ from pathlib import Path
 
 
 def cmd_tui(args) -> int:
+    from ..store import StoreError
     db = Path(args.db)
     if not db.exists():
-        print(f"ranktrace: {db}: no such store; create it with `ranktrace ingest PATH --db {db}`",
+        print(f"ranktrace tui: {db}: no such store; create it with `ranktrace ingest PATH --db {db}`",
               file=sys.stderr)
         return 2
     if not sys.stdout.isatty() and not args.force:
@@ -18,8 +19,8 @@ def cmd_tui(args) -> int:
     try:
         from ..tui.data import StoreData
         store = StoreData(db)
-    except Exception as exc:  # not a DuckDB file, not a ranktrace store, locked for writing
-        print(f"ranktrace: cannot open {db}: {exc}", file=sys.stderr)
+    except StoreError as exc:  # not a DuckDB file, not a ranktrace store, locked for writing
+        print(f"ranktrace tui: {exc}", file=sys.stderr)
         return 2
     # The first screen's summary is read while Textual loads and starts.
     import threading

@@ -119,8 +119,10 @@ def create_aligned_view(con: duckdb.DuckDBPyConnection, clock: list[dict]) -> No
     con.execute("""
         CREATE OR REPLACE TEMP VIEW aligned_events AS
         SELECT e.*, coalesce(o.offset_s, 0.0) AS offset_s,
-               e.ts - to_microseconds(CAST(round(coalesce(o.offset_s, 0.0) * 1e6) AS BIGINT)) AS ats,
-               e.ts_kind IN ('exact', 'local', 'year_inferred', 'envelope') AS ts_ok
+               CASE WHEN e.ts >= TIMESTAMP '1990-01-01' AND e.ts < TIMESTAMP '2100-01-01'  -- a bogus year: untimed
+                    THEN e.ts - to_microseconds(CAST(round(coalesce(o.offset_s, 0.0) * 1e6) AS BIGINT)) END AS ats,
+               e.ts_kind IN ('exact', 'local', 'year_inferred', 'envelope')
+                   AND e.ts >= TIMESTAMP '1990-01-01' AND e.ts < TIMESTAMP '2100-01-01' AS ts_ok
         FROM events_id e LEFT JOIN clock_offsets o ON o.host = e.host
     """)
 

@@ -34,7 +34,61 @@ def _lit(path: Path) -> str:
     return "'" + str(path).replace("'", "''") + "'"
 
 
-def export_parquet(con, out_dir: str, *, overwrite: bool = False) -> dict:
+def _string_columns(con, table: str) -> dict[str, str]:
+    """VARCHAR and VARCHAR[] columns of a table: {name: type}."""
+    return {c: t for c, t in con.execute(
+        "SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = 'main' "
+        "AND table_name = ? ORDER BY ordinal_position", [table]).fetchall() if t in ("VARCHAR", "VARCHAR[]")}
+
+
+def _install_redactor(con, tables: list[str]) -> dict[str, int]:
+    """SQL macro rt_redact(VARCHAR): the report's redactor (report/redact.py)
+    over every string of the exported tables, as a lookup table. Every
+    distinct string is learnt and mapped first, in sorted order, so the
+    placeholders do not depend on the order rows are read in. Returns the
+    redactor's counts."""
+    import polars as pl
+
+    from ..report import known_hosts, known_pods
+    from ..report.redact import Redactor
+    values: set[str] = set()
+    for t in tables:
+        for c, typ in _string_columns(con, t).items():
+            expr = f"unnest({_q(c)})" if typ.endswith("[]") else _q(c)
+            for (v,) in con.execute(f"SELECT DISTINCT {expr} FROM {_q(t)}").fetchall():
+                if v:
+                    values.add(v)
+    ordered = sorted(values)
+    r = Redactor(hosts=known_hosts(con), pods=known_pods(con))
+    for v in ordered:
+        r.learn(v)
+    changed = [(v, w) for v, w in ((v, r.text(v)) for v in ordered) if w != v]
+    rt_map = pl.DataFrame({"v": [v for v, _ in changed], "r": [w for _, w in changed]},  # noqa: F841 - SQL
+                          schema={"v": pl.Utf8, "r": pl.Utf8})
+    con.execute("CREATE OR REPLACE TEMP TABLE rt_map AS SELECT * FROM rt_map")
+    con.execute("CREATE OR REPLACE TEMP MACRO rt_redact(x) AS coalesce((SELECT r FROM rt_map WHERE v = x), x)")
+    return r.summary()
+
+
+def _cols(con, table: str, alias: str, redact: bool, cols: list[str] | None = None) -> str:
+    """The select list of a table, its strings through rt_redact when redacting."""
+    strs = _string_columns(con, table) if redact else {}
+    if cols is None:
+        cols = [r[0] for r in con.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_schema = 'main' AND table_name = ? "
+            "ORDER BY ordinal_position", [table]).fetchall()]
+    out = []
+    for c in cols:
+        ref = f"{alias}.{_q(c)}"
+        if c in strs:
+            ref = (f"CASE WHEN len({ref}) > 0 THEN (SELECT list(rt_redact(u)) FROM unnest({ref}) _u(u)) ELSE {ref} END"
+                   if strs[c].endswith("[]") else f"rt_redact({ref})")
+            ref += f" AS {_q(c)}"
+        out.append(ref)
+    return ", ".join(out)
+
+
+def export_parquet(con, out_dir: str, *, overwrite: bool = False, redact: bool = False) -> dict:
     d = Path(out_dir)
     if d.exists() and not d.is_dir():
         raise FileExistsError(f"{d}: exists and is not a directory")
@@ -43,18 +97,20 @@ def export_parquet(con, out_dir: str, *, overwrite: bool = False) -> dict:
     d.mkdir(parents=True, exist_ok=True)
     have = D.tables(con)
     counts: dict[str, int] = {}
-    node = f"coalesce(e.host, '_unknown') AS {PARTITION}"
+    redacted = _install_redactor(con, ["events", "files", *D.fact_tables(con)]) if redact else None
+    host = "rt_redact(e.host)" if redact else "e.host"
+    node = f"coalesce({host}, '_unknown') AS {PARTITION}"
     opts = f"FORMAT PARQUET, PARTITION_BY ({PARTITION}), OVERWRITE_OR_IGNORE, COMPRESSION ZSTD"
 
-    con.execute(f"COPY (SELECT e.*, {node} FROM events e ORDER BY e.host, e.rank, e.ts, e.file, e.line) "
-                f"TO {_lit(d / 'events')} ({opts})")
+    con.execute(f"COPY (SELECT {_cols(con, 'events', 'e', redact)}, {node} FROM events e "
+                f"ORDER BY e.host, e.rank, e.ts, e.file, e.line) TO {_lit(d / 'events')} ({opts})")
     counts["events"] = con.execute("SELECT count(*) FROM events").fetchone()[0]
     for t in D.fact_tables(con):
         cols = [r[0] for r in con.execute(
             "SELECT column_name FROM information_schema.columns WHERE table_schema = 'main' AND table_name = ? "
             "ORDER BY ordinal_position", [t]).fetchall()]
         extra = [c for c in ("host", "rank", "ts", "file", "line") if c not in cols]
-        sel = ", ".join([f"f.{_q(c)}" for c in cols] + [f"e.{c}" for c in extra])
+        sel = ", ".join([_cols(con, t, "f", redact, cols)] + ([_cols(con, "events", "e", redact, extra)] if extra else []))
         n = con.execute(f"SELECT count(*) FROM {_q(t)}").fetchone()[0]
         if n:
             con.execute(f"COPY (SELECT {sel}, {node} FROM {_q(t)} f LEFT JOIN events e USING (event_id) "
@@ -69,11 +125,13 @@ def export_parquet(con, out_dir: str, *, overwrite: bool = False) -> dict:
         if t in have:
             (d / t).mkdir(exist_ok=True)
             order = "file_id" if t == "files" else "kind"
-            con.execute(f"COPY (SELECT * FROM {t} ORDER BY {order}) TO {_lit(d / t / (t + '.parquet'))} "
+            sel = _cols(con, t, t, redact and t == "files")
+            con.execute(f"COPY (SELECT {sel} FROM {t} ORDER BY {order}) TO {_lit(d / t / (t + '.parquet'))} "
                         f"(FORMAT PARQUET, COMPRESSION ZSTD)")
             counts[t] = con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
     manifest = {
         "generator": "ranktrace",
+        **({"redacted": redacted} if redact else {}),
         "partitioned_by": PARTITION,
         "partition_value": "the event's host; '_unknown' when it has none",
         "tables": {t: {"rows": n, "path": f"{t}/" + ("" if t not in ("files", "kinds") else f"{t}.parquet"),

@@ -55,9 +55,9 @@ def _us(dt) -> int:
 def _select_events(con, offsets: dict, max_events: int, src: str = "events") -> tuple[list[dict], dict]:
     cte, params = D._off_cte(offsets)
     total, untimed, info = con.execute(
-        "SELECT count(*), count(*) FILTER (WHERE ts IS NULL), "
-        "count(*) FILTER (WHERE ts IS NOT NULL AND role = 'info' AND coalesce(kind, '') <> 'progress') "
-        "FROM events").fetchone()
+        f"SELECT count(*), count(*) FILTER (WHERE NOT coalesce({D.TIMED}, false)), "
+        f"count(*) FILTER (WHERE {D.TIMED} AND role = 'info' AND coalesce(kind, '') <> 'progress') "
+        "FROM events e").fetchone()
     timed = total - untimed
     base = f"""
         WITH {cte},
@@ -65,7 +65,7 @@ def _select_events(con, offsets: dict, max_events: int, src: str = "events") -> 
             SELECT e.event_id, e.file, e.line, e.ts, e.host, e.rank, e.local_rank, e.kind, e.role, e.severity,
                    e.message, left(e.raw, {MAX_RAW}) AS raw, {D.ATS} AS ats
             FROM {src} e LEFT JOIN off o ON o.host = e.host
-            WHERE e.ts IS NOT NULL
+            WHERE {D.TIMED}
         )"""
     cols = "event_id, file, line, ts, host, rank, local_rank, kind, role, severity, message, raw, ats"
     if timed <= max_events:
@@ -171,6 +171,8 @@ def build_trace(con, verdict_doc: dict | None = None, *, max_events: int = MAX_E
     for ev in cascade_events:  # chain events cut by sampling still go in
         if (ev["file"], int(ev["line"])) not in seen_keys:
             ats = D.align(ev["ts"], ev["host"], offsets)
+            if ats is None:   # no time, or a bogus year: nowhere to draw it
+                continue
             out.append({"ph": "X", "dur": 1, "name": f"{ev['kind'] or 'log'} [cascade]", "cat": ev["role"],
                         "ts": _us(ats), "pid": pid(ev["host"]), "tid": tid(ev["rank"]),
                         "args": {"raw": str(ev["raw"])[:MAX_RAW], "at": f"{ev['file']}:{ev['line']}"}})
@@ -198,6 +200,8 @@ def build_trace(con, verdict_doc: dict | None = None, *, max_events: int = MAX_E
                              "kind": v.get("kind"), "rank": v.get("rank"), "host": v.get("host")}})
         for i, ev in enumerate(cascade_events, 1):
             ats = _us(D.align(ev["ts"], ev["host"], offsets))
+            if ats is None:
+                continue
             out.append({"ph": "s", "id": i, "name": "cascade", "cat": "causal", "ts": vus + 1, "pid": vpid,
                         "tid": vtid})
             out.append({"ph": "f", "bp": "e", "id": i, "name": "cascade", "cat": "causal", "ts": ats,
@@ -230,7 +234,7 @@ def _phases(con, offsets, pid, tid, src: str = "events") -> list[dict]:
         ev AS (SELECT e.host, e.rank, CASE WHEN {D.PROGRESS} THEN 'progress' ELSE e.kind END AS kind, e.message,
                       {D.ATS} AS ats
                FROM {src} e LEFT JOIN off o ON o.host = e.host
-               WHERE e.ts IS NOT NULL AND (e.kind IN ('rdzv_join', 'rdzv_complete', 'worker_start', 'comm_init',
+               WHERE {D.TIMED} AND (e.kind IN ('rdzv_join', 'rdzv_complete', 'worker_start', 'comm_init',
                                                      'step_start') OR {D.PROGRESS}))
         SELECT host, rank,
                min(ats) FILTER (WHERE kind = 'rdzv_join') AS join_t,
@@ -266,7 +270,7 @@ def _phases(con, offsets, pid, tid, src: str = "events") -> list[dict]:
             SELECT e.host, e.rank, e.message, {D.ATS} AS ats,
                    lag({D.ATS}) OVER (PARTITION BY e.host, e.rank ORDER BY {D.ATS}, e.line) AS prev
             FROM {src} e LEFT JOIN off o ON o.host = e.host
-            WHERE e.ts IS NOT NULL AND {D.PROGRESS}
+            WHERE {D.TIMED} AND {D.PROGRESS}
             ORDER BY e.host, e.rank, ats""", params)
         for s in steps:
             if s["prev"] is not None and s["ats"] > s["prev"]:
@@ -277,7 +281,8 @@ def _phases(con, offsets, pid, tid, src: str = "events") -> list[dict]:
 
 def write_trace(trace: dict, path: str) -> int:
     """Write JSON (gzip when the name ends in .gz, mtime 0: byte-stable). Returns bytes written."""
-    data = json.dumps(trace, separators=(",", ":"), ensure_ascii=False, default=str).encode()
+    from ..report import _JSON_INERT   # C1 controls and bidi overrides as \\uXXXX: inert on a terminal (-o -)
+    data = json.dumps(trace, separators=(",", ":"), ensure_ascii=False, default=str).translate(_JSON_INERT).encode()
     if path == "-":
         import sys
         sys.stdout.buffer.write(data)
@@ -300,8 +305,17 @@ def write_trace(trace: dict, path: str) -> int:
     return p.stat().st_size
 
 
-def export_perfetto(con, path: str, verdict_doc: dict | None = None, *, max_events: int = MAX_EVENTS) -> dict:
+def export_perfetto(con, path: str, verdict_doc: dict | None = None, *, max_events: int = MAX_EVENTS,
+                    redact: bool = False) -> dict:
     trace = build_trace(con, verdict_doc, max_events=max_events)
+    if redact:
+        # The report's redactor (report/redact.py) over the whole trace: names,
+        # args, the embedded verdict and clock offsets get the same placeholders.
+        from ..report import known_hosts, known_pods, verdict_hosts
+        from ..report.redact import redact_document
+        trace, r = redact_document(trace, hosts=known_hosts(con) + verdict_hosts(verdict_doc or {}),
+                                   pods=known_pods(con))
+        trace["metadata"]["ranktrace"]["redacted"] = r.summary()
     n = write_trace(trace, path)
     meta = trace["metadata"]["ranktrace"]
     return {"path": path, "bytes": n, "events": meta["sampling"]["events_in_trace"],

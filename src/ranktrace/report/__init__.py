@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 
-from .build import build_report, known_hosts, verdict_hosts
+from .build import build_report, known_hosts, known_pods, verdict_hosts
 from .html import render_html
 from .markdown import render_markdown
 from .redact import Redactor, redact_document
@@ -20,15 +20,24 @@ from .redact import Redactor, redact_document
 FORMATS = ("md", "html", "json")
 
 
+# JSON escapes C0 controls itself; C1 controls and bidi overrides become \\uXXXX too
+# (the same string once decoded, inert on a terminal).
+_JSON_INERT = {c: f"\\u{c:04x}" for c in (0x7F, *range(0x80, 0xA0), 0x061C, 0x200E, 0x200F,
+                                           *range(0x202A, 0x202F), *range(0x2066, 0x206A), 0x2028, 0x2029)}
+
+
 def render_json(doc: dict) -> str:
-    return json.dumps(doc, indent=2, ensure_ascii=False, default=str, sort_keys=False) + "\n"
+    return json.dumps(doc, indent=2, ensure_ascii=False, default=str, sort_keys=False).translate(_JSON_INERT) + "\n"
 
 
 def render(doc: dict, fmt: str) -> str:
+    """The report as text. Control characters from the logs never reach the
+    output raw (safe_text): a report printed on a terminal cannot drive it."""
+    from ..safe_text import safe
     if fmt == "md":
-        return render_markdown(doc)
+        return safe(render_markdown(doc), keep_newlines=True)
     if fmt == "html":
-        return render_html(doc)
+        return safe(render_html(doc), keep_newlines=True)
     if fmt == "json":
         return render_json(doc)
     raise ValueError(f"unknown report format {fmt!r} (one of {', '.join(FORMATS)})")
@@ -37,7 +46,7 @@ def render(doc: dict, fmt: str) -> str:
 def redact(con, doc: dict) -> dict:
     """A copy of the document with hosts, IPs, users, home paths and secrets
     replaced by stable placeholders; the map itself is not kept anywhere."""
-    out, r = redact_document(doc, hosts=known_hosts(con) + verdict_hosts(doc))
+    out, r = redact_document(doc, hosts=known_hosts(con) + verdict_hosts(doc), pods=known_pods(con))
     out.setdefault("report", {})["redacted"] = r.summary()
     return out
 

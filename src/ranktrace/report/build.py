@@ -466,6 +466,21 @@ def known_hosts(con) -> list[str]:
     """Every host name the store knows (for --redact)."""
     hs = {r[0] for r in con.execute("SELECT DISTINCT host FROM events WHERE host IS NOT NULL").fetchall()}
     hs |= {r[0] for r in con.execute("SELECT DISTINCT host FROM files WHERE host IS NOT NULL").fetchall()}
+    # fact tables that name one node per row (kubectl describe's Node:, torchrun's host, Slurm's node)
+    for t, c in con.execute("SELECT table_name, column_name FROM information_schema.columns "
+                            "WHERE table_schema = 'main' AND data_type = 'VARCHAR' "
+                            "AND column_name IN ('node', 'host', 'failed_node') "
+                            "AND table_name NOT IN ('events', 'files', 'lanes', 'lane_buckets', 'clock_offsets') "
+                            "ORDER BY 1, 2").fetchall():
+        hs |= {str(r[0]).split("/")[0] for r in con.execute(
+            f'SELECT DISTINCT "{c}" FROM "{t}" WHERE "{c}" IS NOT NULL').fetchall()}
+    return sorted(h for h in hs if h)
+
+
+def known_pods(con) -> list[str]:
+    """Every Kubernetes pod name the store knows (for --redact)."""
+    hs = {r[0] for r in con.execute("SELECT DISTINCT pod FROM events WHERE pod IS NOT NULL").fetchall()}
+    hs |= {r[0] for r in con.execute("SELECT DISTINCT pod FROM files WHERE pod IS NOT NULL").fetchall()}
     return sorted(h for h in hs if h)
 
 

@@ -20,6 +20,15 @@ PHASE_KINDS = ("rdzv_join", "rdzv_complete", "worker_start", "comm_init", "step_
 
 # ---------------------------------------------------------------- time helpers
 
+# A time outside these years is a bogus one (a year 0001 or 9999 in a log line):
+# the report treats it as no time (never aligned, ordered or drawn).
+SANE_YEARS = (1990, 2100)
+
+
+def plausible(dt: datetime | None) -> bool:
+    return dt is not None and SANE_YEARS[0] <= dt.year < SANE_YEARS[1]
+
+
 def parse_time(v) -> datetime | None:
     """An ISO 8601 string (verdict JSON) or a datetime -> naive UTC datetime."""
     if v is None or v == "":
@@ -35,8 +44,11 @@ def parse_time(v) -> datetime | None:
         except ValueError:
             return None
     if dt.tzinfo is not None:
-        dt = dt.astimezone(timezone.utc).replace(tzinfo=None)
-    return dt
+        try:
+            dt = dt.astimezone(timezone.utc).replace(tzinfo=None)
+        except (OverflowError, ValueError):
+            return None
+    return dt if plausible(dt) else None
 
 
 def iso(dt: datetime | None) -> str | None:
@@ -66,7 +78,7 @@ def offsets_from_verdict(verdict: dict | None) -> dict[str, float]:
 
 
 def align(ts: datetime | None, host: str | None, offsets: dict[str, float]) -> datetime | None:
-    if ts is None:
+    if not plausible(ts):
         return None
     off = offsets.get(host or "", 0.0) if host is not None else 0.0
     return ts - timedelta(seconds=off) if off else ts
@@ -82,7 +94,11 @@ def _off_cte(offsets: dict[str, float]) -> tuple[str, list]:
     return f"off(host, offset_s) AS (VALUES {vals})", params
 
 
-ATS = "e.ts - to_microseconds(CAST(round(coalesce(o.offset_s, 0) * 1e6) AS BIGINT))"
+ATS = ("CASE WHEN e.ts >= TIMESTAMP '1990-01-01' AND e.ts < TIMESTAMP '2100-01-01' "   # SANE_YEARS: else NULL
+       "THEN e.ts - to_microseconds(CAST(round(coalesce(o.offset_s, 0) * 1e6) AS BIGINT)) END")
+# A timed event: its time is not a bogus year (SANE_YEARS); the others are left out of
+# the timeline, the lanes and the trace like untimed ones.
+TIMED = "(e.ts >= TIMESTAMP '1990-01-01' AND e.ts < TIMESTAMP '2100-01-01')"
 
 # A progress marker: kind 'progress', or (until every format classifies its step
 # lines) a message that names a step / iteration number.
@@ -97,14 +113,19 @@ def events_source(con) -> str:
     connection does not have it yet (temp objects only: read-only is fine)."""
     def have() -> bool:
         return bool(con.execute("SELECT count(*) FROM duckdb_views() WHERE view_name = 'events_id'").fetchone()[0])
-    if have():
-        return "events_id"
-    try:
-        from ranktrace.correlate.identity import build_identity  # optional: the diagnose side
-        build_identity(con)
-    except Exception:  # not installed, or an older store: plain events
-        return "events"
-    return "events_id" if have() else "events"
+    if not have():
+        try:
+            from ranktrace.correlate.identity import build_identity  # optional: the diagnose side
+            build_identity(con)
+        except Exception:  # not installed, or an older store: plain events
+            pass
+    src = "events_id" if have() else "events"
+    # --tee copies of a line (table echoes, queries/store/echoes.sql) are shown once
+    if con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'echoes'").fetchone()[0]:
+        con.execute(f"CREATE OR REPLACE TEMP VIEW report_events AS SELECT * FROM {src} "
+                    "WHERE event_id NOT IN (SELECT event_id FROM echoes)")
+        return "report_events"
+    return src
 
 
 def _rows(con, sql: str, params: list | None = None) -> list[dict]:
@@ -133,8 +154,8 @@ def fact_tables(con) -> list[str]:
 
 def job_info(con) -> dict:
     one = con.execute(
-        "SELECT count(*), count(DISTINCT host), count(DISTINCT rank), min(ts), max(ts), "
-        "count(*) FILTER (WHERE format = 'raw') FROM events").fetchone()
+        f"SELECT count(*), count(DISTINCT host), count(DISTINCT rank), min(ts) FILTER (WHERE {TIMED}), "
+        f"max(ts) FILTER (WHERE {TIMED}), count(*) FILTER (WHERE format = 'raw') FROM events e").fetchone()
     files = con.execute("SELECT count(*) FROM files").fetchone()[0]
     jobs = [r[0] for r in con.execute(
         "SELECT job_id FROM events WHERE job_id IS NOT NULL AND job_id <> '' "
@@ -278,7 +299,7 @@ def first_events(con, offsets: dict[str, float], limit: int = 80, src: str = "ev
     ev AS (
         SELECT e.file, e.line, e.ts, e.host, e.rank, e.kind, e.role, e.message, e.raw, {ATS} AS ats
         FROM {src} e LEFT JOIN off o ON o.host = e.host
-        WHERE e.ts IS NOT NULL AND e.kind IS NOT NULL AND (e.role <> 'info' OR e.kind = 'progress')
+        WHERE {TIMED} AND e.kind IS NOT NULL AND (e.role <> 'info' OR e.kind = 'progress')
     ),
     firsts AS (
         SELECT *, row_number() OVER (PARTITION BY host, kind ORDER BY ats, file, line) AS rn,
@@ -317,7 +338,7 @@ def lanes(con, offsets: dict[str, float], max_marks: int = 2000, src: str = "eve
         ev AS (
             SELECT e.file, e.line, e.host, e.rank, e.kind, e.role, e.message, {ATS} AS ats
             FROM {src} e LEFT JOIN off o ON o.host = e.host
-            WHERE e.ts IS NOT NULL AND (e.host IS NOT NULL OR e.rank IS NOT NULL)
+            WHERE {TIMED} AND (e.host IS NOT NULL OR e.rank IS NOT NULL)
               AND e.kind IS NOT NULL AND e.role <> 'info'
         ),
         r AS (

@@ -3,7 +3,31 @@ nothing else (renders on GitHub, GitLab, and Jira's Markdown paste)."""
 
 from __future__ import annotations
 
+import re
+
 from . import data as D
+
+# Markdown renderers pass raw HTML through: text from the logs (a line, a
+# directory name) must not become a <script> or an <img onerror>. Outside code
+# spans and fences, < becomes &lt; (no tag can open); inside them nothing is HTML.
+_HTML = str.maketrans({"<": "&lt;"})
+_SPAN = re.compile(r"(`+)(.+?)\1", re.S)
+
+
+def _html(s: str) -> str:
+    return s.translate(_HTML)
+
+
+def _md_text(v) -> str:
+    """Free text that may hold `code` spans (next steps): HTML escaped outside them."""
+    s = "" if v is None else str(v)
+    out, pos = [], 0
+    for m in _SPAN.finditer(s):
+        out.append(_html(s[pos:m.start()]))
+        out.append(m.group(0))
+        pos = m.end()
+    out.append(_html(s[pos:]))
+    return "".join(out)
 
 
 def _cell(v, n: int = 120) -> str:
@@ -12,7 +36,7 @@ def _cell(v, n: int = 120) -> str:
     s = str(v).replace("\r", " ").replace("\n", " ")
     if len(s) > n:
         s = s[: n - 1] + "…"
-    return s.replace("\\", "\\\\").replace("|", "\\|").replace("`", "'")
+    return _html(s.replace("\\", "\\\\").replace("|", "\\|").replace("`", "'"))
 
 
 def _code(s, table: bool = True) -> str:
@@ -54,15 +78,15 @@ def render_markdown(doc: dict) -> str:
     v = doc.get("verdict") or {}
     s = r["summary"]
     out: list[str] = []
-    out.append(f"# {r['title']}")
+    out.append(f"# {_md_text(r['title'])}")
     out.append("")
-    out.append(f"> {s['text']}")
+    out.append(f"> {_md_text(s['text'])}")
     out.append("")
 
     # ---- summary
     out.append("## Summary")
     out.append("")
-    out.append(f"- **What:** `{s['kind']}`: {s['where']} {s['kind_means']}")
+    out.append(f"- **What:** `{s['kind']}`: {_md_text(s['where'])} {_md_text(s['kind_means'])}")
     out.append(f"- **When:** {_t(s['time'], date=True)} UTC (aligned clock)" if s["time"] else
                "- **When:** not established")
     conf = s["confidence"]
@@ -74,8 +98,8 @@ def render_markdown(doc: dict) -> str:
     if (doc.get("topology") or {}).get("summary"):
         out.append(f"- **Network:** {_cell(doc['topology']['summary'], 400)}")
     j = r["job"]
-    out.append(f"- **Job:** {j['job_id'] or 'no job id in the logs'}"
-               + (f" (also seen: {', '.join(j['other_job_ids'])})" if j["other_job_ids"] else ""))
+    out.append(f"- **Job:** {_md_text(j['job_id'] or 'no job id in the logs')}"
+               + (f" (also seen: {_md_text(', '.join(j['other_job_ids']))})" if j["other_job_ids"] else ""))
     out.append(f"- **Logs:** {j['files']} files, {j['events']:,} events, {_n(j['hosts'], 'host')}, {_n(j['ranks'], 'rank')}, "
                f"{_t(j['first'], True)} to {_t(j['last'], True)} UTC")
     out.append("")
@@ -99,7 +123,7 @@ def render_markdown(doc: dict) -> str:
     out.append("## Causal chain")
     out.append("")
     for i, step in enumerate(r["chain"], 1):
-        out.append(f"{i}. {step['text']}")
+        out.append(f"{i}. {_md_text(step['text'])}")
     if len(r["chain"]) == 1:
         out.append("")
         out.append("_No cascade recorded by the diagnosis._")
@@ -128,7 +152,7 @@ def render_markdown(doc: dict) -> str:
         out.append("")
     for ex in r["excerpts"]:
         loc = f"{ex['file']}:{ex['line']}" if ex["line"] is not None else str(ex["file"])
-        out.append(f"**{loc}** ({ex['role'] or 'evidence'}"
+        out.append(f"**{_cell(loc, 400)}** ({_md_text(ex['role'] or 'evidence')}"
                    + (f", {_t(ex['time'])}" if ex.get("time") else "") + ")"
                    + ("" if ex["found"] else " (line not in the store; text as cited)"))
         out.append("")
@@ -158,7 +182,7 @@ def render_markdown(doc: dict) -> str:
         if st["shown"] < st["total"]:
             out.append("")
             out.append(f"_{st['shown']} of {st['total']} rows shown (the culprit's node and the ranks that went "
-                       f"silent first). All of them: `ranktrace sql \"SELECT host, rank, max(ts) FROM events "
+                       f"silent first). All of them: `ranktrace sql \"SELECT host, rank, max(ats) FROM events_aligned "
                        f"GROUP BY ALL ORDER BY 3\"`._")
     else:
         out.append("_No event carries a host or a rank._")
@@ -190,19 +214,19 @@ def render_markdown(doc: dict) -> str:
         out.append("**What the logs do not show** (add it to decide):")
         out.append("")
         for m in r["missing"]:
-            out.append(f"- {m}")
+            out.append(f"- {_md_text(m)}")
         out.append("")
 
     # ---- next steps
     ns = r["next_steps"]
     out.append("## Next steps")
     out.append("")
-    out.append(f"**{ns['drain_text']}**")
+    out.append(f"**{_md_text(ns['drain_text'])}**")
     out.append("")
     for step in ns["steps"]:
-        out.append(f"- {step}")
+        out.append(f"- {_md_text(step)}")
     for step in ns["from_diagnose"]:
-        out.append(f"- {step}" if "`" in step else f"- {_code(step, table=False)}")
+        out.append(f"- {_md_text(step)}" if "`" in step else f"- {_code(step, table=False)}")
     if ns["xid"]:
         out.append("")
         out += _table(["Xid", "meaning", "action"],

@@ -71,6 +71,8 @@ _HOST_RULES = [
     re.compile(r"(?i)\b(?:host(?:name)?|node(?:_?name)?|master_addr|rdzv_endpoint|rdzv-endpoint|batchhost"
                r"|alloc_?node|nodelist)[\"']?\s*[=:]\s*[\"']?([A-Za-z][A-Za-z0-9-]*(?:\.[A-Za-z0-9-]+)*)"),
     re.compile(r"(?i)--(?:master[_-]addr|rdzv[_-]endpoint)[= ]([A-Za-z][A-Za-z0-9-]*(?:\.[A-Za-z0-9-]+)*)"),
+    # the Kubernetes scheduler: "Successfully assigned NS/POD to NODE"
+    re.compile(r"\bassigned\s+[\w.-]+/[\w.-]+\s+to\s+([A-Za-z][A-Za-z0-9-]*(?:\.[A-Za-z0-9-]+)*)"),
 ]
 _NOT_HOSTS = {"none", "null", "localhost", "unknown", "true", "false", "n/a", "auto", "static", "c10d", "etcd",
               "default", "node", "host"}
@@ -92,7 +94,13 @@ _PUBLIC_DOMAINS = ("pytorch.org", "github.com", "githubusercontent.com", "github
                    "readthedocs.io", "microsoft.com", "google.com", "anaconda.org", "conda.io", "nccl.ai",
                    "deepspeed.ai", "ray.io", "wandb.ai", "apache.org")
 
-_PLACEHOLDER = re.compile(r"^(?:host|ip|user|secret|email|hostlist)-\d+$")
+_PLACEHOLDER = re.compile(r"^(?:host|ip|user|secret|email|hostlist|pod)-\d+$")
+
+
+def _hostlike(label: str) -> bool:
+    """A first DNS label that names a machine (node07, dgx-a17), not a word (www, api)."""
+    return (len(label) >= 3 and any(c.isdigit() for c in label) and not label.isdigit()
+            and label.lower() not in _NOT_HOSTS)
 
 
 def _natural(s: str):
@@ -100,8 +108,14 @@ def _natural(s: str):
 
 
 class Redactor:
-    def __init__(self, hosts: Iterable[str] = (), users: Iterable[str] = ()):
-        self.maps: dict[str, dict[str, str]] = {"host": {}, "ip": {}, "user": {}, "secret": {}, "hostlist": {}}
+    def __init__(self, hosts: Iterable[str] = (), users: Iterable[str] = (), pods: Iterable[str] = ()):
+        self.maps: dict[str, dict[str, str]] = {"host": {}, "ip": {}, "user": {}, "secret": {}, "hostlist": {},
+                                                "pod": {}}
+        # Kubernetes pod names (events.pod, files.pod): a pod is where a rank ran, as telling as a
+        # host; first, so that a pod also seen as a host name (torchrun inside a pod) stays pod-N.
+        for pn in sorted({str(x).strip() for x in pods if x and str(x).strip()}, key=_natural):
+            if len(pn) >= 3 and not _PLACEHOLDER.match(pn):
+                self._aliases().setdefault(pn, self._get("pod", pn))
         for h in sorted({str(h) for h in hosts if h and str(h).strip()}, key=_natural):
             self.add_host(h)
         for u in users:
@@ -133,7 +147,9 @@ class Redactor:
         aliases = self._aliases()
         if h in aliases:
             return aliases[h]
-        if known or first in aliases:
+        if known or first in aliases or _hostlike(first):
+            # A redacted FQDN takes its short name with it (dgx-a17.corp.example.com -> dgx-a17):
+            # a first label with a digit is a machine's name, not a word.
             ph = aliases.get(first) or self._get("host", first)
             aliases[first] = ph
         else:
@@ -245,8 +261,8 @@ def _strings(obj: Any):
             yield from _strings(v)
 
 
-def redact_document(doc: dict, hosts: Iterable[str] = ()) -> tuple[dict, Redactor]:
+def redact_document(doc: dict, hosts: Iterable[str] = (), pods: Iterable[str] = ()) -> tuple[dict, Redactor]:
     """A redacted copy of `doc` (and the redactor, for its counts)."""
-    r = Redactor(hosts=hosts)
+    r = Redactor(hosts=hosts, pods=pods)
     r.learn(doc)
     return r.apply(doc), r

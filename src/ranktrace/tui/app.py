@@ -17,6 +17,7 @@ from textual.css.query import NoMatches
 from textual.message import Message
 from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
 
+from ..safe_text import safe
 from .data import Filters, Lane, StoreData, fmt_time
 from .widgets.panes import (DetailPane, EventList, EvidenceView, FilterBar, HelpScreen, SqlConsole,
                             VerdictHeader)
@@ -185,7 +186,7 @@ class RanktraceApp(App):
 
     def on_ranktrace_app_ready(self, msg: "RanktraceApp.Ready") -> None:
         if msg.error:
-            self.notify(f"reading the store failed: {msg.error}", severity="error", timeout=10, markup=False)
+            self.notify(f"reading the store failed: {safe(msg.error)}", severity="error", timeout=10, markup=False)
             return
         self.summary = msg.summary
         self.phase = msg.phase
@@ -254,7 +255,7 @@ class RanktraceApp(App):
         r = tl.current_row()
         lane = ""
         if r is not None:
-            lane = r.host + ("" if r.kind == "host" else f" {r.lane.label}")
+            lane = safe(r.host + ("" if r.kind == "host" else f" {r.lane.label}"))
         cur = fmt_time(tl.cursor_t)[11:] if tl.cursor_t is not None else "-"
         offs = f" · clock offsets for {len(self.store.offsets)} hosts" if self.store.offsets else ""
         self.query_one("#status", Static).update(
@@ -285,7 +286,7 @@ class RanktraceApp(App):
 
     def on_ranktrace_app_found(self, msg: "RanktraceApp.Found") -> None:
         if msg.row is None:
-            self.notify(f"evidence {msg.note} is not in the store", severity="warning", markup=False)
+            self.notify(f"evidence {safe(msg.note)} is not in the store", severity="warning", markup=False)
             return
         self.action_tab("tab-timeline")
         r = msg.row

@@ -27,18 +27,46 @@ from typing import Any, Callable
 
 import duckdb
 
+from ..query import QueryRefused, check_statements
+
 SEVERITIES = ("debug", "info", "notice", "warning", "error", "critical")
 SEV_RANK = {s: i for i, s in enumerate(SEVERITIES)}
 ROLES = ("cause", "symptom", "lifecycle", "info")
 ERROR_SEV = SEV_RANK["error"]
 NO_HOST = "(no host)"
 
+# A time outside 1990..2100 is a bogus year: kept out of spans and ordering.
+_SANE = "ts >= TIMESTAMP '1990-01-01' AND ts < TIMESTAMP '2100-01-01'"
 _SEV_SQL = ("CASE severity WHEN 'debug' THEN 0 WHEN 'info' THEN 1 WHEN 'notice' THEN 2 "
             "WHEN 'warning' THEN 3 WHEN 'error' THEN 4 WHEN 'critical' THEN 5 ELSE 1 END")
 # lane_buckets serves a timeline cell when the cell is at least this many slots wide.
 BUCKET_SLOTS_PER_CELL = 4
 # The node-level source of an event without a rank: slurmd, kubelet, kernel, ...
 _SRC_SQL = "CASE WHEN rank IS NULL THEN coalesce(program, format, 'log') END"
+# The lane group of an event: its host; else its Kubernetes pod ("pod NAME": a
+# pod's ranks get their own group, not one "(no host)" for the whole job).
+POD_PREFIX = "pod "
+
+
+def lane_host_sql(with_pod: bool = True) -> str:
+    if not with_pod:   # a store whose lanes tables predate the pod column
+        return f"coalesce(host, '{NO_HOST}')"
+    return f"coalesce(host, '{POD_PREFIX}' || pod, '{NO_HOST}')"
+
+
+_LH = lane_host_sql()
+
+
+def _host_pred(hosts: list[str], lh: str) -> str:
+    """Rows whose lane group is one of `hosts` (host IN (...) first: it prunes)."""
+    real = [h for h in hosts if h != NO_HOST and not h.startswith(POD_PREFIX)]
+    other = [h for h in hosts if h not in real]
+    parts = []
+    if real:
+        parts.append("host IN (" + ",".join(_q(h) for h in real) + ")")
+    if other:
+        parts.append(f"(host IS NULL AND {lh} IN (" + ",".join(_q(h) for h in other) + "))")
+    return "(" + " OR ".join(parts) + ")" if parts else "FALSE"
 
 
 # --------------------------------------------------------------------------- types
@@ -146,6 +174,7 @@ class EventRow:
     file: str
     line: int
     source: str | None = None   # the node-level lane source when rank is None
+    pod: str | None = None      # the Kubernetes pod
 
 
 @dataclass
@@ -181,7 +210,10 @@ def fmt_time(t: float | None, precision: int = 3) -> str:
     """Aligned epoch seconds -> 'YYYY-MM-DD HH:MM:SS.mmm' (UTC)."""
     if t is None:
         return "-"
-    d = datetime.fromtimestamp(t, tz=timezone.utc)
+    try:
+        d = datetime.fromtimestamp(t, tz=timezone.utc)
+    except (OverflowError, OSError, ValueError):   # a bogus year from a log line
+        return "?"
     s = d.strftime("%Y-%m-%d %H:%M:%S")
     if precision:
         s += f".{int(round((t % 1) * 10 ** precision)) % 10 ** precision:0{precision}d}"
@@ -241,7 +273,8 @@ def default_verdict_fn(con: duckdb.DuckDBPyConnection) -> dict | None:
         from ..correlate import diagnose  # type: ignore[attr-defined]
     except ImportError:
         return None
-    return diagnose(con, offsets=None)
+    from ..report.verdict import fold_echoes
+    return fold_echoes(con, diagnose(con, offsets=None))
 
 
 # --------------------------------------------------------------------------- the store
@@ -251,13 +284,14 @@ class StoreData:
 
     def __init__(self, path: str | Path,
                  verdict_fn: Callable[[duckdb.DuckDBPyConnection], dict | None] | None = None):
+        from ..query import open_sandboxed
         p = Path(path)
-        if not p.exists():
-            raise FileNotFoundError(f"{p}: no such store; create it with `ranktrace ingest PATH --db {p}`")
         self.path = p
-        self._con = duckdb.connect(str(p), read_only=True)
-        self._con.execute("SET TimeZone = 'UTC'")
-        self._con.execute("SET enable_progress_bar = false")   # it would draw over the TUI
+        # Read-only and confined to the store (query.py): the SQL console runs
+        # user SQL on this connection's cursors. TimeZone is set globally there
+        # and the progress bar is off by default in Python (it would draw over
+        # the TUI); the configuration is locked, so cursors set nothing.
+        self._con = open_sandboxed(str(p))
         self._verdict_fn = verdict_fn or default_verdict_fn
         self._local = threading.local()
         self._sql_cur: duckdb.DuckDBPyConnection | None = None
@@ -271,12 +305,34 @@ class StoreData:
             raise ValueError(f"{p}: not a ranktrace store (no events table)")
         self.has_files = "files" in tables
         self.has_lanes = "lanes" in tables
+        self.has_aligned = "events_aligned" in tables and "clock_offsets" in tables
+        # --tee copies of a line (queries/store/echoes.sql) are left out of every list and count
+        self._noecho = "event_id NOT IN (SELECT event_id FROM echoes)" if "echoes" in tables else "TRUE"
+        self._echo_ts = "echoes" in tables and bool(self._con.execute(
+            "SELECT count(*) FROM information_schema.columns WHERE table_name = 'echoes' AND column_name = 'ts'"
+        ).fetchone()[0])
+        if self.has_aligned:
+            # The ingest's clock estimate (queries/store/clock.sql): the first
+            # screen is aligned before the diagnosis runs; its clock replaces it.
+            self.offsets = {h: float(o) for h, o in self._con.execute(
+                "SELECT host, offset_s FROM clock_offsets WHERE host IS NOT NULL AND offset_s <> 0").fetchall()}
         cols = {r[0] for r in self._con.execute(
             "SELECT column_name FROM information_schema.columns WHERE table_name = 'lanes'").fetchall()}
+        bcols = {r[0] for r in self._con.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = 'lane_buckets'").fetchall()}
+        # Summary tables from before the pod column group pods under one
+        # "(no host)": read such a store from events (lane keys must agree).
+        if "pod" not in cols:
+            self.has_lanes = False
+            cols = set()
+        if "pod" not in bcols:
+            tables.discard("lane_buckets")
+        self._lh_lanes = self._lh_buckets = _LH
         # Stores of older versions lack the failure times and the buckets:
         # those are then read from `events`.
         self.has_lane_failures = "first_cause_ts" in cols
         self._raw_lanes: list | None = None       # lanes() rows, before clock offsets
+        self._pods: int | None = None
         self._lane_failures: list | None = None   # per host: first cause, first error, last failure
         self._ff_cache: tuple | None = None        # (offsets, failure times)
         self.bucket_width: int | None = None
@@ -295,8 +351,6 @@ class StoreData:
         cur = getattr(self._local, "cur", None)
         if cur is None:
             cur = self._con.cursor()
-            cur.execute("SET TimeZone = 'UTC'")
-            cur.execute("SET enable_progress_bar = false")
             self._local.cur = cur
         return cur
 
@@ -309,7 +363,6 @@ class StoreData:
         self.verdict_error = None
         try:
             cur = self._con.cursor()
-            cur.execute("SET enable_progress_bar = false")
             v = self._verdict_fn(cur)
         except Exception as exc:  # a diagnosis bug must not take the viewer down
             v = None
@@ -325,7 +378,8 @@ class StoreData:
                     offs[str(c["host"])] = float(c["offset_s"])
             except (TypeError, ValueError, AttributeError):
                 continue
-        self.offsets = offs
+        if v is not None:   # no diagnosis: keep the ingest's estimate (clock_offsets)
+            self.offsets = offs
         return v
 
     def set_offsets(self, offsets: dict[str, float]) -> None:
@@ -351,7 +405,8 @@ class StoreData:
         return f"(CASE host {whens} ELSE 0.0 END)"
 
     def _aligned_sql(self) -> str:
-        return f"(epoch_us(ts) / 1e6 - {self._off_sql()})"
+        # a time outside 1990..2100 is a bogus year: no aligned time (listed with the untimed)
+        return f"(CASE WHEN {_SANE} THEN epoch_us(ts) / 1e6 - {self._off_sql()} END)"
 
     def _ts_range_sql(self, t0: float, t1: float) -> str:
         """A predicate on raw ts that covers the aligned window (uses zonemaps)."""
@@ -387,20 +442,21 @@ class StoreData:
         # the first screen then needs no scan of events.
         if raw is None and self.has_lanes:
             raw = self._raw_lanes = self._cur().execute(f"""
-                SELECT coalesce(host, '{NO_HOST}') AS h, rank, source, sum(events), sum(errors), sum(causes),
+                SELECT {self._lh_lanes} AS h, rank, source, sum(events), sum(errors), sum(causes),
                        epoch_us(min(first_ts)) / 1e6, epoch_us(max(last_ts)) / 1e6
                 FROM lanes GROUP BY 1, 2, 3
-                ORDER BY h = '{NO_HOST}', h, rank IS NULL, rank, source
+                ORDER BY h = '{NO_HOST}', h LIKE '{POD_PREFIX}%', h, rank IS NULL, rank, source
             """).fetchall()
         if raw is None:
             raw = self._raw_lanes = self._cur().execute(f"""
                 SELECT * FROM (
-                    SELECT coalesce(host, '{NO_HOST}') AS h, rank, {_SRC_SQL} AS src, count(*),
+                    SELECT {_LH} AS h, rank, {_SRC_SQL} AS src, count(*),
                            count(*) FILTER (WHERE severity IN ('error', 'critical')),
                            count(*) FILTER (WHERE role = 'cause'),
-                           epoch_us(min(ts)) / 1e6, epoch_us(max(ts)) / 1e6
-                    FROM events GROUP BY 1, 2, 3) l
-                ORDER BY h = '{NO_HOST}', h, rank IS NULL, rank, src
+                           epoch_us(min(ts) FILTER (WHERE {_SANE})) / 1e6,
+                           epoch_us(max(ts) FILTER (WHERE {_SANE})) / 1e6
+                    FROM events WHERE {self._noecho} GROUP BY 1, 2, 3) l
+                ORDER BY h = '{NO_HOST}', h LIKE '{POD_PREFIX}%', h, rank IS NULL, rank, src
             """).fetchall()
         out = []
         for h, r, src, n, e, c, f, l in raw:
@@ -410,6 +466,12 @@ class StoreData:
                             last=None if l is None else float(l) - off))
         return out
 
+    def _pod_count(self) -> int:
+        if self._pods is None:
+            src = "lanes" if self.has_lanes else "events"
+            self._pods = int(self._cur().execute(f"SELECT count(DISTINCT pod) FROM {src}").fetchone()[0])
+        return self._pods
+
     def summary(self) -> dict:
         """What the first screen needs, in two scans: lanes (cached) and the
         failure times. Keys: counts, lanes, extent, first_failure, incident."""
@@ -417,7 +479,8 @@ class StoreData:
         timed = [ln for ln in lanes if ln.first is not None]
         extent = (min(ln.first for ln in timed), max(ln.last for ln in timed)) if timed else None
         counts = {"events": sum(ln.events for ln in lanes),
-                  "hosts": len({ln.host for ln in lanes if ln.host != NO_HOST}),
+                  "hosts": len({ln.host for ln in lanes if ln.host != NO_HOST and not ln.host.startswith(POD_PREFIX)}),
+                  "pods": self._pod_count(),
                   "ranks": len({ln.rank for ln in lanes if ln.rank is not None}),
                   "files": self._cur().execute("SELECT count(*) FROM files").fetchone()[0] if self.has_files else 0}
         ff, end = self._failure_times()
@@ -434,7 +497,7 @@ class StoreData:
             # the same answer as the scan of events below.
             if self._lane_failures is None:
                 self._lane_failures = self._cur().execute(f"""
-                    SELECT coalesce(host, '{NO_HOST}'), epoch_us(min(first_cause_ts)) / 1e6,
+                    SELECT {self._lh_lanes}, epoch_us(min(first_cause_ts)) / 1e6,
                            epoch_us(min(first_error_ts)) / 1e6, epoch_us(max(last_failure_ts)) / 1e6
                     FROM lanes GROUP BY 1
                 """).fetchall()
@@ -450,7 +513,7 @@ class StoreData:
                 SELECT min({a}) FILTER (WHERE role = 'cause'),
                        min({a}) FILTER (WHERE severity IN ('error', 'critical')),
                        max({a})
-                FROM events WHERE ts IS NOT NULL
+                FROM events WHERE ts IS NOT NULL AND {_SANE} AND {self._noecho}
                   AND (role IN ('cause', 'symptom') OR severity IN ('error', 'critical'))
             """).fetchone()
             self._ff_cache = (key, r)
@@ -480,10 +543,10 @@ class StoreData:
         parts = []
         if ranks:
             vals = ",".join(f"({_q(ln.host)},{int(ln.rank)})" for ln in ranks)
-            parts.append(f"(rank IS NOT NULL AND (coalesce(host,'{NO_HOST}'), rank) IN ({vals}))")
+            parts.append(f"(rank IS NOT NULL AND ({_LH}, rank) IN ({vals}))")
         if nodes:
             vals = ",".join(f"({_q(ln.host)},{_q(ln.source or 'log')})" for ln in nodes)
-            parts.append(f"(rank IS NULL AND (coalesce(host,'{NO_HOST}'), {_SRC_SQL}) IN ({vals}))")
+            parts.append(f"(rank IS NULL AND ({_LH}, {_SRC_SQL}) IN ({vals}))")
         return "(" + " OR ".join(parts) + ")" if parts else "FALSE"
 
     def buckets(self, t0: float, t1: float, n: int, lanes: list[Lane]) -> dict[tuple, dict[int, Bucket]]:
@@ -494,23 +557,21 @@ class StoreData:
         dt = (t1 - t0) / n
         hosts = sorted({ln.host for ln in lanes})
         want = {ln.key for ln in lanes}
-        hp = ("(host IN (" + ",".join(_q(h) for h in hosts if h != NO_HOST) + ")"
-              + (" OR host IS NULL" if NO_HOST in hosts else "") + ")") if hosts != [NO_HOST] else "host IS NULL"
-        hp = hp.replace("host IN () OR ", "")
         if self.bucket_width is not None and dt >= BUCKET_SLOTS_PER_CELL * self.bucket_width:
             # Zoomed out: a cell spans several of lane_buckets' slots, and a
             # slot counts where it starts (off by less than a quarter cell).
             off = self._off_sql()
             rows = self._cur().execute(f"""
-                SELECT coalesce(host,'{NO_HOST}') AS h, rank, source,
+                SELECT {self._lh_buckets} AS h, rank, source,
                        greatest(0, CAST(floor((slot - {off} - {t0!r}) / {dt!r}) AS INTEGER)) AS b,
                        sum(events), max(max_sev), bool_or(cause), bool_or(symptom)
                 FROM lane_buckets
-                WHERE slot - {off} + width > {t0!r} AND slot - {off} < {t1!r} AND {hp}
+                WHERE slot - {off} + width > {t0!r} AND slot - {off} < {t1!r}
+                  AND {_host_pred(hosts, self._lh_buckets)}
                 GROUP BY ALL
             """).fetchall()
         else:
-            rows = self._events_buckets(t0, t1, dt, hp)
+            rows = self._events_buckets(t0, t1, dt, _host_pred(hosts, _LH))
         out: dict[tuple, dict[int, Bucket]] = {}
         for h, r, s, b, c, sev, cause, sym in rows:
             if (h, r, s) in want:
@@ -521,10 +582,11 @@ class StoreData:
         a = self._aligned_sql()
         return self._cur().execute(f"""
             WITH e AS (
-                SELECT coalesce(host,'{NO_HOST}') AS h, rank, {_SRC_SQL} AS src,
+                SELECT {_LH} AS h, rank, {_SRC_SQL} AS src,
                        {a} AS t, {_SEV_SQL} AS sev, role
                 FROM events
                 WHERE ts IS NOT NULL AND {self._ts_range_sql(t0, t1)} AND {hp}
+                  AND {self._noecho_in(self._ts_range_sql(t0, t1))}
             )
             SELECT h, rank, src, CAST(floor((t - {t0!r}) / {dt!r}) AS INTEGER) AS b,
                    count(*), max(sev), bool_or(role = 'cause'), bool_or(role = 'symptom')
@@ -540,9 +602,10 @@ class StoreData:
         op, order = (">", "ASC") if direction > 0 else ("<", "DESC")
         lp = f" AND {self._lane_pred(lanes)}" if lanes is not None else ""
         r = self._cur().execute(f"""
-            SELECT {a} AS t, coalesce(host,'{NO_HOST}'), rank, {_SRC_SQL}
+            SELECT {a} AS t, {_LH}, rank, {_SRC_SQL}
             FROM events
-            WHERE ts IS NOT NULL AND ({_SEV_SQL} >= {int(min_sev)} OR role = 'cause') AND {a} {op} {t!r}{lp}
+            WHERE ts IS NOT NULL AND {_SANE} AND {self._noecho}
+              AND ({_SEV_SQL} >= {int(min_sev)} OR role = 'cause') AND {a} {op} {t!r}{lp}
             ORDER BY t {order}, event_id LIMIT 1
         """).fetchone()
         if not r:
@@ -551,10 +614,17 @@ class StoreData:
 
     # ------------------------------------------------------------------ events
 
-    def _filter_sql(self, f: Filters | None) -> tuple[str, list]:
+    def _noecho_in(self, window: str | None) -> str:
+        """Not an echo; with a time window (a predicate on ts), only the echoes
+        in it are read (echoes is sorted by ts: its zonemaps prune the rest)."""
+        if window and self._echo_ts and self._noecho != "TRUE":
+            return f"event_id NOT IN (SELECT event_id FROM echoes WHERE {window})"
+        return self._noecho
+
+    def _filter_sql(self, f: Filters | None, window: str | None = None) -> tuple[str, list]:
         if f is None:
-            return "TRUE", []
-        where, params = [], []
+            return self._noecho_in(window), []
+        where, params = [self._noecho_in(window)], []
         if f.text:
             where.append("(raw ILIKE ? OR message ILIKE ?)")
             params += [f"%{f.text}%"] * 2
@@ -568,20 +638,20 @@ class StoreData:
             where.append("role IN (" + ",".join("?" for _ in roles) + ")")
             params += roles
         if f.host:
-            where.append("coalesce(host, ?) = ?")
-            params += [NO_HOST, f.host]
+            where.append(f"{_LH} = ?")
+            params.append(f.host)
         if f.rank is not None:
             where.append("rank = ?")
             params.append(int(f.rank))
         return (" AND ".join(where) or "TRUE"), params
 
     _EV_COLS = ("event_id, {a} AS t, epoch_us(ts) / 1e6 AS o, host, rank, severity, role, kind, "
-                "coalesce(message, raw) AS msg, file, line, " + _SRC_SQL + " AS src")
+                "coalesce(message, raw) AS msg, file, line, " + _SRC_SQL + " AS src, pod")
 
     def _rows(self, rows) -> list[EventRow]:
         return [EventRow(event_id=r[0], time=r[1], orig=r[2], host=r[3], rank=r[4], severity=r[5],
                          role=r[6], kind=r[7], message=r[8] or "", file=r[9], line=r[10],
-                         source=r[11]) for r in rows]
+                         source=r[11], pod=r[12]) for r in rows]
 
     def events_page(self, start: float | None, filters: Filters | None = None, offset: int = 0,
                     limit: int = 200) -> list[EventRow]:
@@ -597,16 +667,18 @@ class StoreData:
         if start is not None and ext is not None:
             w = max((ext[1] - ext[0]) / 1000.0, 1.0)
             while start + w < ext[1]:
+                win = self._ts_range_sql(start, start + w)
+                fww, _ = self._filter_sql(filters, win)
                 rows = self._cur().execute(f"""
                     SELECT {cols} FROM events
-                    WHERE {self._ts_range_sql(start, start + w)}
-                      AND {a} >= {start!r} AND {a} < {start + w!r} AND {fw}
+                    WHERE {win}
+                      AND {a} >= {start!r} AND {a} < {start + w!r} AND {fww}
                     ORDER BY t, file, line LIMIT {need}
                 """, params).fetchall()
                 if len(rows) >= need:
                     return self._rows(rows[offset:])
                 w *= 8
-        cond = "TRUE" if start is None else f"({a} >= {start!r} OR ts IS NULL)"
+        cond = "TRUE" if start is None else f"({a} >= {start!r} OR {a} IS NULL)"
         rows = self._cur().execute(f"""
             SELECT {cols} FROM events WHERE {cond} AND {fw}
             ORDER BY t ASC NULLS LAST, file, line
@@ -631,9 +703,10 @@ class StoreData:
         while True:
             whole = ext is None or t - w <= ext[0]
             window = "TRUE" if whole else f"{self._ts_range_sql(t - w, t)} AND {a} >= {t - w!r}"
+            fww = fw if whole else self._filter_sql(filters, self._ts_range_sql(t - w, t))[0]
             rows = self._cur().execute(f"""
                 SELECT {cols} FROM events
-                WHERE ts IS NOT NULL AND {window} AND {before} AND {fw}
+                WHERE ts IS NOT NULL AND {window} AND {before} AND {fww}
                 ORDER BY t DESC, file DESC, line DESC LIMIT {int(limit)}
             """, params).fetchall()
             if len(rows) >= limit or whole:
@@ -691,6 +764,13 @@ class StoreData:
 
     # ------------------------------------------------------------------ SQL console
 
+    def default_query(self) -> str:
+        """The console's first query: per rank, events and last line on the aligned clock."""
+        if self.has_aligned:
+            return ("SELECT host, rank, count(*) AS events, max(ats) AS last\nFROM events_aligned\n"
+                    "GROUP BY ALL ORDER BY last")
+        return "SELECT host, rank, count(*) AS events, max(ts) AS last\nFROM events\nGROUP BY ALL ORDER BY last"
+
     def canned_queries(self) -> list[CannedQuery]:
         d = _canned_dir()
         if d is None:
@@ -716,8 +796,7 @@ class StoreData:
         with self._sql_lock:
             self._sql_cur = cur
         try:
-            cur.execute("SET TimeZone = 'UTC'")
-            cur.execute("SET enable_progress_bar = false")
+            check_statements(sql)
             c = cur.execute(sql)
             if c.description:
                 res.columns = [d[0] for d in c.description]
@@ -727,6 +806,11 @@ class StoreData:
         except duckdb.InterruptException:
             res.cancelled = True
             res.error = "query cancelled"
+        except QueryRefused as exc:
+            res.error = str(exc)
+        except duckdb.PermissionException as exc:
+            res.error = (f"refused: {str(exc).strip()} (the console reads only the store: no other file, URL, "
+                         "ATTACH, COPY, EXPORT, INSTALL or LOAD)")
         except Exception as exc:
             res.error = str(exc).strip() or type(exc).__name__
         finally:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from rich.markup import escape
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -12,6 +11,8 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Button, DataTable, Input, Select, Static, TextArea
 
+from ...safe_text import safe
+from .timeline import _fit_mid
 from ..data import EventRow, Filters, QueryResult, StoreData, fmt_time, parse_time
 
 PAGE = 200
@@ -25,13 +26,14 @@ def _short_time(t: float | None) -> str:
 
 
 def _clip(s: str, n: int) -> Text:
-    """Plain text for a cell (a Text, so DataTable never parses it as markup)."""
-    s = (s or "").replace("\n", "⏎ ")
+    """Plain text for a cell (a Text, so DataTable never parses it as markup;
+    control characters and bidi overrides shown escaped: safe_text)."""
+    s = safe((s or "").replace("\n", "⏎ "))
     return Text(s if len(s) <= n else s[: n - 1] + "…", no_wrap=True)
 
 
 def _plain(s) -> Text:
-    return Text("" if s is None else str(s), no_wrap=True)
+    return Text("" if s is None else safe(s), no_wrap=True)
 
 
 # --------------------------------------------------------------------------- header
@@ -44,21 +46,22 @@ class VerdictHeader(Static):
     """
 
     def show_loading(self, db: str) -> None:
-        self.update(Text.assemble(("ranktrace ", "bold"), (db, "dim"), "  diagnosing…"))
+        self.update(Text.assemble(("ranktrace ", "bold"), (safe(db), "dim"), "  diagnosing…"))
 
     def show_verdict(self, store: StoreData, counts: dict | None) -> None:
         v = store.verdict
         stats = ""
         if counts:
+            pods = f"{counts['pods']} pods · " if counts.get("pods") else ""
             stats = (f"{counts['events']:,} events · {counts['files']} files · {counts['hosts']} hosts · "
-                     f"{counts['ranks']} ranks")
+                     f"{pods}{counts['ranks']} ranks")
         if not v or not v.get("verdict"):
-            why = f" ({store.verdict_error})" if store.verdict_error else ""
+            why = f" ({safe(store.verdict_error)})" if store.verdict_error else ""
             self.update(Text.assemble(("no diagnosis available", "bold yellow"), (why, "dim"), "\n",
                                       (stats, "dim")))
             return
         vd = v["verdict"]
-        kind = str(vd.get("kind") or "unknown")
+        kind = safe(vd.get("kind") or "unknown")
         who = []
         if vd.get("rank") is not None:
             who.append(f"rank {vd['rank']}")
@@ -72,17 +75,17 @@ class VerdictHeader(Static):
         conf = vd.get("confidence")
         head = Text.assemble(
             (f" {kind.upper()} ", "bold reverse red" if kind != "none" else "bold reverse green"), " ",
-            (" ".join(who) or "no single culprit", "bold"),
+            (safe(" ".join(who)) or "no single culprit", "bold"),
             ("  at " + fmt_time(t) + " UTC" if t is not None else "", ""),
             (f"  confidence {conf:.2f}" if isinstance(conf, (int, float)) else "", "dim"),
         )
         if self.size.width == 0 or head.cell_len + 3 + len(stats) <= self.size.width - 2:
             head.append("   " + stats, "dim")
-        summary = str(vd.get("summary") or "")
+        summary = safe(vd.get("summary") or "")
         from ...correlate.impact import impact_line   # issue 14: what the incident cost
         cost = impact_line(v.get("impact"))
         if cost:
-            summary = cost.split(" (", 1)[0] + " · " + summary
+            summary = safe(cost.split(" (", 1)[0]) + " · " + summary
         self.update(Text.assemble(head, "\n", (summary, "italic")))
 
 
@@ -124,10 +127,14 @@ class EventList(DataTable):
         self.before = 0              # rows paged in above the list's start
         self.fetching = False
         self.select_id: int | None = None
+        self.show_pod = False
 
     def on_mount(self) -> None:
         self.add_column("time", width=12, key="time")
         self.add_column("host", width=10, key="host")
+        self.show_pod = self.store._pod_count() > 0   # Kubernetes: which pod said it
+        if self.show_pod:
+            self.add_column("pod", width=14, key="pod")
         self.add_column("rk", width=4, key="rank")
         self.add_column("sev", width=5, key="sev")
         self.add_column("role", width=7, key="role")
@@ -153,7 +160,7 @@ class EventList(DataTable):
             else:
                 rows = self.store.events_page(start, filters, offset=offset, limit=PAGE)
         except Exception as exc:
-            self.app.call_from_thread(self.notify, f"event query failed: {exc}", severity="error", markup=False)
+            self.app.call_from_thread(self.notify, f"event query failed: {safe(exc)}", severity="error", markup=False)
             rows = []
         self.post_message(self.Page(token, rows, append))
 
@@ -161,6 +168,7 @@ class EventList(DataTable):
         self.add_row(
             _plain(_short_time(r.time)),
             _clip(r.host or "", 10),
+            *([_plain(_fit_mid(safe(r.pod or ""), 14))] if self.show_pod else []),
             _plain("" if r.rank is None else r.rank),
             Text(r.severity[:5], style=SEV_STYLE.get(r.severity, "")),
             Text(r.role[:7], style=ROLE_STYLE.get(r.role, "")),
@@ -172,7 +180,7 @@ class EventList(DataTable):
         if msg.token != self.token:
             return
         self.fetching = False
-        width = max(self.size.width - 12 - 10 - 4 - 5 - 7 - 12, 20)
+        width = max(self.size.width - 12 - 10 - 4 - 5 - 7 - 12 - (14 if self.show_pod else 0), 20)
         if msg.append == "before":
             # Earlier events go on top: the table is rebuilt (DataTable only
             # appends) and the cursor moves to the event just above where it was.
@@ -265,19 +273,19 @@ class DetailPane(VerticalScroll):
         t = Text()
         ident = [f"{k}={e[k]}" for k in ("host", "rank", "local_rank", "task", "pid", "pod", "container", "gpu",
                                           "job_id", "step_id") if e.get(k) not in (None, "")]
-        t.append(" ".join(ident) or "no identity", style="bold")
+        t.append(safe(" ".join(ident)) or "no identity", style="bold")
         t.append("\n")
-        t.append(f"{e.get('severity')} · {e.get('role')} · {e.get('kind') or '-'} · {e.get('format')}"
-                 f" ({e.get('program') or '-'})\n", style="dim")
+        t.append(safe(f"{e.get('severity')} · {e.get('role')} · {e.get('kind') or '-'} · {e.get('format')}"
+                      f" ({e.get('program') or '-'})") + "\n", style="dim")
         t.append(f"aligned  {fmt_time(e.get('aligned'))} UTC\n")
         t.append(f"logged   {fmt_time(e.get('orig'))} UTC  [{e.get('ts_kind')}]"
-                 + (f"  as written: {e['ts_text']}" if e.get("ts_text") else "") + "\n")
-        t.append(f"{e.get('file')}:{e.get('line')}\n", style="underline")
+                 + (f"  as written: {safe(e['ts_text'])}" if e.get("ts_text") else "") + "\n")
+        t.append(safe(f"{e.get('file')}:{e.get('line')}") + "\n", style="underline")
         for line, raw, me in ctx:
             for j, part in enumerate((raw or "").split("\n")):
                 num = f"{line + j:>6} " if j == 0 else "       "
                 t.append(num, style="dim")
-                t.append(part + "\n", style="bold" if me else "dim")
+                t.append(safe(part) + "\n", style="bold" if me else "dim")
         return t
 
     def on_detail_pane_loaded(self, msg: "DetailPane.Loaded") -> None:
@@ -391,8 +399,7 @@ class SqlConsole(Vertical):
                          id="canned", disabled=not opts)
             yield Button("Run", id="run", variant="primary")
             yield Button("Cancel", id="cancel")
-        yield TextArea("SELECT host, rank, count(*) AS events, max(ts) AS last\nFROM events\n"
-                       "GROUP BY ALL ORDER BY last", id="sql-text", language=None)
+        yield TextArea(self.store.default_query(), id="sql-text", language=None)
         yield Static("ctrl+r runs the query (read-only), ctrl+g cancels", id="sql-status")
         yield DataTable(id="sql-grid", cursor_type="cell")
 
@@ -446,7 +453,7 @@ class SqlConsole(Vertical):
         st.remove_class("error")
         st.update(Text(res.summary if self.show_timing else res.summary.split(" in ")[0]))
         grid.clear(columns=True)
-        grid.add_columns(*[escape(str(c)) for c in res.columns])
+        grid.add_columns(*[Text(safe(c)) for c in res.columns])
         for r in res.rows:
             grid.add_row(*[_clip("" if v is None else (v.isoformat(sep=" ") if hasattr(v, "isoformat")
                                                          else str(v)), 60) for v in r])

@@ -19,6 +19,7 @@ from textual.reactive import reactive
 from textual.strip import Strip
 from textual.widget import Widget
 
+from ...safe_text import safe
 from ..data import ERROR_SEV, SEV_RANK, Bucket, Lane, StoreData, fmt_time
 
 AXIS_ROWS = 2
@@ -36,8 +37,19 @@ class Row:
     lanes: tuple[Lane, ...] = ()   # for a host row: its lanes
 
 
+def _fit_mid(s: str, n: int) -> str:
+    """`s` in n cells, the middle elided: pod names differ at their end (…-worker-3)."""
+    if len(s) <= n or n < 5:
+        return s[:max(n, 0)]
+    head = (n - 1) * 2 // 5
+    return s[:head] + "…" + s[len(s) - (n - 1 - head):]
+
+
 def _tick_label(t: float, step: float) -> str:
-    d = datetime.fromtimestamp(t, tz=timezone.utc)
+    try:
+        d = datetime.fromtimestamp(t, tz=timezone.utc)
+    except (OverflowError, OSError, ValueError):   # a bogus year from a log line
+        return "?"
     if step >= 86400:
         return d.strftime("%m-%d")
     if step >= 60:
@@ -460,14 +472,14 @@ class Timeline(Widget, can_focus=True):
         if r.kind == "host":
             mark = "▸" if r.host in self.collapsed else "▾"
             nerr = sum(ln.errors for ln in lanes)
-            label = f"{mark} {r.host}"
+            label = f"{mark} {safe(r.host)}"   # log text: never a terminal control
             extra = (f" ✖{nerr}" if nerr else "")
-            label = label[:lw - len(extra)] + extra if len(label) + len(extra) > lw else label + extra
+            label = _fit_mid(label, lw - len(extra)) + extra
             lstyle = p["host"]
         else:
             ln = r.lane
             pre = "▶ " if culprit else "  "
-            label = pre + ln.label
+            label = pre + safe(ln.label)
             if self._silent(ln):
                 label += " ⏹"
             lstyle = p["label"]
