@@ -47,7 +47,11 @@ from ranktrace.formats import load_catalog  # noqa: E402
 from ranktrace.ingest.pipeline import ingest  # noqa: E402
 
 TRUTH_FILES = {"truth.json", "expected_verdict.json", "README.md"}
-SHAPES = REPO.parent / "shared" / "real_log_shapes"
+# the shared excerpts sit beside the checkout (/work/main -> /work/shared); a worktree one level
+# deeper (/work/wt/NAME) finds them two levels up; RANKTRACE_SHAPES overrides both
+SHAPES = Path(os.environ.get("RANKTRACE_SHAPES") or next(
+    (str(p / "shared" / "real_log_shapes") for p in (REPO.parent, REPO.parent.parent)
+     if (p / "shared" / "real_log_shapes").is_dir()), REPO.parent / "shared" / "real_log_shapes"))
 
 # manifest failure_kind -> acceptable verdict kinds
 SHAPE_KINDS = {
@@ -64,7 +68,22 @@ SHAPE_KINDS = {
 
 
 def incident_files(d: Path) -> list[str]:
-    return sorted(str(p) for p in d.rglob("*") if p.is_file() and p.name not in TRUTH_FILES)
+    """The incident's files, as paths relative to its parent directory (ingest from there), as a user
+    runs `ranktrace ingest incident/`: the checkout's own directory names (a worktree called `h13`)
+    must not reach the path hints as host names."""
+    return sorted(str(p.relative_to(d.parent)) for p in d.rglob("*") if p.is_file() and p.name not in TRUTH_FILES)
+
+
+class _cwd:
+    def __init__(self, d: Path):
+        self.d, self.old = d, None
+
+    def __enter__(self):
+        self.old = os.getcwd()
+        os.chdir(self.d)
+
+    def __exit__(self, *a):
+        os.chdir(self.old)
 
 
 def load_truth(d: Path) -> dict | None:
@@ -116,7 +135,8 @@ def score_incident(d: Path, cat, verbose: bool) -> dict | None:
     files = incident_files(d)
     with tempfile.TemporaryDirectory() as td:
         db = os.path.join(td, "s.duckdb")
-        ingest(files, db, cat)
+        with _cwd(d.parent):
+            ingest(files, db, cat)
         con = duckdb.connect(db, read_only=True)
         t0 = time.perf_counter()
         out = diagnose(con)
@@ -187,7 +207,8 @@ def score_shapes(cat, verbose: bool) -> list[dict]:
 def _score_shape(e, x, ff, cat, verbose) -> dict:
     with tempfile.TemporaryDirectory() as td:
         db = os.path.join(td, "s.duckdb")
-        ingest([str(SHAPES / e["file"])], db, cat)
+        with _cwd(SHAPES):
+            ingest([e["file"]], db, cat)
         con = duckdb.connect(db, read_only=True)
         d = diagnose(con)
         con.close()
