@@ -23,6 +23,7 @@ from .clean_end import coverage_caps, no_failure_verdict
 from .clock import align
 from .detectors import Finding, run_all
 from .detectors.base import SPECIFICITY
+from .survival import demote_survived
 from .util import ensure_kind_catalog, iso, rows, short, sql_file
 
 JOB_LEVEL = {"time_limit", "cancelled", "rendezvous_timeout", "scheduling"}
@@ -294,6 +295,7 @@ def diagnose(con: duckdb.DuckDBPyConnection, *, offsets: dict[str, float] | None
                     and f.time > started:
                 f.direct, f.score = False, 0.05
                 f.why += " (after the job had started: teardown)"
+    demote_survived(con, findings)   # warnings followed by healthy progress are context (survival.py)
     cands = _group(findings)
     node_failed = {f.host for f in findings if f.kind == "node_failure" and f.host}
     failure = _failure_seen(con) or bool(findings)
