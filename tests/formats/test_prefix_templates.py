@@ -32,5 +32,8 @@ Failures:
   error_file: <N/A>
   traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
 ------------------------------------------------------------"""
-    evs = _ev(text)
-    assert not any(e["rank"] == 1 and (e["envelopes"] or "").endswith("elastic_prefix_template") for e in evs)
+    res = run_text(CAT, text)
+    assert not any(e["rank"] == 1 and (e["envelopes"] or "").endswith("elastic_prefix_template")
+                   for e in res.events.to_dicts())
+    entries = res.facts["torch_failure_entry"].to_dicts()
+    assert [(e["idx"], e["rank"], e["pid"]) for e in entries] == [(1, 1, 15755)]
