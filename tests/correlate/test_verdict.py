@@ -120,3 +120,19 @@ def test_unclassified_failure_text_is_not_a_clean_run():
     d = diagnose(store(bad))
     assert d["verdict"]["kind"] == "unknown" and d["verdict"]["confidence"] < 0.5
     assert d["evidence"] and d["missing"]
+
+
+def test_coverage_caps_confidence_to_what_the_excerpt_shows():
+    # starts mid-cascade: a peer complaint before the only cause line
+    evs = [ev(1.0, "Connection closed by peer", kind="peer_closed", host="n1", rank=0),
+           ev(5.0, "RuntimeError: corrupted batch", kind="python_exception", host="n2", rank=3)]
+    d = diagnose(store(evs))
+    assert d["verdict"]["kind"] == "exception" and d["verdict"]["rank"] == 3
+    assert d["verdict"]["confidence"] <= 0.7 and any("starts with a symptom" in m for m in d["missing"])
+    # no times at all
+    d = diagnose(store([ev(None, "RuntimeError: corrupted batch", kind="python_exception", host="n2", rank=3)]))
+    assert d["verdict"]["kind"] == "exception" and d["verdict"]["confidence"] <= 0.6
+    assert any("no line carries a time" in m for m in d["missing"])
+    # the whole incident, timed, cause first: confident
+    d = diagnose(store(_incident()))
+    assert d["verdict"]["confidence"] >= 0.8 and not any("excerpt" in m for m in d["missing"])

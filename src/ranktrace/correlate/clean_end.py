@@ -69,19 +69,24 @@ def no_failure_verdict(con, empty: dict, n_events: int) -> tuple[dict, list[dict
     return v, ev, missing
 
 
-def coverage_caps(con, direct: bool) -> list[tuple[float, str]]:
+def coverage_caps(con, direct: bool, t_cause=None) -> list[tuple[float, str]]:
     """How much of the incident the input covers, as (confidence cap, what is missing) pairs: an
     excerpt with no times, one that starts after the first error, or one host's lines of a
     multi-host job cannot carry a confident verdict that rests on order or absence."""
-    n, timed, hosts, ranks, first_role = con.execute("""
+    n, timed, hosts, ranks, first_role, first_ts = con.execute("""
         SELECT count(*), count(ats), count(DISTINCT host), count(DISTINCT rank),
-               arg_min(role, struct_pack(t := ats, f := file, l := line)) FILTER (WHERE ats IS NOT NULL)
+               arg_min(role, struct_pack(t := ats, f := file, l := line)) FILTER (WHERE ats IS NOT NULL),
+               min(ats)
         FROM aligned_events""").fetchone()
     caps: list[tuple[float, str]] = []
     if n and not timed:
         caps.append((0.6, "times: no line carries a time, so the order of failures is only the order of the lines"))
     if not direct and first_role in ("cause", "symptom"):
         caps.append((0.5, "the start of the incident: the excerpt starts after the first error"))
+    elif direct and first_role == "symptom" and t_cause is not None and first_ts is not None and first_ts < t_cause:
+        # the first line is already a complaint about someone else: the cause line may itself be a consequence,
+        # or the real first failure is before the excerpt
+        caps.append((0.7, "the start of the incident: the excerpt starts with a symptom, before the cause line"))
     if not direct and hosts <= 1 and ranks > 1:
         caps.append((0.6, "the other hosts' logs: only one host's lines, the culprit may be elsewhere"))
     return caps

@@ -378,7 +378,7 @@ def diagnose(con: duckdb.DuckDBPyConnection, *, offsets: dict[str, float] | None
                            "its stdout+stderr")
         if not best.direct:
             conf = min(conf, 0.75)
-        for cap, what in coverage_caps(con, bool(best.direct)):
+        for cap, what in coverage_caps(con, bool(best.direct), best.time):
             if conf > cap:
                 conf = cap
                 missing.append(what)
