@@ -43,8 +43,9 @@ def _ctime(t: dt.datetime) -> str:
 
 
 def generate(out: str | Path, *, hours: float = 5.0, nodes: int = 8, gpus: int = 8, step_s: float = 60.0,
-             noise: int = 300, seed: int = 1, timeout_s: int = 600) -> dict:
-    """Write the incident under `out`; return its truth (also written to truth.json)."""
+             noise: int = 300, seed: int = 1, timeout_s: int = 600, progress: bool = True) -> dict:
+    """Write the incident under `out`; return its truth (also written to truth.json). progress=False leaves the
+    progress lines out (a job logging NCCL/c10d output only): the cascade alone must tell the failure."""
     rnd = random.Random(seed)
     out = Path(out)
     hosts = [f"node{i + 1:02d}" for i in range(nodes)]
@@ -87,13 +88,16 @@ def generate(out: str | Path, *, hours: float = 5.0, nodes: int = 8, gpus: int =
             if r == slow_rank and slow_from <= t < slow_to:
                 continue
             jitter = dt.timedelta(milliseconds=rnd.randint(0, 900) + 17 * (r % gpus))
+            if not progress:
+                continue
             emit(r, t + jitter, f"{_py(t + jitter)} - INFO - train - step {step} | loss {2.5 / (1 + step / 200):.4f}"
                                 f" | lr 3.0e-04 | step_time {step_s:.2f}s")
         last_step_t = t
         t += dt.timedelta(seconds=step_s)
-    emit(slow_rank, slow_to + dt.timedelta(seconds=3),
-         f"{_py(slow_to + dt.timedelta(seconds=3))} - WARNING - train - step {int((slow_to - T0).total_seconds() // step_s)}"
-         " took 1203.4s, 20x the median: dataloader stall")
+    if progress:
+        emit(slow_rank, slow_to + dt.timedelta(seconds=3),
+             f"{_py(slow_to + dt.timedelta(seconds=3))} - WARNING - train - step "
+             f"{int((slow_to - T0).total_seconds() // step_s)} took 1203.4s, 20x the median: dataloader stall")
 
     # survivable noise, spread over the run before the failure
     kinds = ("ib_flap_old", "ib_flap_new", "socket_retry", "store_retry", "nccl_warn", "user_warning")
@@ -175,8 +179,10 @@ def main(argv=None) -> int:
     ap.add_argument("--step-s", type=float, default=60.0)
     ap.add_argument("--noise", type=int, default=300)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--no-progress", action="store_true", help="leave the progress lines out")
     a = ap.parse_args(argv)
-    t = generate(a.out, hours=a.hours, nodes=a.nodes, gpus=a.gpus, step_s=a.step_s, noise=a.noise, seed=a.seed)
+    t = generate(a.out, hours=a.hours, nodes=a.nodes, gpus=a.gpus, step_s=a.step_s, noise=a.noise, seed=a.seed,
+                 progress=not a.no_progress)
     print(json.dumps(t["verdict"]))
     return 0
 

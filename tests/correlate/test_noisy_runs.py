@@ -91,3 +91,41 @@ def test_no_progress_data_demotes_nothing():
     align(con)
     fs = _findings()
     assert demote_survived(con, fs) == 0 and all(f.direct for f in fs)
+
+
+def test_without_progress_lines_the_cascade_decides(tmp_path, catalog, monkeypatch):
+    truth = _gen().generate(tmp_path / "run", hours=4.0, seed=3, progress=False)["verdict"]
+    files = sorted(str(p.relative_to(tmp_path)) for p in (tmp_path / "run").rglob("*")
+                   if p.is_file() and p.name != "truth.json")
+    monkeypatch.chdir(tmp_path)
+    db = str(tmp_path / "s.duckdb")
+    ingest(files, db, catalog)
+    con = duckdb.connect(db, read_only=True)
+    try:
+        assert con.execute("SELECT count(*) FROM events WHERE kind = 'progress'").fetchone()[0] == 0
+        d = diagnose(con)
+    finally:
+        con.close()
+    v = d["verdict"]
+    assert (v["kind"], v["host"], v["rank"]) == ("gpu_fault", truth["host"], truth["rank"]), v
+    assert any("no teardown followed it" in h["why"] for h in d["hypotheses"])
+
+
+def test_cause_followed_by_no_teardown_is_demoted_only_when_a_later_one_is():
+    evs = [ev(10.0, "NET/IB : Got async event : port error", kind="network_error", host="n1", rank=1),
+           ev(4000.0, "Xid 79", kind="gpu_xid", host="n2")]
+    evs += [ev(4600.0 + r, "Watchdog caught collective operation timeout", kind="collective_timeout",
+               host="n1", rank=r) for r in range(4)]
+    con = store(evs)
+    align(con)
+    fs = [Finding(detector="first_cause", kind="network_error", score=0.85, why="port", rank=1, host="n1",
+                  time=T0 + dt.timedelta(seconds=10), direct=True),
+          Finding(detector="first_cause", kind="gpu_fault", score=0.85, why="xid", host="n2",
+                  time=T0 + dt.timedelta(seconds=4000), direct=True)]
+    assert demote_survived(con, fs) == 1 and not fs[0].direct and fs[1].direct
+    # alone (no later cause with a teardown), the early line stays a cause
+    con = store(evs[:1])
+    align(con)
+    f = [fs[0].__class__(detector="first_cause", kind="network_error", score=0.85, why="port", rank=1, host="n1",
+                         time=T0 + dt.timedelta(seconds=10), direct=True)]
+    assert demote_survived(con, f) == 0 and f[0].direct

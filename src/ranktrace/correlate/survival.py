@@ -4,8 +4,11 @@ Long runs carry warnings they survive: IB port flaps, retried socket and store c
 slow rank. A cause-role line is the root cause only if progress stopped after it (or the cascade follows
 it, which it does when progress stopped). So a finding whose own scope kept making progress well after
 it, its rank's progress for a rank, the progress of its host's ranks for a host-only line, the job's for a
-line naming nobody, is demoted: not direct, a small score, and says why. Without progress lines in the
-logs nothing is demoted (absence of progress data is not evidence of survival)."""
+line naming nobody, is demoted: not direct, a small score, and says why.
+
+Without progress lines the cascade decides: a real failure is followed by the job coming down (watchdog
+timeouts, aborts, the launcher's teardown) within CASCADE_WINDOW_S; a cause line that nothing of the kind
+follows, while a later cause line is followed by it, was survived. With neither, nothing is demoted."""
 
 from __future__ import annotations
 
@@ -16,6 +19,9 @@ from .detectors.base import Finding, query
 
 MIN_WINDOW_S = 120.0     # progress this long after a line, at least, before it counts as survived
 STEPS = 5                # ... and at least this many of the job's typical step intervals
+CASCADE_WINDOW_S = 1200.0   # a collective timeout (default 10 min) and the teardown after it fit in this
+CASCADE_KINDS = ("collective_timeout", "watchdog_abort", "sigterm_sent", "signal_received", "worker_failed",
+                 "failure_summary", "job_exit", "step_cancelled", "comm_abort")
 
 
 def _spans(con) -> list[dict]:
@@ -39,11 +45,39 @@ def last_progress(spans: list[dict], f: Finding) -> dt.datetime | None:
     return max(ts) if ts else None
 
 
+def _followers(con, t: dt.datetime) -> int:
+    """Processes that took part in a job-wide teardown in the CASCADE_WINDOW_S after t."""
+    return con.execute(
+        "SELECT count(DISTINCT (coalesce(host, ''), coalesce(CAST(rank AS VARCHAR), file))) FROM aligned_events "
+        "WHERE kind IN (SELECT unnest(?)) AND ats > ? AND ats <= ? + to_seconds(?)",
+        [list(CASCADE_KINDS), t, t, CASCADE_WINDOW_S]).fetchone()[0]
+
+
+def _demote_by_cascade(con, findings: list[Finding]) -> int:
+    direct = sorted((f for f in findings if f.direct and f.time is not None), key=lambda f: f.time)
+    if len(direct) < 2:
+        return 0
+    follow = {id(f): _followers(con, f.time) for f in direct}
+    n = 0
+    for i, f in enumerate(direct):
+        later = [g for g in direct[i + 1:] if follow[id(g)] >= 2
+                 and (g.time - f.time).total_seconds() > CASCADE_WINDOW_S]
+        if follow[id(f)] == 0 and later:
+            f.direct = False
+            f.score = min(f.score, 0.1)
+            f.extra["survived"] = True
+            f.why += (" — survived: no teardown followed it within "
+                      f"{CASCADE_WINDOW_S / 60:.0f} min, the job came down after a later one (context, not the cause)")
+            n += 1
+    return n
+
+
 def demote_survived(con, findings: list[Finding]) -> int:
-    """Demote, in place, direct findings followed by healthy progress of their scope. Returns how many."""
+    """Demote, in place, direct findings followed by healthy progress of their scope (without progress
+    data: followed by no teardown while a later one is). Returns how many."""
     spans = _spans(con)
     if not spans:
-        return 0
+        return _demote_by_cascade(con, findings)
     w = window_s(spans)
     n = 0
     for f in findings:
