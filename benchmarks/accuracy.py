@@ -4,6 +4,7 @@
     python benchmarks/accuracy.py /tmp/cap/all ...     # more incident directories (each subdir one
                                                         # incident with expected_verdict.json/truth.json)
     python benchmarks/accuracy.py --no-shapes -v       # per-incident lines
+    (plus tests/correlate/heldout: held-out public bug-report shapes, unless --no-heldout)
 
 An incident is a directory holding expected_verdict.json (or truth.json); every other file
 in it (truth files and README.md excepted, so the answer never reaches the store) is
@@ -47,7 +48,11 @@ from ranktrace.formats import load_catalog  # noqa: E402
 from ranktrace.ingest.pipeline import ingest  # noqa: E402
 
 TRUTH_FILES = {"truth.json", "expected_verdict.json", "README.md"}
-SHAPES = REPO.parent / "shared" / "real_log_shapes"
+# the shared excerpts sit beside the checkout (/work/main -> /work/shared); a worktree one level
+# deeper (/work/wt/NAME) finds them two levels up; RANKTRACE_SHAPES overrides both
+SHAPES = Path(os.environ.get("RANKTRACE_SHAPES") or next(
+    (str(p / "shared" / "real_log_shapes") for p in (REPO.parent, REPO.parent.parent)
+     if (p / "shared" / "real_log_shapes").is_dir()), REPO.parent / "shared" / "real_log_shapes"))
 
 # manifest failure_kind -> acceptable verdict kinds
 SHAPE_KINDS = {
@@ -64,7 +69,22 @@ SHAPE_KINDS = {
 
 
 def incident_files(d: Path) -> list[str]:
-    return sorted(str(p) for p in d.rglob("*") if p.is_file() and p.name not in TRUTH_FILES)
+    """The incident's files, as paths relative to its parent directory (ingest from there), as a user
+    runs `ranktrace ingest incident/`: the checkout's own directory names (a worktree called `h13`)
+    must not reach the path hints as host names."""
+    return sorted(str(p.relative_to(d.parent)) for p in d.rglob("*") if p.is_file() and p.name not in TRUTH_FILES)
+
+
+class _cwd:
+    def __init__(self, d: Path):
+        self.d, self.old = d, None
+
+    def __enter__(self):
+        self.old = os.getcwd()
+        os.chdir(self.d)
+
+    def __exit__(self, *a):
+        os.chdir(self.old)
 
 
 def load_truth(d: Path) -> dict | None:
@@ -116,7 +136,8 @@ def score_incident(d: Path, cat, verbose: bool) -> dict | None:
     files = incident_files(d)
     with tempfile.TemporaryDirectory() as td:
         db = os.path.join(td, "s.duckdb")
-        ingest(files, db, cat)
+        with _cwd(d.parent):
+            ingest(files, db, cat)
         con = duckdb.connect(db, read_only=True)
         t0 = time.perf_counter()
         out = diagnose(con)
@@ -187,7 +208,8 @@ def score_shapes(cat, verbose: bool) -> list[dict]:
 def _score_shape(e, x, ff, cat, verbose) -> dict:
     with tempfile.TemporaryDirectory() as td:
         db = os.path.join(td, "s.duckdb")
-        ingest([str(SHAPES / e["file"])], db, cat)
+        with _cwd(SHAPES):
+            ingest([e["file"]], db, cat)
         con = duckdb.connect(db, read_only=True)
         d = diagnose(con)
         con.close()
@@ -210,6 +232,42 @@ def _score_shape(e, x, ff, cat, verbose) -> dict:
     return r
 
 
+
+
+HELDOUT = REPO / "tests" / "correlate" / "heldout"
+
+
+def score_heldout(cat, verbose: bool) -> list[dict]:
+    """tests/correlate/heldout: public bug-report shapes no format was built from (heldout.json: per file
+    the acceptable kinds, the culprit fields when a careful reader can name one)."""
+    out = []
+    for c in json.loads((HELDOUT / "heldout.json").read_text()):
+        with tempfile.TemporaryDirectory() as td:
+            db = os.path.join(td, "s.duckdb")
+            with _cwd(HELDOUT):
+                ingest([c["file"]], db, cat)
+            con = duckdb.connect(db, read_only=True)
+            v = diagnose(con)["verdict"]
+            con.close()
+            con = duckdb.connect(db, read_only=True)
+            base = baseline(con)
+            con.close()
+        def loc(x):
+            if not c["decidable"]:
+                return None
+            checks = [x.get(k) == c[k] for k in ("rank", "host", "pid") if c.get(k) is not None]
+            if c.get("pod"):
+                checks.append(c["pod"] in (x.get("pod"), x.get("host")))
+            return all(checks) if checks else x.get("rank") is None
+        r = {"name": c["file"], "verdict": v, "located": loc(v), "kind": v["kind"] in c["kinds"],
+             "b_located": loc(base), "b_kind": base["kind"] in c["kinds"]}
+        r["confident_wrong"] = v["confidence"] >= 0.8 and (r["located"] is False or not r["kind"])
+        if verbose:
+            mark = "ok " if r["located"] is not False and r["kind"] else "MISS"
+            print(f"  {mark} {c['file'][:44]:<44} want {c['kinds']}/{c.get('rank')}/{c.get('host')}  "
+                  f"got {v['kind']}/r{v['rank']}/{v['host']}/{v['pod']} conf {v['confidence']:.2f}")
+        out.append(r)
+    return out
 
 
 def report(title: str, rs: list[dict]) -> None:
@@ -239,6 +297,7 @@ def main(argv=None) -> int:
     ap.add_argument("dirs", nargs="*", help="directories of incidents (or one incident directory)")
     ap.add_argument("--no-shapes", action="store_true", help="skip ../shared/real_log_shapes")
     ap.add_argument("--no-samples", action="store_true", help="skip sample_logs/")
+    ap.add_argument("--no-heldout", action="store_true", help="skip tests/correlate/heldout")
     ap.add_argument("-v", "--verbose", action="store_true")
     ap.add_argument("--json", metavar="FILE", help="write per-incident results")
     a = ap.parse_args(argv)
@@ -271,6 +330,12 @@ def main(argv=None) -> int:
         rs = score_shapes(cat, a.verbose)
         results["real_log_shapes"] = rs
         report("real_log_shapes (where the manifest names a first failure)", rs)
+    if not a.no_heldout and HELDOUT.exists():
+        if a.verbose:
+            print("heldout:")
+        rs = score_heldout(cat, a.verbose)
+        results["heldout"] = rs
+        report("heldout (tests/correlate/heldout: public bug-report shapes; located where decidable)", rs)
     if a.json:
         Path(a.json).write_text(json.dumps(results, indent=1, default=str))
     bad = sum(r["confident_wrong"] for rs in results.values() for r in rs)

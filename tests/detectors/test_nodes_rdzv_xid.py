@@ -72,3 +72,19 @@ def test_step_cancel_without_reason_is_weak_cancelled():
     with_reason = run(step_cancels, [ev(5, "*** JOB 7 ON n1 CANCELLED AT 2026-11-29T16:48:23 DUE TO TIME LIMIT ***",
                                         kind="step_cancelled", host="n1")])
     assert with_reason == []
+
+
+def test_xid_pci_maps_to_the_rank_nccl_ran_on_that_bus():
+    from ranktrace.correlate.detectors.gpu import bus_key, xid
+    assert bus_key("0000:48:00") == "48000" == bus_key("0000:48:00.0") == bus_key("PCI:0000:48:00")
+    assert bus_key("0000:04:00") == "4000" != bus_key("0000:40:00")
+    evs = [ev(1.0, "NCCL INFO comm 0x1 rank 35 nranks 64 cudaDev 3 busId 48000 - Init COMPLETE", kind="comm_init",
+              host="node05", pid=40403),
+           ev(1.0, "NCCL INFO comm 0x2 rank 36 nranks 64 cudaDev 4 busId 4000 - Init COMPLETE", kind="comm_init",
+              host="node05", pid=40404),
+           ev(9.0, "NVRM: Xid (PCI:0000:48:00): 79, pid=40403, name=python, GPU has fallen off the bus.",
+              kind="gpu_xid", host="node05")]
+    facts = {"nccl_comm": [{"event_id": evs[0]["event_id"], "rank": 35, "bus_id": "48000", "cuda_dev": 3},
+                           {"event_id": evs[1]["event_id"], "rank": 36, "bus_id": "4000", "cuda_dev": 4}]}
+    fs = run(xid, evs, facts)
+    assert len(fs) == 1 and fs[0].gpu and fs[0].rank == 35 and fs[0].host == "node05"

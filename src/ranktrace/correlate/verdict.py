@@ -8,7 +8,8 @@
 4. the first direct cause on the aligned clock leads; when two culprits cannot be
    separated (close scores, or their order rests within the clock uncertainty) the
    confidence stays below 0.8 and both are listed;
-5. `none` when nothing failed, `unknown` (with what is missing) when nothing decides.
+5. `none` only with proof of a normal end (clean_end.py), `unknown` (with what is missing) when
+   nothing decides.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import datetime as dt
 import duckdb
 
 from . import identity as ident
+from .clean_end import coverage_caps, no_failure_verdict
 from .clock import align
 from .detectors import Finding, run_all
 from .detectors.base import SPECIFICITY
@@ -25,6 +27,7 @@ from .controlplane import apply as _controlplane
 from .gang import gang as _gang
 from .impact import impact as _impact
 from .stranded import apply as _stranded
+from .survival import demote_survived
 from .topology import topology as _topology
 from .util import ensure_kind_catalog, iso, rows, short, sql_file
 
@@ -297,6 +300,7 @@ def diagnose(con: duckdb.DuckDBPyConnection, *, offsets: dict[str, float] | None
                     and f.time > started:
                 f.direct, f.score = False, 0.05
                 f.why += " (after the job had started: teardown)"
+    demote_survived(con, findings)   # warnings followed by healthy progress are context (survival.py)
     cands = _group(findings)
     node_failed = {f.host for f in findings if f.kind == "node_failure" and f.host}
     failure = _failure_seen(con) or bool(findings)
@@ -307,35 +311,11 @@ def diagnose(con: duckdb.DuckDBPyConnection, *, offsets: dict[str, float] | None
              "gpu": None, "time": None, "confidence": 0.0, "summary": ""}
     missing: list[str] = []
     if not failure:
-        v = dict(empty, confidence=0.85 if n_events else 0.0,
-                 summary="no failure found: no cause or symptom line in the logs" if n_events
-                 else "the store holds no events")
-        evidence = []
-        if not n_events:
-            v["kind"] = "unknown"
-            missing.append("logs: the store is empty")
-        else:
-            # lines no format understood that still read like failures: not a clean run we can vouch for
-            unread = rows(con, r"""
-                SELECT file, line, ats, host, message FROM aligned_events
-                WHERE (kind IS NULL OR kind = 'daemon_error')
-                  AND regexp_matches(message, 'Traceback \(most recent|[A-Za-z]Error:|Exception:|\bFATAL\b|\bKilled\b|'
-                                     || '\berror: |'
-                                     || '(?i:timed out|segmentation fault|out of memory|watchdog caught|\baborted\b)')
-                ORDER BY ats NULLS LAST, file, line LIMIT 5""")
-            if unread:
-                v.update(kind="unknown", confidence=0.2,
-                         summary=f"failure-like lines that no rule ties to the job (e.g. {short(unread[0]['message'], 120)}); "
-                                 "root cause not established")
-                missing.append("a log format or rule for these lines (ranktrace formats check FILE shows what is "
-                               "unclaimed)")
-                hosts = {r["host"] for r in unread}
-                if len(hosts) == 1:
-                    v["host"] = hosts.pop()
-                evidence = [{"file": r["file"], "line": r["line"], "time": iso(r["ats"]), "role": "unclassified",
-                             "text": short(r["message"], 240)} for r in unread]
+        # `none` needs proof of a normal end (correlate/clean_end.py)
+        v, evidence, missing = no_failure_verdict(con, empty, n_events)
         return {"verdict": v, "hypotheses": [], "evidence": evidence, "cascade": [], "clock": clock,
-                "missing": missing, "next_steps": next_steps(v["kind"], v, None, {}) if evidence else [],
+                "missing": missing,
+                "next_steps": next_steps(v["kind"], v, None, {}) if v["kind"] != "none" else [],
                 "impact": _impact(con, v), "gang": None, "control_plane": None, "topology": None,
                 "stranded": None}
 
@@ -405,6 +385,10 @@ def diagnose(con: duckdb.DuckDBPyConnection, *, offsets: dict[str, float] | None
                            "its stdout+stderr")
         if not best.direct:
             conf = min(conf, 0.75)
+        for cap, what in coverage_caps(con, bool(best.direct), best.time):
+            if conf > cap:
+                conf = cap
+                missing.append(what)
         if any(f.extra.get("inferred") for f in best.findings):
             conf = min(conf, 0.7)
             missing.append("the expected node list (Slurm node list / hostfile / pod list): the missing node's "

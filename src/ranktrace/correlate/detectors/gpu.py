@@ -33,12 +33,24 @@ def xid_catalog() -> dict[int, dict]:
     return out
 
 
-def _bus_rank(con, pci: str, host: str | None):
-    if not pci or not has_columns(con, "nccl_comm", "bus_id", "rank"):
+def bus_key(pci: str | None) -> str | None:
+    """A PCI address as NCCL prints it in 'busId %lx' (the address's hex digits, function included,
+    leading zeros dropped): Xid's 'PCI:0000:48:00' and NVML's '0000:48:00.0' -> '48000'."""
+    if not pci:
         return None
-    key = pci.lower().lstrip("0:")[:7]
+    p = pci.lower().removeprefix("pci:")
+    if p.count(":") >= 2 and "." not in p:
+        p += ".0"   # Xid lines omit the function
+    return "".join(ch for ch in p if ch in "0123456789abcdef").lstrip("0") or "0"
+
+
+def _bus_rank(con, pci: str, host: str | None):
+    """The one rank whose NCCL communicator ran on that PCI device (of that host)."""
+    key = bus_key(pci)
+    if not key or not has_columns(con, "nccl_comm", "bus_id", "rank"):
+        return None
     rs = rows(con, "SELECT DISTINCT f.rank, e.host FROM nccl_comm f JOIN aligned_events e USING (event_id) "
-                   "WHERE lower(f.bus_id) LIKE '%' || ? || '%' AND (? IS NULL OR e.host = ?)", [key, host, host])
+                   "WHERE ltrim(lower(f.bus_id), '0') = ? AND (? IS NULL OR e.host = ?)", [key, host, host])
     return rs[0]["rank"] if len(rs) == 1 else None
 
 

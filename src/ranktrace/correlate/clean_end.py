@@ -1,0 +1,92 @@
+"""`none` needs proof: the verdict when no cause or symptom was seen (issue 13).
+
+A store with no failure line is not yet a clean run: the excerpt may stop before the failure, or
+its failure lines may be in a layout no format reads. `none` is given only with positive evidence
+of a normal end (queries/detect/clean_end.sql: worker group SUCCEEDED, COMPLETED, exit code 0,
+Succeeded); otherwise `unknown` at low confidence, saying what is missing."""
+
+from __future__ import annotations
+
+from .util import iso, rows, short, sql_file
+
+# Lines no rule classified (or classified as lifecycle/info) that still read like failures: an
+# input with error lines, abnormal exits, restarts or kills never gets `none`.
+_FAILURE_TEXT = (r"Traceback \(most recent|[A-Za-z]Error:|Exception:|\bFATAL\b|\bKilled\b|\berror: |"
+                 r"(?i:timed out|segmentation fault|out of memory|watchdog caught|\baborted\b|\bOOMKilled\b|"
+                 r"\bEvicted\b|CrashLoopBackOff|Back-off restarting|\bBackOff\b|FailedCreatePodSandBox|"
+                 r"FailedScheduling|NodeNotReady|fallen off the bus|NCCL WARN|\bSIGKILL\b|\bSIGTERM\b|\bSIGABRT\b|"
+                 r"Caught signal|exit(?:ed)? (?:with )?(?:exit )?(?:code|status) [1-9]|exitcode\s*[:=]\s*-?[1-9]|"
+                 r"will restart worker group|restarting (?:the )?workers?\b|\bXid\b|\bnot responding\b|"
+                 r"unknown error)")
+
+
+def failure_like(con, limit: int = 5) -> list[dict]:
+    """Failure-reading lines that no rule classified (a rule that calls a line lifecycle or info, such
+    as c10d's 'uv_loop_close failed' at shutdown, is trusted)."""
+    return rows(con, """
+        SELECT file, line, ats, host, rank, pid, pod, message FROM aligned_events
+        WHERE (kind IS NULL OR kind = 'daemon_error')
+          AND regexp_matches(message, ?)
+        ORDER BY ats NULLS LAST, file, line LIMIT ?""", [_FAILURE_TEXT, limit])
+
+
+def no_failure_verdict(con, empty: dict, n_events: int) -> tuple[dict, list[dict], list[str]]:
+    """(verdict, evidence, missing) for a store where no detector found anything."""
+    missing: list[str] = []
+    if not n_events:
+        return dict(empty, kind="unknown", summary="the store holds no events"), [], ["logs: the store is empty"]
+    unread = failure_like(con)
+    if unread:
+        v = dict(empty, kind="unknown", confidence=0.2,
+                 summary=f"failure-like lines that no rule ties to the job (e.g. {short(unread[0]['message'], 120)}); "
+                         "root cause not established")
+        missing.append("a log format or rule for these lines (ranktrace formats check FILE shows what is unclaimed)")
+        for k in ("host", "rank", "pid", "pod"):
+            vals = {r[k] for r in unread}
+            if len(vals) == 1 and None not in vals:
+                v[k] = vals.pop()
+        ev = [{"file": r["file"], "line": r["line"], "time": iso(r["ats"]), "role": "unclassified",
+               "text": short(r["message"], 240)} for r in unread]
+        return v, ev, missing
+    ends = rows(con, sql_file("detect/clean_end.sql"))
+    if not ends:
+        v = dict(empty, kind="unknown", confidence=0.3,
+                 summary="no failure line, but no line shows a normal end either (no worker group SUCCEEDED, "
+                         "COMPLETED, exit code 0 or Succeeded): the logs may stop before the job ended")
+        missing.append("the end of the job: the launcher's or scheduler's final lines (torchrun agent, sacct/"
+                       "scontrol state, kubectl describe) or every rank's last lines")
+        return v, [], missing
+    hosts = {h for (h,) in con.execute("SELECT DISTINCT host FROM aligned_events WHERE host IS NOT NULL "
+                                       "AND rank IS NOT NULL").fetchall()}
+    ended = {r["host"] for r in ends if r["host"]}
+    conf = 0.85
+    if hosts and ended and not hosts <= ended and not any(r["host"] is None for r in ends):
+        conf = 0.6
+        missing.append("a normal end from every node: no end line from " + ", ".join(sorted(hosts - ended)[:8]))
+    ev = [{"file": r["file"], "line": r["line"], "time": iso(r["ats"]), "role": "lifecycle",
+           "text": short(r["message"], 240)} for r in ends[:3]]
+    v = dict(empty, confidence=conf, summary=f"no failure found; the job ended normally ({short(ends[0]['message'], 120)})")
+    return v, ev, missing
+
+
+def coverage_caps(con, direct: bool, t_cause=None) -> list[tuple[float, str]]:
+    """How much of the incident the input covers, as (confidence cap, what is missing) pairs: an
+    excerpt with no times, one that starts after the first error, or one host's lines of a
+    multi-host job cannot carry a confident verdict that rests on order or absence."""
+    n, timed, hosts, ranks, first_role, first_ts = con.execute("""
+        SELECT count(*), count(ats), count(DISTINCT host), count(DISTINCT rank),
+               arg_min(role, struct_pack(t := ats, f := file, l := line)) FILTER (WHERE ats IS NOT NULL),
+               min(ats)
+        FROM aligned_events""").fetchone()
+    caps: list[tuple[float, str]] = []
+    if n and not timed:
+        caps.append((0.6, "times: no line carries a time, so the order of failures is only the order of the lines"))
+    if not direct and first_role in ("cause", "symptom"):
+        caps.append((0.5, "the start of the incident: the excerpt starts after the first error"))
+    elif direct and first_role == "symptom" and t_cause is not None and first_ts is not None and first_ts < t_cause:
+        # the first line is already a complaint about someone else: the cause line may itself be a consequence,
+        # or the real first failure is before the excerpt
+        caps.append((0.7, "the start of the incident: the excerpt starts with a symptom, before the cause line"))
+    if not direct and hosts <= 1 and ranks > 1:
+        caps.append((0.6, "the other hosts' logs: only one host's lines, the culprit may be elsewhere"))
+    return caps

@@ -1,0 +1,95 @@
+"""Warnings the job survived are context, not causes (issue 13: noise in long runs).
+
+Long runs carry warnings they survive: IB port flaps, retried socket and store connections, NCCL WARNs, a
+slow rank. A cause-role line is the root cause only if progress stopped after it (or the cascade follows
+it, which it does when progress stopped). So a finding whose own scope kept making progress well after
+it, its rank's progress for a rank, the progress of its host's ranks for a host-only line, the job's for a
+line naming nobody, is demoted: not direct, a small score, and says why.
+
+Without progress lines the cascade decides: a real failure is followed by the job coming down (watchdog
+timeouts, aborts, the launcher's teardown) within CASCADE_WINDOW_S; a cause line that nothing of the kind
+follows, while a later cause line is followed by it, was survived. With neither, nothing is demoted."""
+
+from __future__ import annotations
+
+import datetime as dt
+import statistics
+
+from .detectors.base import Finding, query
+
+MIN_WINDOW_S = 120.0     # progress this long after a line, at least, before it counts as survived
+STEPS = 5                # ... and at least this many of the job's typical step intervals
+CASCADE_WINDOW_S = 1200.0   # a collective timeout (default 10 min) and the teardown after it fit in this
+CASCADE_KINDS = ("collective_timeout", "watchdog_abort", "sigterm_sent", "signal_received", "worker_failed",
+                 "failure_summary", "job_exit", "step_cancelled", "comm_abort")
+
+
+def _spans(con) -> list[dict]:
+    return query(con, "progress_spans")
+
+
+def window_s(spans: list[dict]) -> float:
+    """How long after a line progress must go on for the line to count as survived."""
+    steps = [(s["last_ats"] - s["first_ats"]).total_seconds() / (s["n"] - 1) for s in spans if s["n"] > 2]
+    return max(MIN_WINDOW_S, STEPS * statistics.median(steps)) if steps else MIN_WINDOW_S
+
+
+def last_progress(spans: list[dict], f: Finding) -> dt.datetime | None:
+    """The last progress of the finding's scope: its rank, else its host's ranks, else the job."""
+    if f.rank is not None:
+        ts = [s["last_ats"] for s in spans if s["rank"] == f.rank and (f.host is None or s["host"] in (f.host, None))]
+    elif f.host is not None:
+        ts = [s["last_ats"] for s in spans if s["host"] == f.host]
+    else:
+        ts = [s["last_ats"] for s in spans]
+    return max(ts) if ts else None
+
+
+def _followers(con, t: dt.datetime) -> int:
+    """Processes that took part in a job-wide teardown in the CASCADE_WINDOW_S after t."""
+    return con.execute(
+        "SELECT count(DISTINCT (coalesce(host, ''), coalesce(CAST(rank AS VARCHAR), file))) FROM aligned_events "
+        "WHERE kind IN (SELECT unnest(?)) AND ats > ? AND ats <= ? + to_seconds(?)",
+        [list(CASCADE_KINDS), t, t, CASCADE_WINDOW_S]).fetchone()[0]
+
+
+def _demote_by_cascade(con, findings: list[Finding]) -> int:
+    direct = sorted((f for f in findings if f.direct and f.time is not None), key=lambda f: f.time)
+    if len(direct) < 2:
+        return 0
+    follow = {id(f): _followers(con, f.time) for f in direct}
+    n = 0
+    for i, f in enumerate(direct):
+        later = [g for g in direct[i + 1:] if follow[id(g)] >= 2
+                 and (g.time - f.time).total_seconds() > CASCADE_WINDOW_S]
+        if follow[id(f)] == 0 and later:
+            f.direct = False
+            f.score = min(f.score, 0.1)
+            f.extra["survived"] = True
+            f.why += (" — survived: no teardown followed it within "
+                      f"{CASCADE_WINDOW_S / 60:.0f} min, the job came down after a later one (context, not the cause)")
+            n += 1
+    return n
+
+
+def demote_survived(con, findings: list[Finding]) -> int:
+    """Demote, in place, direct findings followed by healthy progress of their scope (without progress
+    data: followed by no teardown while a later one is). Returns how many."""
+    spans = _spans(con)
+    if not spans:
+        return _demote_by_cascade(con, findings)
+    w = window_s(spans)
+    n = 0
+    for f in findings:
+        if not f.direct or f.time is None:
+            continue
+        last = last_progress(spans, f)
+        if last is None or (last - f.time).total_seconds() <= w:
+            continue
+        f.direct = False
+        f.score = min(f.score, 0.1)
+        f.extra["survived"] = True
+        f.why += (f" — survived: its {'rank' if f.rank is not None else 'node' if f.host else 'job'} made progress "
+                  f"until {(last - f.time).total_seconds() / 60:.0f} min later (context, not the cause)")
+        n += 1
+    return n
