@@ -4,7 +4,7 @@
 //! reused for every event that carries it.
 
 use crate::compile::{Catalog, FType};
-use crate::events::{int_text, Event, Src};
+use crate::events::{Event, Id, Src};
 use rustc_hash::FxHashMap as HashMap;
 
 pub struct Class {
@@ -173,7 +173,11 @@ pub fn facts(cat: &Catalog, events: &mut [Event]) -> Vec<FactRow> {
         for &(ci, col) in &cat.facts[fi].identity {
             if events[ei].ids[col].is_none() {
                 let v = val_text(&out[ri].values[ci]);
-                events[ei].ids[col] = if cat.int_identity[col] { v.and_then(|s| int_text(&s, false)) } else { v };
+                events[ei].ids[col] = if cat.int_identity[col] {
+                    Id::int_of(v.as_deref(), false)
+                } else {
+                    v.map_or(Id::None, |t| Id::Text(t.into()))
+                };
             }
         }
     }

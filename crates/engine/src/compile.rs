@@ -138,7 +138,7 @@ pub struct Pattern {
     pub ts: Option<(usize, Layout)>,
     /// pattern has a ts spec but its field is no capture of the regex
     pub ids: Vec<(usize, usize)>, // (capture index, identity column)
-    pub program: Option<String>, // static program when no program capture
+    pub program: Option<std::sync::Arc<str>>, // static program when no program capture
     pub kind: Option<usize>,
 }
 
@@ -153,7 +153,7 @@ pub struct Block {
     pub message_first: bool,
     pub max_lines: usize,
     pub kind: Option<usize>,
-    pub program: Option<String>,
+    pub program: Option<std::sync::Arc<str>>,
     pub ts: Option<(Regex, usize, Layout)>,
 }
 
@@ -229,10 +229,15 @@ pub struct Catalog {
     /// pattern key -> (carried columns, ended columns)
     pub carry: HashMap<String, (Vec<usize>, Vec<usize>)>,
     pub marker: Regex,
+    /// index of the `program` identity column
+    pub program_col: usize,
 }
 
 impl Catalog {
     pub fn compile(spec: &CatalogSpec) -> Result<Catalog, String> {
+        if spec.identity.len() > crate::peel::MAX_ID {
+            return Err(format!("catalog spec: more than {} identity columns", crate::peel::MAX_ID));
+        }
         let id_index = |name: &str| spec.identity.iter().position(|c| c == name);
         let severities = spec.severities.clone();
         let sev = |s: &str| severities.iter().position(|x| x == s).map(|i| i as u8);
@@ -337,7 +342,7 @@ impl Catalog {
                 message: g.index("message"),
                 ts,
                 ids,
-                program: if has_program { None } else { p.program.clone() },
+                program: if has_program { None } else { p.program.as_deref().map(std::sync::Arc::from) },
                 kind: kind_of(&p.kind)?,
                 matcher: g,
             });
@@ -371,7 +376,7 @@ impl Catalog {
                 message_first: b.message == "first",
                 max_lines: b.max_lines,
                 kind: kind_of(&b.kind)?,
-                program: b.program.clone(),
+                program: b.program.as_deref().map(std::sync::Arc::from),
                 ts,
             });
         }
@@ -486,6 +491,7 @@ impl Catalog {
             formats,
             carry,
             marker: Regex::new(r"^\s*[\^~ ]*$").unwrap(),
+            program_col: spec.identity.iter().position(|c| c == "program").ok_or("catalog spec: no program column")?,
         })
     }
 

@@ -3,7 +3,8 @@
 
 use crate::blocks::{self, NO_BLOCK};
 use crate::compile::Catalog;
-use crate::peel::{Peeled, Span};
+use crate::peel::{Peeled, MAX_ID};
+use std::sync::Arc;
 use crate::timefmt::{TsKind, Zoner};
 use regex::CaptureLocations;
 
@@ -14,6 +15,44 @@ pub enum Src {
     Block(u32),
 }
 
+
+/// An identity value: a span of the event's raw text, a shared text (path
+/// hints, a pattern's program, a carried value), or an integer column's value.
+#[derive(Clone, Debug, Default)]
+pub enum Id {
+    #[default]
+    None,
+    Span(u32, u32),
+    Text(Arc<str>),
+    Int(i64),
+}
+
+impl Id {
+    pub fn is_none(&self) -> bool {
+        matches!(self, Id::None)
+    }
+    pub fn text<'a>(&'a self, raw: &'a str) -> Option<&'a str> {
+        match self {
+            Id::Span(a, b) => Some(&raw[*a as usize..*b as usize]),
+            Id::Text(t) => Some(t),
+            _ => None,
+        }
+    }
+    /// The same value, independent of its event's raw text.
+    pub fn detached(&self, raw: &str) -> Id {
+        match self {
+            Id::Span(..) => Id::Text(Arc::from(self.text(raw).unwrap())),
+            other => other.clone(),
+        }
+    }
+    /// An integer column's value from text (polars' cast after strip: None when not an integer).
+    pub fn int_of(text: Option<&str>, strip: bool) -> Id {
+        match text.and_then(|t| (if strip { t.trim() } else { t }).parse::<i64>().ok()) {
+            Some(v) => Id::Int(v),
+            None => Id::None,
+        }
+    }
+}
 
 pub struct Event {
     pub line: i64,
@@ -31,9 +70,8 @@ pub struct Event {
     pub env_ts_kind: Option<TsKind>,
     pub env_ts_text: Option<String>,
     pub envelopes: Vec<u16>,
-    /// identity after coalescing (envelope, line, weak envelope, path);
-    /// integer columns hold their canonical decimal text or None
-    pub ids: Vec<Option<String>>,
+    /// identity after coalescing (envelope, line, weak envelope, path)
+    pub ids: [Id; MAX_ID],
     pub kept: Vec<(usize, String)>,
 }
 
@@ -44,20 +82,20 @@ impl Event {
     }
 }
 
-/// `polars`' cast of text to Int64 after stripping: None when not an integer.
-pub fn int_text(s: &str, strip: bool) -> Option<String> {
-    let t = if strip { s.trim() } else { s };
-    t.parse::<i64>().ok().map(|v| v.to_string())
-}
-
-fn owned(p: &Peeled, s: Option<Span>) -> Option<String> {
-    s.map(|s| p.span(s).to_string())
+/// The coalesced value of identity column `c`: envelope, line, weak envelope, path hint.
+fn coalesce(cat: &Catalog, c: usize, raw: &str, cands: [Id; 4]) -> Id {
+    let v = cands.into_iter().find(|v| !v.is_none()).unwrap_or_default();
+    if cat.int_identity[c] {
+        Id::int_of(v.text(raw), true)
+    } else {
+        v
+    }
 }
 
 /// The events of a batch of peeled lines (all of them: the caller has
 /// already deferred the lines of a block left open).
 pub fn build(cat: &Catalog, mut lines: Vec<Peeled>, stream: &[u32], block: &[u32], start_of: &[usize],
-             hints: &[Option<String>], tz: &Zoner) -> Vec<Event> {
+             hints: &[Id], tz: &Zoner) -> Vec<Event> {
     let nid = cat.identity.len();
     let mut out: Vec<Event> = Vec::with_capacity(lines.len());
     let mut locs: Vec<CaptureLocations> = cat.patterns.iter().map(|p| p.matcher.regex.capture_locations()).collect();
@@ -103,7 +141,7 @@ pub fn build(cat: &Catalog, mut lines: Vec<Peeled>, stream: &[u32], block: &[u32
 
 #[allow(clippy::too_many_arguments)]
 fn line_event(cat: &Catalog, p: &mut Peeled, locs: &mut [CaptureLocations], lit_seen: &mut [bool],
-              hints: &[Option<String>], tz: &Zoner, nid: usize) -> Event {
+              hints: &[Id], tz: &Zoner, nid: usize) -> Event {
     let raw = std::mem::take(&mut p.raw);
     let p = &*p;
     let (b0, b1) = (p.body.0 as usize, p.body.1 as usize);
@@ -137,7 +175,6 @@ fn line_event(cat: &Catalog, p: &mut Peeled, locs: &mut [CaptureLocations], lit_
             }
         }
     }
-    let mut ids: Vec<Option<String>> = vec![None; nid];
     let mut ev = Event {
         line: p.no,
         end_line: p.no,
@@ -153,10 +190,10 @@ fn line_event(cat: &Catalog, p: &mut Peeled, locs: &mut [CaptureLocations], lit_
         env_ts_kind: p.env_ts_kind,
         env_ts_text: p.env_ts_text.map(span),
         envelopes: p.envelopes.clone(),
-        ids: Vec::new(),
+        ids: Default::default(),
         kept: p.kept.iter().map(|(c, s)| (*c, span(*s))).collect(),
     };
-    let mut line_ids: Vec<Option<String>> = vec![None; nid];
+    let mut line_ids: [Id; MAX_ID] = Default::default();
     if let Some(pi) = claimed {
         let pat = &cat.patterns[pi];
         let l = &locs[pi];
@@ -173,26 +210,24 @@ fn line_event(cat: &Catalog, p: &mut Peeled, locs: &mut [CaptureLocations], lit_
             ev.ts = text.and_then(|t| layout.parse(t, tz));
         }
         for &(gi, col) in &pat.ids {
-            line_ids[col] = cap(gi).map(str::to_string);
+            if let Some((a, b)) = pat.matcher.get(l, gi, body) {
+                line_ids[col] = Id::Span((b0 + a) as u32, (b0 + b) as u32);
+            }
         }
         if let Some(prog) = &pat.program {
-            let c = cat.identity.iter().position(|c| c == "program").unwrap();
-            line_ids[c] = Some(prog.clone());
+            line_ids[cat.program_col] = Id::Text(prog.clone());
         }
     }
+    let sp = |s: Option<(u32, u32)>| s.map_or(Id::None, |(a, b)| Id::Span(a, b));
     for c in 0..nid {
-        let v = p.strong[c].map(span)
-            .or_else(|| line_ids[c].take())
-            .or_else(|| p.weak[c].map(span))
-            .or_else(|| hints[c].clone());
-        ids[c] = if cat.int_identity[c] { v.and_then(|s| int_text(&s, true)) } else { v };
+        let cands = [sp(p.strong[c]), std::mem::take(&mut line_ids[c]), sp(p.weak[c]), hints[c].clone()];
+        ev.ids[c] = coalesce(cat, c, &raw, cands);
     }
-    ev.ids = ids;
     ev.raw = raw;
     ev
 }
 
-fn block_event(cat: &Catalog, lines: &[Peeled], members: &[usize], bi: u32, hints: &[Option<String>],
+fn block_event(cat: &Catalog, lines: &[Peeled], members: &[usize], bi: u32, hints: &[Id],
                tz: &Zoner) -> Event {
     let b = &cat.blocks[bi as usize];
     let first = &lines[members[0]];
@@ -211,15 +246,12 @@ fn block_event(cat: &Catalog, lines: &[Peeled], members: &[usize], bi: u32, hint
     let body = lines[members[k]].body;
     let message = (at[k] + body.0, at[k] + body.1);
     let env = members.iter().map(|&i| &lines[i]).find(|p| p.env_ts.is_some());
-    let nid = cat.identity.len();
-    let prog = cat.identity.iter().position(|c| c == "program").unwrap();
-    let mut ids = vec![None; nid];
-    for c in 0..nid {
-        let v = owned(first, first.strong[c])
-            .or_else(|| if c == prog { b.program.clone() } else { None })
-            .or_else(|| owned(first, first.weak[c]))
-            .or_else(|| hints[c].clone());
-        ids[c] = if cat.int_identity[c] { v.and_then(|s| int_text(&s, true)) } else { v };
+    // The first member's raw text starts the block's: its spans hold.
+    let sp = |s: Option<(u32, u32)>| s.map_or(Id::None, |(a, b)| Id::Span(a, b));
+    let mut ids: [Id; MAX_ID] = Default::default();
+    for c in 0..cat.identity.len() {
+        let prog = if c == cat.program_col { b.program.clone().map_or(Id::None, Id::Text) } else { Id::None };
+        ids[c] = coalesce(cat, c, &raw, [sp(first.strong[c]), prog, sp(first.weak[c]), hints[c].clone()]);
     }
     let (mut ts, mut ts_kind, mut ts_text) = (None, None, None);
     if let Some((re, gi, layout)) = &b.ts {
@@ -242,7 +274,7 @@ fn block_event(cat: &Catalog, lines: &[Peeled], members: &[usize], bi: u32, hint
         ts_text,
         env_ts: env.and_then(|p| p.env_ts),
         env_ts_kind: env.and_then(|p| p.env_ts_kind),
-        env_ts_text: env.and_then(|p| owned(p, p.env_ts_text)),
+        env_ts_text: env.and_then(|p| p.env_ts_text.map(|s| p.span(s).to_string())),
         envelopes: first.envelopes.clone(),
         ids,
         kept: Vec::new(),
@@ -268,12 +300,12 @@ pub fn carry(cat: &Catalog, events: &mut [Event]) {
         .filter(|c| cat.carry.values().any(|(cs, _)| cs.contains(c)))
         .collect();
     let has_enders = |c: usize| cat.carry.values().any(|(_, es)| es.contains(&c));
-    let mut value: Vec<Option<String>> = vec![None; nid];
+    let mut value: Vec<Id> = vec![Id::None; nid];
     let mut live: Vec<Option<bool>> = vec![None; nid];
     let mut prev_end: i64 = 0;
     for e in events.iter_mut() {
         if e.line > prev_end + 1 {
-            value.iter_mut().for_each(|v| *v = None);
+            value.iter_mut().for_each(|v| *v = Id::None);
             live.iter_mut().for_each(|v| *v = None);
         }
         prev_end = e.end_line;
@@ -282,8 +314,8 @@ pub fn carry(cat: &Catalog, events: &mut [Event]) {
             let carries = k.map_or(false, |(cs, _)| cs.contains(&c));
             let ends = k.map_or(false, |(_, es)| es.contains(&c));
             if carries {
-                if e.ids[c].is_some() {
-                    value[c] = e.ids[c].clone();
+                if !e.ids[c].is_none() {
+                    value[c] = e.ids[c].detached(&e.raw);
                 }
                 live[c] = Some(true);
             } else if ends {

@@ -48,7 +48,7 @@ pub struct FileParser {
     cat: Arc<Catalog>,
     file_id: i64,
     file: String,
-    hints: Vec<Option<String>>,
+    hints: Vec<events::Id>,
     tz: Zoner,
     framer: Framer,
     envelopes: Option<Vec<usize>>,
@@ -60,7 +60,11 @@ pub struct FileParser {
 impl FileParser {
     pub fn new(cat: Arc<Catalog>, file_id: i64, file: String, hints: &[(String, String)], tz: &str,
                envelopes: Envelopes, max_line: usize) -> Result<FileParser, String> {
-        let hints = cat.identity.iter().map(|c| hints.iter().find(|(k, _)| k == c).map(|(_, v)| v.clone())).collect();
+        let hints = cat
+            .identity
+            .iter()
+            .map(|c| hints.iter().find(|(k, _)| k == c).map_or(events::Id::None, |(_, v)| events::Id::Text(v.as_str().into())))
+            .collect();
         Ok(FileParser {
             tz: Zoner::new(tz)?,
             cat,

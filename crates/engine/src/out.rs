@@ -3,7 +3,7 @@
 
 use crate::classify::{format_of, Class, FactRow, Val};
 use crate::compile::{Catalog, FType};
-use crate::events::{Event, Src};
+use crate::events::{Event, Id, Src};
 use arrow_array::builder::{Float64Builder, Int64Builder, StringBuilder, TimestampMicrosecondBuilder};
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, TimeUnit};
@@ -48,14 +48,14 @@ fn int_col(events: &[Event], f: impl Fn(&Event) -> Option<i64>) -> ArrayRef {
 }
 
 pub fn events_batch(cat: &Catalog, file_id: i64, file: &str, events: &[Event], classes: &[Class]) -> RecordBatch {
-    let envelopes: Vec<Option<String>> = events
-        .iter()
-        .map(|e| {
-            (!e.envelopes.is_empty()).then(|| {
-                e.envelopes.iter().map(|&i| cat.envelopes[i as usize].name.as_str()).collect::<Vec<_>>().join(">")
-            })
-        })
-        .collect();
+    // A few distinct envelope chains per file: each joined once.
+    let mut joined: rustc_hash::FxHashMap<&[u16], String> = Default::default();
+    for e in events {
+        if !e.envelopes.is_empty() && !joined.contains_key(e.envelopes.as_slice()) {
+            let names: Vec<&str> = e.envelopes.iter().map(|&i| cat.envelopes[i as usize].name.as_str()).collect();
+            joined.insert(e.envelopes.as_slice(), names.join(">"));
+        }
+    }
     let mut cols: Vec<ArrayRef> = vec![
         int_col(events, |e| Some((file_id << 32) + e.line)),
         int_col(events, |_| Some(file_id)),
@@ -77,12 +77,12 @@ pub fn events_batch(cat: &Catalog, file_id: i64, file: &str, events: &[Event], c
         Src::Pattern(p) => Some(cat.patterns[p as usize].key.as_str()),
         Src::Block(b) => Some(cat.blocks[b as usize].key.as_str()),
     }));
-    cols.push(text_col(events, |i, _| envelopes[i].as_deref()));
+    cols.push(text_col(events, |_, e| joined.get(e.envelopes.as_slice()).map(String::as_str)));
     for c in 0..cat.identity.len() {
         if cat.int_identity[c] {
-            cols.push(int_col(events, |e| e.ids[c].as_deref().and_then(|s| s.parse().ok())));
+            cols.push(int_col(events, |e| if let Id::Int(v) = e.ids[c] { Some(v) } else { None }));
         } else {
-            cols.push(text_col(events, |_, e| e.ids[c].as_deref()));
+            cols.push(text_col(events, |_, e| e.ids[c].text(&e.raw)));
         }
     }
     cols.push(text_col(events, |_, e| e.level.as_deref()));

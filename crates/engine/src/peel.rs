@@ -12,14 +12,17 @@ pub const SNIFF_SHARE: f64 = 0.6;
 
 pub type Span = (u32, u32);
 
+/// Identity columns a catalog may have (the spec's `identity`, checked at compile).
+pub const MAX_ID: usize = 16;
+
 /// A line after peeling: spans point into `raw`.
 pub struct Peeled {
     pub no: i64,
     pub offset: i64,
     pub raw: String,
     pub body: Span,
-    pub strong: Vec<Option<Span>>,
-    pub weak: Vec<Option<Span>>,
+    pub strong: [Option<Span>; MAX_ID],
+    pub weak: [Option<Span>; MAX_ID],
     pub env_ts: Option<i64>,
     pub env_ts_kind: Option<TsKind>,
     pub env_ts_text: Option<Span>,
@@ -65,14 +68,13 @@ fn candidate(env: &Envelope, body: &str) -> bool {
 
 pub fn peel(cat: &Catalog, envs: &[usize], locs: &mut [regex::CaptureLocations], no: i64, offset: i64, raw: String,
             tz: &Zoner) -> Peeled {
-    let n = cat.identity.len();
     let mut p = Peeled {
         no,
         offset,
         body: (0, raw.len() as u32),
         raw: String::new(),
-        strong: vec![None; n],
-        weak: vec![None; n],
+        strong: [None; MAX_ID],
+        weak: [None; MAX_ID],
         env_ts: None,
         env_ts_kind: None,
         env_ts_text: None,
