@@ -19,6 +19,7 @@ import sys
 import tarfile
 import tomllib
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Callable, Iterator
@@ -43,6 +44,19 @@ ANSWER_FILES = ("README.md", "truth.json", "expected_verdict.json")
 
 class InputError(Exception):
     """A problem with one input; the message names it. Other inputs go on."""
+
+
+def _zstd_error() -> type[Exception]:
+    import zstandard
+    return zstandard.ZstdError
+
+
+# What damaged or unsupported input data raises while it is read (a zip CRC
+# error, an encrypted member, an unsupported method, corrupt xz/zstd/gzip):
+# the file is named with the problem and the rest goes on.
+DATA_ERRORS = (InputError, OSError, EOFError, ValueError, RuntimeError, NotImplementedError,
+               zipfile.BadZipFile, tarfile.TarError, lzma.LZMAError, zlib.error, _zstd_error())
+MEMBER_IN_MEMORY = 64 << 20      # a tar member up to this size is read into memory; larger ones stream
 
 
 @dataclass
@@ -187,10 +201,22 @@ def _tar_members(path: Path, display: str, warn: Callable[[str], None]) -> Itera
         tf = tarfile.open(path, mode) if fileobj is None else tarfile.open(fileobj=fileobj, mode=mode)
     except (tarfile.TarError, OSError, EOFError) as exc:
         raise InputError(f"{display}: cannot read archive: {exc}") from None
+    streamed = fileobj is not None
     with tf:
         # Streamed tars (zstd) can only be read in order: members are read
-        # here, into memory, one at a time, and bounded.
-        for member in tf:
+        # here, into memory, one at a time, and bounded. Large members of a
+        # seekable tar are read from the archive when parsed, not held.
+        members, seen = iter(tf), 0
+        while True:
+            try:
+                member = next(members, None)
+            except DATA_ERRORS as exc:
+                warn(f"{display}: archive is truncated or damaged after {seen} member(s) ({exc}); "
+                     "the rest of it was not read")
+                return
+            if member is None:
+                return
+            seen += 1
             name = f"{display}!{member.name}"
             if member.issym() or member.islnk():
                 warn(f"{name}: skipped: a link inside an archive is never followed")
@@ -200,15 +226,45 @@ def _tar_members(path: Path, display: str, warn: Callable[[str], None]) -> Itera
             total += member.size
             if total > MAX_EXPANDED:
                 raise InputError(f"{display}: refused: members add up past {MAX_EXPANDED >> 30} GiB")
+            source = f"{path.resolve()}!{member.name}"
+            if member.size > MEMBER_IN_MEMORY and not streamed:
+                yield FileRef(name, lambda m=member: _member_stream(path, m), member.size,
+                              sniff_compression(member.name, tf.extractfile(member).read(8)), source=source)
+                continue
+            if member.size > MEMBER_IN_MEMORY:
+                warn(f"{name}: skipped: {member.size >> 20} MiB in a streamed .tar.zst (members over "
+                     f"{MEMBER_IN_MEMORY >> 20} MiB are not held in memory); unpack the archive and ingest the file")
+                continue
             try:
                 data = tf.extractfile(member).read()
-            except (tarfile.TarError, OSError, EOFError) as exc:
-                warn(f"{name}: archive is truncated or damaged ({exc}); the rest is skipped")
+            except DATA_ERRORS as exc:
+                warn(f"{name}: archive is truncated or damaged ({exc}); the rest of it was not read")
                 return
-            head = data[:8]
-            comp = sniff_compression(member.name, head)
-            yield FileRef(name, lambda d=data: io.BytesIO(d), len(data), comp,
-                          source=f"{path.resolve()}!{member.name}")
+            yield FileRef(name, lambda d=data: io.BytesIO(d), len(data), sniff_compression(member.name, data[:8]),
+                          source=source)
+
+
+class _MemberStream(io.RawIOBase):
+    """A member of a seekable tar, read from the archive (closing both)."""
+
+    def __init__(self, tf: tarfile.TarFile, member: tarfile.TarInfo):
+        self.tf, self.fh = tf, tf.extractfile(member)
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buf) -> int:
+        data = self.fh.read(len(buf))
+        buf[:len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        self.tf.close()
+        super().close()
+
+
+def _member_stream(path: Path, member: tarfile.TarInfo) -> BinaryIO:
+    return io.BufferedReader(_MemberStream(tarfile.open(path, "r:*"), member), buffer_size=1 << 20)
 
 
 def _zip_members(path: Path, display: str, warn: Callable[[str], None]) -> Iterator[FileRef]:
@@ -229,8 +285,12 @@ def _zip_members(path: Path, display: str, warn: Callable[[str], None]) -> Itera
                                     and info.file_size / info.compress_size > MAX_RATIO):
             raise InputError(f"{name}: refused: expands to {info.file_size >> 20} MiB "
                              "(a decompression bomb?)")
-        with zf.open(info) as fh:
-            head = fh.read(8)
+        try:
+            with zf.open(info) as fh:
+                head = fh.read(8)
+        except DATA_ERRORS as exc:   # encrypted, an unsupported method, a damaged header
+            warn(f"{name}: cannot read this member ({exc}); skipped")
+            continue
         comp = sniff_compression(info.filename, head)
         yield FileRef(name, lambda i=info: BoundedReader(zf.open(i), name, i.compress_size),
                       info.file_size, comp, source=f"{path.resolve()}!{info.filename}")

@@ -24,7 +24,7 @@ import polars as pl
 from .. import store
 from ..formats import Catalog
 from . import core, read
-from .discover import FileRef, InputError, discover, open_text_stream
+from .discover import DATA_ERRORS, FileRef, InputError, discover, open_text_stream
 from .parts import PartWriter
 from .writer import Writer
 
@@ -141,7 +141,7 @@ def parse_file(ref: FileRef, cat: Catalog, claims: Claims, *, tz: str = "UTC", p
                     if not nxt:
                         break
                     pending = nxt
-    except (InputError, EOFError, OSError, ValueError) as exc:
+    except DATA_ERRORS as exc:
         _failed(ref, res, exc)
         yield Finished(file_id, res, None)
         return
@@ -153,8 +153,9 @@ def _identify(ref: FileRef, res: FileResult, claims: Claims) -> tuple[str, int] 
     is in the store already (`res` says which)."""
     try:
         sha = store.sha256_file(ref.opener)
-    except OSError as exc:
-        res.status, res.problems = "failed", [f"{ref.path}: cannot read: {exc}"]
+    except DATA_ERRORS as exc:
+        what = str(exc) if isinstance(exc, InputError) else f"{type(exc).__name__}: {exc}"
+        res.status, res.problems = "failed", [f"{ref.path}: cannot read: {what}"]
         return None
     file_id = claims.claim(sha, ref)
     if file_id is None:
