@@ -313,10 +313,11 @@ def diagnose(con: duckdb.DuckDBPyConnection, *, offsets: dict[str, float] | None
     if not failure:
         # `none` needs proof of a normal end (correlate/clean_end.py)
         v, evidence, missing = no_failure_verdict(con, empty, n_events)
+        # nothing failed: nothing was lost either (impact counts from the first failure)
         return {"verdict": v, "hypotheses": [], "evidence": evidence, "cascade": [], "clock": clock,
                 "missing": missing,
                 "next_steps": next_steps(v["kind"], v, None, {}) if v["kind"] != "none" else [],
-                "impact": _impact(con, v), "gang": None, "control_plane": None, "topology": None,
+                "impact": None, "gang": None, "control_plane": None, "topology": None,
                 "stranded": None}
 
     # rank candidates
