@@ -161,14 +161,14 @@ def _since(s: str) -> dt.datetime:
 
 
 def cmd_action(args) -> int:
-    from ..store import open_readonly
+    from ..store import StoreError, open_readonly
     if args.node is not None and not _NODE.match(args.node):
         print(f"ranktrace action: --node {args.node!r} is not a plain node name", file=sys.stderr)
         return 2
     try:
         con = open_readonly(args.db)
-    except FileNotFoundError as exc:
-        print(f"ranktrace: {exc}", file=sys.stderr)
+    except StoreError as exc:   # missing, not DuckDB, not a store, locked
+        print(f"ranktrace action: {exc}", file=sys.stderr)
         return 2
     try:
         p = plan(con, node=args.node, since=args.since, platform=args.platform)
