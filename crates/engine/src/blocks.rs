@@ -10,7 +10,7 @@
 
 use crate::compile::Catalog;
 use crate::peel::Peeled;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 pub const NO_BLOCK: u32 = u32::MAX;
 
@@ -18,13 +18,12 @@ pub const NO_BLOCK: u32 = u32::MAX;
 fn stream_key(cat: &Catalog, p: &Peeled) -> [Option<(u32, u32)>; 4] {
     let ix = |n: &str| cat.identity.iter().position(|c| c == n).unwrap();
     let (h, r, l) = (ix("host"), ix("rank"), ix("local_rank"));
-    let txt = |s: Option<(u32, u32)>| s; // spans: equal text may sit at different spans
-    [txt(p.strong[h]), txt(p.strong[r]), txt(p.strong[l]), txt(p.weak[r])]
+    [p.strong[h], p.strong[r], p.strong[l], p.weak[r]]
 }
 
 /// Streams of the lines, as small integers (by the text of their keys).
 pub fn streams(cat: &Catalog, lines: &[Peeled]) -> Vec<u32> {
-    let mut ids: HashMap<[Option<&str>; 4], u32> = HashMap::new();
+    let mut ids: HashMap<[Option<&str>; 4], u32> = HashMap::default();
     lines
         .iter()
         .map(|p| {
@@ -79,9 +78,9 @@ pub fn find(cat: &Catalog, lines: &[Peeled], stream: &[u32]) -> (Vec<u32>, Vec<u
             let free = block[i] == NO_BLOCK;
             let s = starts[i];
             let body = lines[i].body();
-            let cont = |_i: usize| -> bool { free && !s && !prev_end[st] && b.cont.is_match(body) };
+            let cont = || free && !s && !prev_end[st] && b.cont.is_match(body);
             match seg[st] {
-                Some((head, len)) if cont(i) => {
+                Some((head, len)) if cont() => {
                     seg[st] = Some((head, len + 1));
                     if len + 1 < b.max_lines {
                         block[i] = bi as u32;
@@ -105,7 +104,7 @@ pub fn find(cat: &Catalog, lines: &[Peeled], stream: &[u32]) -> (Vec<u32>, Vec<u
 /// Index of the first line of a block still open at the end of the batch:
 /// one that holds the last line of its stream and has not seen its end line.
 pub fn open_start(cat: &Catalog, lines: &[Peeled], stream: &[u32], block: &[u32], start_of: &[usize]) -> Option<usize> {
-    let mut last: HashMap<u32, usize> = HashMap::new();
+    let mut last: HashMap<u32, usize> = HashMap::default();
     for (i, &s) in stream.iter().enumerate() {
         last.insert(s, i);
     }

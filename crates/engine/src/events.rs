@@ -1,7 +1,7 @@
 //! extract + normalize: peeled lines and blocks -> events with identity,
 //! carried identity and times.
 
-use crate::blocks::{self, NO_BLOCK};
+use crate::blocks::NO_BLOCK;
 use crate::compile::Catalog;
 use crate::peel::{Peeled, MAX_ID};
 use std::sync::Arc;
@@ -94,13 +94,12 @@ fn coalesce(cat: &Catalog, c: usize, raw: &str, cands: [Id; 4]) -> Id {
 
 /// The events of a batch of peeled lines (all of them: the caller has
 /// already deferred the lines of a block left open).
-pub fn build(cat: &Catalog, mut lines: Vec<Peeled>, stream: &[u32], block: &[u32], start_of: &[usize],
+pub fn build(cat: &Catalog, mut lines: Vec<Peeled>, block: &[u32], start_of: &[usize],
              hints: &[Id], tz: &Zoner) -> Vec<Event> {
     let nid = cat.identity.len();
     let mut out: Vec<Event> = Vec::with_capacity(lines.len());
     let mut locs: Vec<CaptureLocations> = cat.patterns.iter().map(|p| p.matcher.regex.capture_locations()).collect();
     let mut lit_seen = vec![false; cat.n_literals];
-    let _ = stream;
     // Blocks: one event per (block, start, envelope identity), in order of first line.
     let mut groups: Vec<(usize, Vec<usize>)> = Vec::new(); // (first line index, members)
     {
@@ -366,4 +365,3 @@ pub fn times(events: &mut [Event], mut prev: Option<i64>, implausible: &mut u64)
     prev
 }
 
-pub use blocks::open_start;

@@ -165,8 +165,7 @@ impl FileParser {
                     .collect();
             }
         }
-        let mut events = events::build(&cat, peeled, &stream[..keep], &block[..keep], &start_of[..keep],
-                                       &self.hints, &self.tz);
+        let mut events = events::build(&cat, peeled, &block[..keep], &start_of[..keep], &self.hints, &self.tz);
         lap("extract");
         events::carry(&cat, &mut events);
         self.prev_ts = events::times(&mut events, self.prev_ts, &mut self.framer.stats.implausible);

@@ -278,7 +278,9 @@ def _file_row(ref: FileRef, res: FileResult, file_id: int, sha: str, envs: list[
             datetime.now(timezone.utc).replace(tzinfo=None, microsecond=0)]
 
 
-INGEST_DUCKDB_MEMORY = "512MB"
+# DuckDB caches what it writes up to this; 512 MB left a 300 MB ingest at 1.12 GB peak RSS,
+# 256 MB at 0.98 GB, no slower (inserts go out in whole row groups, writer.py).
+INGEST_DUCKDB_MEMORY = "256MB"
 
 
 @dataclass
