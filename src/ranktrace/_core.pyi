@@ -14,9 +14,11 @@ class FileParser:
     """The parse of one file, fed its bytes in chunks (the GIL is released)."""
     def __init__(self, engine: Engine, file_id: int, file: str, hints: list[tuple[str, str]], tz: str,
                  envelopes: list[str] | None, max_line: int) -> None: ...
-    def feed(self, chunk: bytes, eof: bool) -> list[tuple[pa.RecordBatch, dict[str, pa.RecordBatch]]]:
-        """Events and facts of the lines `chunk` completes (all, when `eof`),
-        in batches of at most 65,536 lines; empty when it completes none."""
+    def feed(self, chunk: bytes, eof: bool) -> None:
+        """Frame the lines `chunk` completes (all of them when `eof`: the last chunk)."""
+    def next_batch(self) -> tuple[pa.RecordBatch, dict[str, pa.RecordBatch]] | None:
+        """Events and facts of the next batch of framed lines (at most 65,536
+        lines), or None when nothing is left until the next feed."""
     def stats(self) -> dict[str, int | bool]:
         """bytes, lines, invalid_utf8, nul_bytes, truncated_lines, crlf, cr_only,
         implausible (times outside 1990-2099, ignored)."""

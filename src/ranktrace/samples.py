@@ -75,6 +75,7 @@ def _run_all(cat: Catalog, samples: list[Sample]) -> list[tuple[Sample, pl.DataF
         if s.envelope:
             parser = core.file_parser(cat, 1, "<sample>", {})
             parser.feed(s.text.encode(), True)
+            parser.next_batch()   # the envelopes are sniffed on the first batch
             envs = tuple(parser.file_envelopes()) or ("-",)
         groups.setdefault(envs, []).append(s)
     out = []

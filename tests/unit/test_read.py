@@ -12,7 +12,8 @@ def parse(catalog, data: bytes, chunk: int = 1 << 20, max_line: int = core.MAX_L
     chunks = [data[k:k + chunk] for k in range(0, len(data), chunk)] or [b""]
     frames = []
     for i, c in enumerate(chunks):
-        for out in fp.feed(c, i == len(chunks) - 1):
+        fp.feed(c, i == len(chunks) - 1)
+        for out in core.batches(fp):
             frames.append(core.frames(*out)[0])
     ev = pl.concat(frames).sort("line") if frames else None
     return ev, fp.stats()
@@ -50,7 +51,8 @@ def test_overlong_line_is_truncated_and_reading_goes_on(catalog):
 
 def test_short_lines_are_parsed_in_bounded_batches(catalog):
     fp = core.file_parser(catalog, 1, "t.log", {}, envelopes=[])
-    outs = fp.feed(b"x\n" * 200_000, True)   # 400 KB, 200 k lines
+    fp.feed(b"x\n" * 200_000, True)   # 400 KB, 200 k lines
+    outs = list(core.batches(fp))
     assert len(outs) >= 3 and max(o[0].num_rows for o in outs) <= 65_536
     assert sum(o[0].num_rows for o in outs) == 200_000
 

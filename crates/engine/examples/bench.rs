@@ -14,7 +14,8 @@ fn main() {
         let mut p = FileParser::new(cat.clone(), 1, f.clone(), &[], "UTC", Envelopes::Sniff, 1 << 20).unwrap();
         let chunks: Vec<&[u8]> = data.chunks(16 << 20).collect();
         for (i, c) in chunks.iter().enumerate() {
-            for o in p.feed(c, i + 1 == chunks.len()) {
+            p.feed(c, i + 1 == chunks.len());
+            while let Some(o) = p.next_batch() {
                 rows += o.events.num_rows();
             }
         }

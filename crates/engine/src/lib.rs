@@ -55,6 +55,10 @@ pub struct FileParser {
     want: Envelopes,
     carry: Vec<Line>,
     prev_ts: Option<i64>,
+    /// framed lines not parsed yet
+    queued: Vec<Line>,
+    eof: bool,
+    done: bool,
 }
 
 impl FileParser {
@@ -76,6 +80,9 @@ impl FileParser {
             want: envelopes,
             carry: Vec::new(),
             prev_ts: None,
+            queued: Vec::new(),
+            eof: false,
+            done: false,
         })
     }
 
@@ -94,21 +101,29 @@ impl FileParser {
             .collect()
     }
 
-    /// Parse what `chunk` completes; `eof`: this is the last chunk. A chunk
-    /// of very short lines is parsed in batches of at most MAX_BATCH_LINES
-    /// (memory goes with lines, not bytes: 4 MB of "x\n" are 2 M lines).
-    pub fn feed(&mut self, chunk: &[u8], eof: bool) -> Vec<Output> {
-        let mut lines = self.framer.feed(chunk, eof);
-        let mut out = Vec::new();
-        while lines.len() > MAX_BATCH_LINES {
-            let rest = lines.split_off(MAX_BATCH_LINES);
-            out.extend(self.process(lines, false));
-            lines = rest;
+    /// Frame the lines `chunk` completes (all of them when `eof`: the last
+    /// chunk); `next_batch` parses them.
+    pub fn feed(&mut self, chunk: &[u8], eof: bool) {
+        let lines = self.framer.feed(chunk, eof);
+        self.queued.extend(lines);
+        self.eof = eof;
+    }
+
+    /// The next batch of the lines fed so far, parsed: at most MAX_BATCH_LINES
+    /// lines at a time (memory goes with lines, not bytes: 4 MB of "x\n" are
+    /// 2 M lines), None when nothing is left to parse until the next feed.
+    pub fn next_batch(&mut self) -> Option<Output> {
+        if self.queued.len() > MAX_BATCH_LINES {
+            let rest = self.queued.split_off(MAX_BATCH_LINES);
+            let batch = std::mem::replace(&mut self.queued, rest);
+            return self.process(batch, false);
         }
-        if !lines.is_empty() || (eof && !self.carry.is_empty()) {
-            out.extend(self.process(lines, eof));
+        if self.done || (self.queued.is_empty() && !(self.eof && !self.carry.is_empty())) {
+            return None;
         }
-        out
+        let batch = std::mem::take(&mut self.queued);
+        self.done = self.eof;
+        self.process(batch, self.eof)
     }
 
     fn pick_envelopes(&mut self, lines: &[Line]) {

@@ -30,16 +30,12 @@ struct FileParser {
 
 type PyBatch<'py> = (Bound<'py, PyAny>, Bound<'py, PyDict>);
 
-fn to_py<'py>(py: Python<'py>, outs: Vec<Output>) -> PyResult<Vec<PyBatch<'py>>> {
-    outs.into_iter()
-        .map(|out| {
-            let facts = PyDict::new(py);
-            for (table, batch) in out.facts {
-                facts.set_item(table, batch.to_pyarrow(py)?)?;
-            }
-            Ok((out.events.to_pyarrow(py)?, facts))
-        })
-        .collect()
+fn to_py<'py>(py: Python<'py>, out: Output) -> PyResult<PyBatch<'py>> {
+    let facts = PyDict::new(py);
+    for (table, batch) in out.facts {
+        facts.set_item(table, batch.to_pyarrow(py)?)?;
+    }
+    Ok((out.events.to_pyarrow(py)?, facts))
 }
 
 #[pymethods]
@@ -57,12 +53,20 @@ impl FileParser {
         Ok(FileParser { inner })
     }
 
-    /// Batches of the lines `chunk` completes (all of them when `eof`), parsed without the GIL.
-    fn feed<'py>(&mut self, py: Python<'py>, chunk: &Bound<'py, PyBytes>, eof: bool) -> PyResult<Vec<PyBatch<'py>>> {
+    /// Frame the lines `chunk` completes (all of them when `eof`), without the GIL.
+    fn feed(&mut self, py: Python<'_>, chunk: &Bound<'_, PyBytes>, eof: bool) {
         let data = chunk.as_bytes();
         let inner = &mut self.inner;
-        let out = py.detach(|| inner.feed(data, eof));
-        to_py(py, out)
+        py.detach(|| inner.feed(data, eof));
+    }
+
+    /// The next parsed batch (at most 65,536 lines) of what was fed, without the GIL; None when none is left.
+    fn next_batch<'py>(&mut self, py: Python<'py>) -> PyResult<Option<PyBatch<'py>>> {
+        let inner = &mut self.inner;
+        match py.detach(|| inner.next_batch()) {
+            None => Ok(None),
+            Some(out) => to_py(py, out).map(Some),
+        }
     }
 
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {

@@ -114,7 +114,9 @@ def parse_text(cat: Catalog, text: str, *, envelopes: list[str] | None = None, t
                file_id: int = 1, file: str = "<sample>"):
     """Events and facts (polars) of `text` parsed as one whole file."""
     import polars as pl
-    outs = [frames(*o) for o in file_parser(cat, file_id, file, {}, tz, envelopes).feed(text.encode(), True)]
+    parser = file_parser(cat, file_id, file, {}, tz, envelopes)
+    parser.feed(text.encode(), True)
+    outs = [frames(*o) for o in batches(parser)]
     if not outs:
         return pl.from_arrow(_empty_events(cat)), {}
     facts: dict = {}
@@ -125,5 +127,13 @@ def parse_text(cat: Catalog, text: str, *, envelopes: list[str] | None = None, t
             {t: pl.concat(parts, how="diagonal_relaxed") for t, parts in facts.items()})
 
 
+def batches(parser: _core.FileParser):
+    """The parsed batches of what was fed to `parser`, one at a time."""
+    while (out := parser.next_batch()) is not None:
+        yield out
+
+
 def _empty_events(cat: Catalog):
-    return file_parser(cat, 0, "", {}, "UTC", []).feed(b"x\n", True)[0][0].slice(0, 0)
+    parser = file_parser(cat, 0, "", {}, "UTC", [])
+    parser.feed(b"x\n", True)
+    return parser.next_batch()[0].slice(0, 0)

@@ -131,7 +131,8 @@ def parse_file(ref: FileRef, cat: Catalog, claims: Claims, *, tz: str = "UTC", p
                 pending = read.read_some(stream, chunk_bytes, damage)
                 while True:
                     nxt = read.read_some(stream, chunk_bytes, damage) if pending else b""
-                    for out in parser.feed(pending, not nxt):
+                    parser.feed(pending, not nxt)
+                    for out in core.batches(parser):
                         events, facts = core.frames(*out)
                         _count(events, res)
                         yield Parsed(file_id, events, facts)
