@@ -9,7 +9,6 @@ and returns Arrow record batches (see _core.pyi)."""
 from __future__ import annotations
 
 import json
-from functools import lru_cache
 
 from .. import _core
 from ..formats import IDENTITY_COLUMNS, INT_IDENTITY, SEVERITIES, Catalog, TimeSpec
