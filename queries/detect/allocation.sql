@@ -21,6 +21,7 @@ WITH s AS (
        OR raw LIKE '%WORLD_SIZE%' OR raw LIKE '%nranks %' OR raw LIKE '%PET_NNODES%' OR raw LIKE '%NumNodes=%'
        OR raw LIKE '%#SBATCH%' OR raw LIKE '%TresPerNode=%' OR raw LIKE '%local_ranks=[%'
 )
+SELECT * FROM (
 SELECT 'slurm_gpus' AS what,
        TRY_CAST(regexp_extract(raw, 'gres/gpu(?::[\w.-]+)?=(\d+)', 1) AS INTEGER) AS value,
        host, pod, ats, file, line, format
@@ -55,4 +56,9 @@ UNION ALL
 SELECT 'ranks_on_node', len(string_split(regexp_extract(raw, 'local_ranks=\[([\d, ]*)\]', 1), ',')),
        host, pod, ats, file, line, format
 FROM s WHERE regexp_matches(raw, 'local_ranks=\[\d[\d, ]*\]')
+) u
+-- the world size and the NCCL communicator size are used as their largest value: one row each,
+-- not one per communicator init line (hundreds of thousands in an NCCL_DEBUG=INFO job)
+QUALIFY what NOT IN ('world_size', 'nccl_nranks')
+     OR row_number() OVER (PARTITION BY what ORDER BY value DESC NULLS LAST, file, line) = 1
 ORDER BY what, ats NULLS LAST, file, line

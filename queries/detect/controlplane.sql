@@ -25,6 +25,8 @@ SELECT CASE WHEN kind LIKE 'etcd\_%' ESCAPE '\' THEN 'etcd'
        ats, host, file, line, message
 FROM aligned_events
 WHERE kind LIKE 'etcd\_%' ESCAPE '\' OR kind LIKE 'apiserver\_%' ESCAPE '\'
-   OR regexp_matches(message, 'Error updating node status|Unable to update node status|Failed to update lease|(?i:failed to (?:update|patch) status for pod)')
+   -- (ILIKE first: a cheap exact prefilter, every branch says "status" or "lease")
+   OR ((message ILIKE '%status%' OR message ILIKE '%lease%')
+       AND regexp_matches(message, 'Error updating node status|Unable to update node status|Failed to update lease|(?i:failed to (?:update|patch) status for pod)'))
    OR (kind = 'node_failure' AND regexp_matches(message, 'NotReady|not ready|unresponsive|stopped posting node status'))
 ORDER BY ats NULLS LAST, file, line
