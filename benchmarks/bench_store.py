@@ -11,6 +11,18 @@ with the same schema, nothing else running:
   - `300k inserts`: INSERTs of 300 k rows and two threads, as the writer did
     before (every INSERT leaves part-full row groups to rewrite).
 Prints wall and CPU seconds and rows/s for each; no parsing is involved.
+
+Then the store layouts issue 12 asks to weigh, each storing every event once
+(one thread, whole row groups as the writer does), with CPU seconds and the
+input bytes stored per CPU-second: the ceiling of an ingest on one core
+whose parsing cost nothing:
+  - `wide`: today's events table, one wide row per line;
+  - `split`: significant events (role other than info) wide, the bulk
+    narrow (ids, line, time, host, rank, pid, raw; NARROW below);
+  - `raw only`: event_id and raw: the least a store with every line's text
+    can hold;
+  - `parquet wide`, `parquet narrow`: the same rows as Parquet files (zstd)
+    written by Arrow C++ (pyarrow), for lines kept as files beside the store.
 """
 
 from __future__ import annotations
@@ -61,6 +73,67 @@ def run(events, path: Path, *, size: int, threads: int | None, commit_rows: int 
     return t1 - t0, (c1.user - c0.user) + (c1.system - c0.system)
 
 
+NARROW = ["event_id", "file_id", "line", "end_line", "ts", "host", "rank", "local_rank", "pid", "raw"]
+
+
+def _cpu() -> float:
+    t = os.times()
+    return t.user + t.system
+
+
+def layout_duckdb(events, path: Path, tables: list[tuple[str, list[str] | None, str | None]]) -> float:
+    """CPU seconds to store `events` as `tables`: (name, columns or None for
+    all, a filter on role or None). The rows are split before the clock
+    starts: a core would hand them over split."""
+    import pyarrow.compute as pc
+    parts = []
+    for name, cols, role in tables:
+        part = events if role is None else events.filter(
+            pc.equal(events["role"], "info") if role == "info" else pc.not_equal(events["role"], "info"))
+        parts.append((name, (part.select(cols) if cols else part).combine_chunks()))
+    con = duckdb.connect(str(path))
+    con.execute("SET threads = 1")
+    con.execute("SET preserve_insertion_order = false")
+    c0 = _cpu()
+    stored = 0
+    for name, part in parts:
+        con.execute(f"CREATE TABLE {name} AS SELECT * FROM part LIMIT 0")
+        for i in range(0, part.num_rows, writer.ROW_GROUP):
+            chunk = part.slice(i, writer.ROW_GROUP)  # noqa: F841 - referenced by name in SQL
+            con.execute(f"INSERT INTO {name} SELECT * FROM chunk")
+        stored += part.num_rows
+    con.execute("CHECKPOINT")
+    cpu = _cpu() - c0
+    con.close()
+    if stored != events.num_rows:
+        sys.exit(f"{path.name}: {stored:,} events stored of {events.num_rows:,}")
+    return cpu
+
+
+def layout_parquet(events, path: Path, cols: list[str] | None) -> float:
+    import pyarrow.parquet as pq
+    c0 = _cpu()
+    pq.write_table(events.select(cols) if cols else events, path, compression="zstd")
+    return _cpu() - c0
+
+
+def layouts(events, input_bytes: int, tmp: Path) -> None:
+    cases = [
+        ("wide", lambda p: layout_duckdb(events, p, [("events", None, None)])),
+        ("split", lambda p: layout_duckdb(events, p, [("significant", None, "significant"),
+                                                      ("bulk", NARROW, "info")])),
+        ("raw only", lambda p: layout_duckdb(events, p, [("lines", ["event_id", "raw"], None)])),
+        ("parquet wide", lambda p: layout_parquet(events, p, None)),
+        ("parquet narrow", lambda p: layout_parquet(events, p, NARROW)),
+    ]
+    print(f"layouts     input {input_bytes / 1e6:,.0f} MB; CPU s to store it, MB of input per CPU-second, size")
+    for name, fn in cases:
+        path = tmp / f"layout_{name.replace(' ', '_')}"
+        cpu = fn(path)
+        cpu = max(cpu, 0.01)  # os.times() ticks in 10 ms
+        print(f"{name:14s} {cpu:6.2f} s CPU {input_bytes / 1e6 / cpu:7.1f} MB/s per core {path.stat().st_size / 1e6:8.1f} MB")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("store", type=Path, help="a store made by ranktrace ingest")
@@ -69,6 +142,7 @@ def main() -> int:
         sys.exit(f"{args.store}: no such store (make one with benchmarks/bench_ingest.py --keep)")
     src = duckdb.connect(str(args.store), read_only=True)
     events = src.sql("SELECT * FROM events").to_arrow_table()
+    input_bytes = src.execute("SELECT sum(bytes) FROM files").fetchone()[0] or 0
     src.close()
     print(f"events      {events.num_rows:,} rows, {events.nbytes / 1e6:,.0f} MB in memory")
     cases = [("one insert", dict(size=0, threads=None, commit_rows=None)),
@@ -78,6 +152,8 @@ def main() -> int:
         for name, kw in cases:
             wall, cpu = run(events, Path(tmp) / f"{name.replace(' ', '_')}.duckdb", **kw)
             print(f"{name:12s} {wall:6.2f} s wall {cpu:6.2f} s CPU  {events.num_rows / wall / 1e6:5.2f} M rows/s")
+        if input_bytes:
+            layouts(events, input_bytes, Path(tmp))
     return 0
 
 

@@ -15,7 +15,10 @@ from ..formats import IDENTITY_COLUMNS, INT_IDENTITY, SEVERITIES, Catalog, TimeS
 from .dispatch import PRE, first_chars, literal_set, split_tail
 
 MAX_LINE = 1 << 20        # a longer line keeps its first MAX_LINE characters
-CHUNK_BYTES = 4 << 20     # bytes handed to the engine at a time (its working set is ~10x that)
+# Bytes handed to the engine at a time; its working set is ~25x that per parser
+# thread. 1 MB against 4 MB: the same instructions (callgrind, +0.3%), peak RSS of
+# a 256 MB ingest 0.97 -> 0.75 GB.
+CHUNK_BYTES = 1 << 20
 
 
 def _ts(spec: TimeSpec | None) -> dict | None:
