@@ -131,7 +131,7 @@ def layouts(events, input_bytes: int, tmp: Path) -> None:
         path = tmp / f"layout_{name.replace(' ', '_')}"
         cpu = fn(path)
         cpu = max(cpu, 0.01)  # os.times() ticks in 10 ms
-        print(f"{name:14s} {cpu:6.2f} s CPU {input_bytes / 1e6 / cpu:7.1f} MB/s per core {path.stat().st_size / 1e6:8.1f} MB")
+        print(f"{name:14s} {cpu:6.2f} s CPU {input_bytes / 1e6 / cpu:7.1f} MB/s per core {path.stat().st_size / 1e6:10.3f} MB")
 
 
 def main() -> int:
