@@ -280,34 +280,46 @@ fn block_event(cat: &Catalog, lines: &[Peeled], members: &[usize], bi: u32, hint
     }
 }
 
+/// What `carry` knows at the end of a batch, for the next batch of the
+/// same file (a section runs on across batch boundaries).
+#[derive(Default)]
+pub struct Carried {
+    value: Vec<Id>,
+    live: Vec<Option<bool>>,
+    prev_end: i64,
+}
+
 /// `carry = [...]`: a value a pattern captured fills the following events of
 /// its section (up to a blank line) that have none; `end_carry`: a line of
 /// that pattern stops it.
-pub fn carry(cat: &Catalog, events: &mut [Event]) {
+pub fn carry(cat: &Catalog, events: &mut [Event], st: &mut Carried) {
     if cat.carry.is_empty() {
         return;
+    }
+    let nid = cat.identity.len();
+    if st.value.len() != nid {
+        st.value = vec![Id::None; nid];
+        st.live = vec![None; nid];
     }
     let key = |e: &Event| match e.src {
         Src::Pattern(p) => Some(cat.patterns[p as usize].key.as_str()),
         _ => None,
     };
-    if !events.iter().any(|e| key(e).map_or(false, |k| cat.carry.get(k).map_or(false, |(c, _)| !c.is_empty()))) {
+    let open = st.value.iter().any(|v| !v.is_none()) || st.live.iter().any(|l| l.is_some());
+    if !open && !events.iter().any(|e| key(e).map_or(false, |k| cat.carry.get(k).map_or(false, |(c, _)| !c.is_empty()))) {
         return;
     }
-    let nid = cat.identity.len();
     let carried_cols: Vec<usize> = (0..nid)
         .filter(|c| cat.carry.values().any(|(cs, _)| cs.contains(c)))
         .collect();
     let has_enders = |c: usize| cat.carry.values().any(|(_, es)| es.contains(&c));
-    let mut value: Vec<Id> = vec![Id::None; nid];
-    let mut live: Vec<Option<bool>> = vec![None; nid];
-    let mut prev_end: i64 = 0;
+    let Carried { value, live, prev_end } = st;
     for e in events.iter_mut() {
-        if e.line > prev_end + 1 {
+        if e.line > *prev_end + 1 {
             value.iter_mut().for_each(|v| *v = Id::None);
             live.iter_mut().for_each(|v| *v = None);
         }
-        prev_end = e.end_line;
+        *prev_end = e.end_line;
         let k = key(e).and_then(|k| cat.carry.get(k));
         for &c in &carried_cols {
             let carries = k.map_or(false, |(cs, _)| cs.contains(&c));

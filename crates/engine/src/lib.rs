@@ -54,6 +54,7 @@ pub struct FileParser {
     envelopes: Option<Vec<usize>>,
     want: Envelopes,
     carry: Vec<Line>,
+    carried: events::Carried,
     prev_ts: Option<i64>,
     /// framed lines not parsed yet
     queued: Vec<Line>,
@@ -79,6 +80,7 @@ impl FileParser {
             envelopes: None,
             want: envelopes,
             carry: Vec::new(),
+            carried: events::Carried::default(),
             prev_ts: None,
             queued: Vec::new(),
             eof: false,
@@ -121,9 +123,18 @@ impl FileParser {
         if self.done || (self.queued.is_empty() && !(self.eof && !self.carry.is_empty())) {
             return None;
         }
+        if self.envelopes.is_none() && !self.eof && !self.head_known() {
+            return None; // the envelopes are sniffed from the head: wait for all of it
+        }
         let batch = std::mem::take(&mut self.queued);
         self.done = self.eof;
         self.process(batch, self.eof)
+    }
+
+    /// Whether the lines queued hold the whole head that `peel::sniff`
+    /// reads, so that the envelopes do not depend on how the file was chunked.
+    fn head_known(&self) -> bool {
+        self.queued.iter().filter(|l| !l.text.trim().is_empty()).take(peel::SNIFF_LINES).count() >= peel::SNIFF_LINES
     }
 
     fn pick_envelopes(&mut self, lines: &[Line]) {
@@ -182,7 +193,7 @@ impl FileParser {
         }
         let mut events = events::build(&cat, peeled, &block[..keep], &start_of[..keep], &self.hints, &self.tz);
         lap("extract");
-        events::carry(&cat, &mut events);
+        events::carry(&cat, &mut events, &mut self.carried);
         self.prev_ts = events::times(&mut events, self.prev_ts, &mut self.framer.stats.implausible);
         lap("carry+times");
         let classes = classify::classify(&cat, &events);
