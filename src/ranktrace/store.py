@@ -89,9 +89,46 @@ def _connect(path: str | Path, read_only: bool) -> duckdb.DuckDBPyConnection:
 
 def open_store(path: str | Path, cat: Catalog | None = None) -> duckdb.DuckDBPyConnection:
     con = _connect(path, read_only=False)
+    try:
+        check_version(con, path, writing=True)
+    except StoreError:
+        con.close()
+        raise
     con.execute("SET TimeZone = 'UTC'")
-    init_schema(con, cat)
+    init_schema(con, cat)  # an older store is brought up to this version here
     return con
+
+
+def stored_version(con: duckdb.DuckDBPyConnection) -> str | None:
+    """The schema version a store was written with (None: no ranktrace meta)."""
+    if not con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'meta'").fetchone()[0]:
+        return None
+    row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    return row[0] if row else None
+
+
+def check_version(con: duckdb.DuckDBPyConnection, path: str | Path, *, writing: bool) -> None:
+    """Refuse a store this ranktrace would misread: one of a newer schema
+    (never read nor overwritten), or, to read, one of an older schema (a
+    write brings it up to date first)."""
+    from . import __version__
+    got = stored_version(con)
+    if got is None:
+        return
+    ours = int(SCHEMA_VERSION)
+    try:
+        n = int(got)
+    except ValueError:
+        raise StoreError(f"{path}: store schema version {got!r} is not one ranktrace writes; "
+                         "re-ingest the logs into a new store") from None
+    if n > ours:
+        raise StoreError(f"{path}: written by a newer ranktrace (store schema version {n}); ranktrace "
+                         f"{__version__} reads schema versions up to {ours}: upgrade ranktrace to read it "
+                         "(the store was left as it was)")
+    if n < ours and not writing:
+        raise StoreError(f"{path}: written by an older ranktrace (store schema version {n}; this one reads "
+                         f"version {ours}); bring it up to date by ingesting into it once more, e.g. "
+                         f"`ranktrace ingest LOGS --db {path}` (files already in it are skipped)")
 
 
 def open_readonly(path: str | Path) -> duckdb.DuckDBPyConnection:
@@ -111,6 +148,11 @@ def open_readonly(path: str | Path) -> duckdb.DuckDBPyConnection:
         con.close()
         raise StoreError(f"{p}: a DuckDB file but not a ranktrace store (no events table); "
                          f"create a store with `ranktrace ingest PATH --db NEW.duckdb`")
+    try:
+        check_version(con, p, writing=False)
+    except StoreError:
+        con.close()
+        raise
     return con
 
 

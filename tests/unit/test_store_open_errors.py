@@ -98,3 +98,53 @@ def test_a_duckdb_file_that_is_not_a_store(tmp_path):
 def test_a_directory_as_db(tmp_path, capsys):
     rc, err = _run(capsys, ["diagnose", "--db", str(tmp_path)])
     assert rc == 2 and "is a directory" in err
+
+
+def _set_version(db, v: str) -> None:
+    import duckdb
+    con = duckdb.connect(str(db))
+    con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", [v])
+    con.close()
+
+
+def _version(db) -> str:
+    import duckdb
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize("cmd", sorted(set(COMMANDS) - {"demo"}))
+def test_a_store_of_a_newer_schema_is_refused_and_left_alone(logfile, capsys, cmd):
+    """No silent misread: a store written by a later ranktrace (a schema this
+    one does not know) is neither read nor overwritten."""
+    from ranktrace.store import SCHEMA_VERSION
+    db = logfile / "new.duckdb"
+    assert main(["ingest", str(logfile / "a.log"), "--db", str(db), "-q"]) == 0
+    newer = str(int(SCHEMA_VERSION) + 1)
+    _set_version(db, newer)
+    capsys.readouterr()
+    rc, err = _run(capsys, COMMANDS[cmd](str(db), logfile))
+    assert rc == 2, err
+    assert f"schema version {newer}" in err and f"up to {SCHEMA_VERSION}" in err and "upgrade ranktrace" in err
+    assert "Traceback" not in err
+    assert _version(db) == newer
+
+
+def test_a_store_of_an_older_schema_is_brought_up_to_date_by_a_write(logfile, capsys):
+    from ranktrace.store import SCHEMA_VERSION
+    db = logfile / "old.duckdb"
+    assert main(["ingest", str(logfile / "a.log"), "--db", str(db), "-q"]) == 0
+    older = str(int(SCHEMA_VERSION) - 1)
+    _set_version(db, older)
+    capsys.readouterr()
+    rc, err = _run(capsys, ["diagnose", "--db", str(db)])
+    assert rc == 2 and f"schema version {older}" in err and "ranktrace ingest" in err
+    # ingesting the same logs again adds nothing and upgrades the store
+    assert main(["ingest", str(logfile / "a.log"), "--db", str(db), "-q"]) == 0
+    assert _version(db) == SCHEMA_VERSION
+    capsys.readouterr()
+    rc, err = _run(capsys, ["diagnose", "--db", str(db)])
+    assert rc != 2 and "schema version" not in err
