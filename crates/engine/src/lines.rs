@@ -5,7 +5,9 @@
 //! A chunk is cut at its last newline; the tail waits for the next chunk (a
 //! batch never splits a line). NUL and invalid UTF-8 become U+FFFD (DuckDB
 //! text holds neither), counted for the file's `errors`. A line longer than
-//! `max_line` keeps its head and the rest is skipped up to its newline.
+//! `max_line` bytes keeps its head (cut before a character it would split)
+//! and the rest is skipped up to its newline. None of it depends on how the
+//! stream was chunked: the same bytes give the same lines and counts.
 
 pub struct Line {
     pub no: i64,
@@ -28,6 +30,7 @@ pub struct ReadStats {
 
 pub struct Framer {
     pending: Vec<u8>,
+    endings: Endings,
     skipping: bool,
     line_no: i64,
     offset: i64, // byte offset of pending[0] in the stream
@@ -37,21 +40,29 @@ pub struct Framer {
 
 impl Framer {
     pub fn new(max_line: usize) -> Framer {
-        Framer { pending: Vec::new(), skipping: false, line_no: 1, offset: 0, max_line, stats: ReadStats::default() }
+        Framer { pending: Vec::new(), endings: Endings::Undecided, skipping: false, line_no: 1, offset: 0, max_line, stats: ReadStats::default() }
     }
 
     /// The complete lines that `chunk` finishes; `eof`: the stream ended (the
     /// tail is a last line without newline).
     pub fn feed(&mut self, chunk: &[u8], eof: bool) -> Vec<Line> {
         self.stats.bytes += chunk.len() as u64;
-        if self.stats.bytes == chunk.len() as u64 && !chunk.is_empty()
-            && memchr::memchr(b'\n', chunk).is_none() && memchr::memchr(b'\r', chunk).is_some()
-        {
-            // Old Mac line endings: a file whose first chunk has CRs and no LF.
-            self.stats.cr_only = true;
-        }
         let mut buf = std::mem::take(&mut self.pending);
-        if self.stats.cr_only {
+        if self.endings == Endings::Undecided {
+            // The head is held until the line endings are known.
+            buf.extend_from_slice(chunk);
+            match decide_endings(&buf, eof) {
+                Endings::Undecided => {
+                    self.pending = buf;
+                    return Vec::new();
+                }
+                e => self.endings = e,
+            }
+            if self.endings == Endings::CrOnly {
+                self.stats.cr_only = true;
+                buf.iter_mut().filter(|b| **b == b'\r').for_each(|b| *b = b'\n');
+            }
+        } else if self.endings == Endings::CrOnly {
             buf.extend(chunk.iter().map(|&b| if b == b'\r' { b'\n' } else { b }));
         } else {
             buf.extend_from_slice(chunk);
@@ -84,11 +95,14 @@ impl Framer {
         let rest = &data[rest_start..];
         if rest.len() > self.max_line {
             // An over-long line: its head is the line, the rest is skipped.
-            let head = rest[..self.max_line].to_vec();
-            self.frame(&head, &mut out);
-            self.offset += (rest.len() - self.max_line) as i64;
-            self.skipping = true;
+            let head = cut(rest, self.max_line);
+            let line = Line { no: self.line_no, offset: self.offset, text: self.decode(head) };
+            out.push(line);
+            self.line_no += 1;
+            self.stats.lines += 1;
             self.stats.truncated_lines += 1;
+            self.offset += rest.len() as i64;
+            self.skipping = true;
         } else {
             self.pending = rest.to_vec();
         }
@@ -99,15 +113,17 @@ impl Framer {
         if body.is_empty() {
             return;
         }
-        if !self.stats.crlf && memchr::memmem::find(&body[..body.len().min(65536)], b"\r\n").is_some() {
-            self.stats.crlf = true;
-        }
         let mut pos = 0usize;
         while pos < body.len() {
             let end = memchr::memchr(b'\n', &body[pos..]).map(|i| pos + i).unwrap_or(body.len());
             let mut line = &body[pos..end];
-            if line.last() == Some(&b'\r') {
+            if line.len() > self.max_line {
+                // as if it had come in chunks: its head, the rest skipped
+                line = cut(line, self.max_line);
+                self.stats.truncated_lines += 1;
+            } else if line.last() == Some(&b'\r') {
                 line = &line[..line.len() - 1];
+                self.stats.crlf = true;
             }
             out.push(Line { no: self.line_no, offset: self.offset + pos as i64, text: self.decode(line) });
             self.line_no += 1;
@@ -119,7 +135,7 @@ impl Framer {
 
     fn decode(&mut self, raw: &[u8]) -> String {
         let mut text = match std::str::from_utf8(raw) {
-            Ok(s) if memchr::memchr(0, raw).is_none() => return self.cap(s.to_string()),
+            Ok(s) if memchr::memchr(0, raw).is_none() => return s.to_string(),
             Ok(s) => s.to_string(),
             Err(_) => {
                 self.stats.invalid_utf8 += 1;
@@ -131,22 +147,44 @@ impl Framer {
             self.stats.nul_bytes += nul;
             text = text.replace('\0', "\u{FFFD}");
         }
-        self.cap(text)
+        text
     }
+}
 
-    /// A line longer than max_line characters keeps its first max_line.
-    fn cap(&mut self, text: String) -> String {
-        if text.len() <= self.max_line {
-            return text;
-        }
-        match text.char_indices().nth(self.max_line) {
-            None => text,
-            Some((i, _)) => {
-                self.stats.truncated_lines += 1;
-                text[..i].to_string()
-            }
-        }
+/// How a file ends its lines, from its head.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Endings {
+    Undecided,
+    Lf,
+    /// old Mac line endings: CR alone
+    CrOnly,
+}
+
+/// A file is CR-only when the first ENDINGS_HEAD bytes (or all of it, if
+/// shorter) hold a CR and no LF; undecided while fewer have come and none
+/// was an LF.
+const ENDINGS_HEAD: usize = 64 << 10;
+
+fn decide_endings(head: &[u8], eof: bool) -> Endings {
+    let window = &head[..head.len().min(ENDINGS_HEAD)];
+    if memchr::memchr(b'\n', window).is_some() {
+        return Endings::Lf;
     }
+    if head.len() < ENDINGS_HEAD && !eof {
+        return Endings::Undecided;
+    }
+    if memchr::memchr(b'\r', window).is_some() { Endings::CrOnly } else { Endings::Lf }
+}
+
+/// The first `max` bytes of a line, cut before a UTF-8 character the cut
+/// would split.
+fn cut(line: &[u8], max: usize) -> &[u8] {
+    let mut end = max.min(line.len());
+    let floor = end.saturating_sub(3);
+    while end > floor && end < line.len() && (line[end] & 0xC0) == 0x80 {
+        end -= 1;
+    }
+    &line[..end]
 }
 
 #[cfg(test)]
@@ -184,6 +222,36 @@ mod tests {
         let (lines, st) = all(&[b"a\rb\rc"], 100);
         assert_eq!(lines.iter().map(|l| l.2.as_str()).collect::<Vec<_>>(), ["a", "b", "c"]);
         assert!(st.cr_only);
+    }
+
+    fn chunked(data: &[u8], size: usize, max_line: usize) -> (Vec<(i64, i64, String)>, ReadStats) {
+        let chunks: Vec<&[u8]> = data.chunks(size).collect();
+        all(&chunks, max_line)
+    }
+
+    #[test]
+    fn chunking_changes_nothing() {
+        let cases: [&[u8]; 6] = [
+            b"a\rb\rc\nd\n",                                    // CRs, then an LF: LF endings
+            b"a\rb\rc\rd",                                       // CR only
+            b"xxxxxxxxx\ryyyy\nafter\n",                         // over-long, a CR inside
+            b"xxxxxxxxxxxx\x00\xff\nafter\n",                     // over-long, bad bytes in the cut part
+            "xxxxxxx\u{e9}\u{e9}zz\nok\n".as_bytes(),              // over-long, the cut inside a character
+            b"ab\r\ncd\r\n\r\nlast",
+        ];
+        for data in cases {
+            let whole = all(&[data], 8);
+            for size in 1..data.len() {
+                let got = chunked(data, size, 8);
+                assert_eq!(got.0, whole.0, "{data:?} in chunks of {size}");
+                let (a, b) = (&got.1, &whole.1);
+                assert_eq!((a.lines, a.invalid_utf8, a.nul_bytes, a.truncated_lines, a.crlf, a.cr_only),
+                           (b.lines, b.invalid_utf8, b.nul_bytes, b.truncated_lines, b.crlf, b.cr_only),
+                           "{data:?} in chunks of {size}");
+            }
+        }
+        let (lines, _) = all(&["xxxxxxx\u{e9}zz\n".as_bytes()], 8);
+        assert_eq!(lines[0].2, "xxxxxxx"); // not a broken half of the é
     }
 
     #[test]
