@@ -106,3 +106,51 @@ def test_how_a_file_is_chunked_changes_nothing(catalog, chunk):
         assert sorted(facts) == sorted(whole_facts), f
         for t in whole_facts:
             assert facts[t].to_pylist() == whole_facts[t].to_pylist(), (f, t)
+
+
+INTERLEAVED = (  # found by fuzzing: a traceback frame, another rank's frame, the first one's caret line
+    b'  File "/opt/venv/lib/python3.11/site-packages/torch/distributed/elastic/metrics/api.py", line 134, in wrapper\n'
+    b'[rank5]:   File "/srv/train/job/train.py", line 205, in main\n'
+    b"                   ^^^^^^^^^^^^^^^^^^^^^^^^^\n"
+    b"2026-11-29 16:52:54,844 INFO [rank4] step 8 loss 0.46608 step_time 0.549s\n"
+    b"2026-11-29T17:32:34.731400000Z stderr F I1129 17:32:34.721000 13686 torch/distributed/launcher/api.py:254]"
+    b"   min_nodes                : 4\n")
+
+
+@pytest.mark.parametrize("chunk", [60, 120, 230, 302])
+def test_an_interleaved_block_is_not_cut_at_a_batch_boundary(catalog, chunk):
+    whole, _ = _parse_all(catalog, INTERLEAVED, 1 << 20)
+    ev, _ = _parse_all(catalog, INTERLEAVED, chunk)
+    spans = list(zip(whole["line"].to_pylist(), whole["end_line"].to_pylist()))
+    assert (1, 3) in spans     # the first traceback holds its caret line
+    assert list(zip(ev["line"].to_pylist(), ev["end_line"].to_pylist())) == spans
+
+
+def test_an_open_block_before_a_flood_of_other_lines_stays_bounded():
+    """One rank's traceback that never ends, then 2 M lines of another rank:
+    each batch used to hand all of them on to the next (memory and time grew
+    with the square of the flood: +460 MB for 400 k lines)."""
+    import subprocess
+    import sys
+    code = (
+        "import resource\n"
+        "from ranktrace.formats import load_catalog\n"
+        "from ranktrace.ingest import core\n"
+        "cat = load_catalog(check_samples=False)\n"
+        "p = core.file_parser(cat, 1, 'f', {})\n"
+        "base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "p.feed(b'[rank0]:Traceback (most recent call last):\\n', False)\n"
+        "rows, total, n = 0, 0, 2_000_000\n"
+        "chunk = b'[rank1]:step 1 loss 0.5 hello world\\n' * 20_000\n"
+        "for i in range(n // 20_000):\n"
+        "    p.feed(chunk, i == n // 20_000 - 1)\n"
+        "    for ev, _ in core.batches(p):\n"
+        "        rows += ev.num_rows\n"
+        "        total += sum(ev.column('line').to_pylist())\n"
+        "grow = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) // 1024\n"
+        "print(rows, total, grow)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    rows, total, grow_mb = map(int, out)
+    assert rows == 2_000_001 and total == 2_000_001 * 2_000_002 // 2   # every line once
+    print(f"peak RSS grew {grow_mb} MB")
+    assert grow_mb < 250, f"{grow_mb} MB"

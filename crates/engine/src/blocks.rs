@@ -117,3 +117,26 @@ pub fn open_start(cat: &Catalog, lines: &[Peeled], stream: &[u32], block: &[u32]
         .map(|&i| start_of[i])
         .min()
 }
+
+/// Most lines a batch hands on to the next one for a block still open at its
+/// end. Interleaved streams make a block span more lines than its own
+/// (512 ranks' 40-line tracebacks: ~20 k); past this the block is cut at the
+/// batch boundary, so that one open block followed by a flood of other
+/// streams' lines costs neither memory nor quadratic time.
+pub const CARRY_LIMIT: usize = 32_768;
+
+/// Index from which the lines of a batch wait for the next batch: the start
+/// of the first block still open at its end, moved back to the start of any
+/// block with a line past that point (an interleaved block of another stream
+/// would be cut in two otherwise). None: nothing waits (or too much would).
+pub fn carry_from(cat: &Catalog, lines: &[Peeled], stream: &[u32], block: &[u32], start_of: &[usize]) -> Option<usize> {
+    let mut keep = open_start(cat, lines, stream, block, start_of)?;
+    loop {
+        let back = (keep..lines.len()).filter(|&i| block[i] != NO_BLOCK).map(|i| start_of[i]).min().unwrap_or(keep);
+        if back >= keep {
+            break;
+        }
+        keep = back;
+    }
+    (lines.len() - keep <= CARRY_LIMIT).then_some(keep)
+}

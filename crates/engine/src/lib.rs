@@ -180,11 +180,10 @@ impl FileParser {
         lap("blocks");
         let mut keep = peeled.len();
         if !last {
-            if let Some(s) = blocks::open_start(&cat, &peeled, &stream, &block, &start_of) {
+            if let Some(s) = blocks::carry_from(&cat, &peeled, &stream, &block, &start_of) {
                 // A block open at the end of the batch waits for the next one
-                // (bounded: a block holds at most max_lines lines).
-                let first_line = peeled[s].no;
-                keep = peeled.iter().position(|p| p.no >= first_line).unwrap_or(peeled.len());
+                // (bounded: blocks::CARRY_LIMIT lines).
+                keep = s;
                 self.carry = peeled
                     .drain(keep..)
                     .map(|p| Line { no: p.no, offset: p.offset, text: p.raw })
