@@ -14,6 +14,8 @@ benchmarks/run_all.py runs this at several sizes with the readers' benchmark.
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -33,8 +35,16 @@ def corpus_files(d: Path) -> list[Path]:
 
 
 def generate(out: Path, mb: float, seed: int = 7) -> None:
+    """The corpus of `mb` and `seed` in `out`; one made by the same generator
+    with the same arguments is reused (run_all --work DIR --keep, twice)."""
+    stamp = out.with_name(out.name + ".corpus.json")   # beside it: the corpus holds only logs
+    want = {"mb": mb, "seed": seed, "generator": hashlib.sha256((HERE / "gen_corpus.py").read_bytes()).hexdigest()}
+    if out.is_dir() and stamp.exists() and json.loads(stamp.read_text()) == want:
+        return
+    shutil.rmtree(out, ignore_errors=True)
     subprocess.run([sys.executable, str(HERE / "gen_corpus.py"), str(out), "--mb", str(mb), "--seed", str(seed)],
                    check=True, stdout=subprocess.DEVNULL)
+    stamp.write_text(json.dumps(want))
 
 
 def ranktrace_exe() -> str:
