@@ -154,3 +154,20 @@ def test_an_open_block_before_a_flood_of_other_lines_stays_bounded():
     assert rows == 2_000_001 and total == 2_000_001 * 2_000_002 // 2   # every line once
     print(f"peak RSS grew {grow_mb} MB")
     assert grow_mb < 250, f"{grow_mb} MB"
+
+
+@pytest.mark.parametrize("threads", ["2", "5"])
+def test_a_batch_parsed_on_several_threads_is_the_same(catalog, monkeypatch, threads):
+    """A large file's batches are parsed on the cores other files leave
+    (crates/engine/src/par.rs): cut where no block spans, the events, facts
+    and their order are those of one thread, for every sample and real shape
+    (RANKTRACE_ENGINE_THREADS fixes the count; small files are cut too)."""
+    files = _sample_files()
+    for f in files:
+        data = f.read_bytes()
+        monkeypatch.setenv("RANKTRACE_ENGINE_THREADS", "1")
+        one_ev, one_facts = _parse_all(catalog, data, 4096)
+        monkeypatch.setenv("RANKTRACE_ENGINE_THREADS", threads)
+        ev, facts = _parse_all(catalog, data, 4096)
+        assert ev.to_pylist() == one_ev.to_pylist(), f
+        assert {t: v.to_pylist() for t, v in facts.items()} == {t: v.to_pylist() for t, v in one_facts.items()}, f

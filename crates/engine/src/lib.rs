@@ -13,6 +13,7 @@ pub mod compile;
 pub mod events;
 pub mod lines;
 pub mod out;
+pub mod par;
 pub mod peel;
 pub mod spec;
 pub mod timefmt;
@@ -58,6 +59,10 @@ pub struct FileParser {
     prev_ts: Option<i64>,
     /// framed lines not parsed yet
     queued: Vec<Line>,
+    /// parsed batches not handed out yet (a batch parsed in parallel leaves as several)
+    ready: std::collections::VecDeque<Output>,
+    /// threads per batch, when fixed (RANKTRACE_ENGINE_THREADS; tests)
+    threads: Option<usize>,
     eof: bool,
     done: bool,
 }
@@ -83,6 +88,8 @@ impl FileParser {
             carried: events::Carried::default(),
             prev_ts: None,
             queued: Vec::new(),
+            ready: Default::default(),
+            threads: std::env::var("RANKTRACE_ENGINE_THREADS").ok().and_then(|v| v.parse().ok()),
             eof: false,
             done: false,
         })
@@ -115,6 +122,10 @@ impl FileParser {
     /// lines at a time (memory goes with lines, not bytes: 4 MB of "x\n" are
     /// 2 M lines), None when nothing is left to parse until the next feed.
     pub fn next_batch(&mut self) -> Option<Output> {
+        if let Some(o) = self.ready.pop_front() {
+            return Some(o);
+        }
+        let _active = par::Active::enter();
         if self.queued.len() > MAX_BATCH_LINES {
             let rest = self.queued.split_off(MAX_BATCH_LINES);
             let batch = std::mem::replace(&mut self.queued, rest);
@@ -158,8 +169,10 @@ impl FileParser {
         if self.envelopes.is_none() {
             self.pick_envelopes(&batch);
         }
-        let cat = self.cat.clone();
+        let cat = &*self.cat;
         let envs = self.envelopes.clone().unwrap();
+        let (tz, hints) = (&self.tz, &self.hints);
+        let threads = par::threads_for(batch.len(), self.threads);
         let prof = std::env::var_os("RANKTRACE_PROFILE").is_some();
         let mut t = std::time::Instant::now();
         let mut lap = |what: &str| {
@@ -168,19 +181,25 @@ impl FileParser {
                 t = std::time::Instant::now();
             }
         };
-        let mut locs: Vec<regex::CaptureLocations> =
-            cat.envelopes.iter().map(|e| e.matcher.regex.capture_locations()).collect();
-        let mut peeled: Vec<Peeled> = batch
-            .into_iter()
-            .map(|l| peel::peel(&cat, &envs, &mut locs, l.no, l.offset, l.text, &self.tz))
-            .collect();
+        let cut = par::even(batch.len(), threads);
+        let mut peeled: Vec<Peeled> = par::map(par::split_at(batch, &cut), |lines: Vec<Line>| {
+            let mut locs: Vec<regex::CaptureLocations> =
+                cat.envelopes.iter().map(|e| e.matcher.regex.capture_locations()).collect();
+            lines
+                .into_iter()
+                .map(|l| peel::peel(cat, &envs, &mut locs, l.no, l.offset, l.text, tz))
+                .collect::<Vec<Peeled>>()
+        })
+        .into_iter()
+        .flatten()
+        .collect();
         lap("peel");
-        let stream = blocks::streams(&cat, &peeled);
-        let (block, start_of) = blocks::find(&cat, &peeled, &stream);
+        let stream = blocks::streams(cat, &peeled);
+        let (block, start_of) = blocks::find(cat, &peeled, &stream);
         lap("blocks");
         let mut keep = peeled.len();
         if !last {
-            if let Some(s) = blocks::carry_from(&cat, &peeled, &stream, &block, &start_of) {
+            if let Some(s) = blocks::carry_from(cat, &peeled, &stream, &block, &start_of) {
                 // A block open at the end of the batch waits for the next one
                 // (bounded: blocks::CARRY_LIMIT lines).
                 keep = s;
@@ -190,21 +209,42 @@ impl FileParser {
                     .collect();
             }
         }
-        let mut events = events::build(&cat, peeled, &block[..keep], &start_of[..keep], &self.hints, &self.tz);
+        let cut = par::cuts(&block[..keep], &start_of[..keep], threads);
+        let mut events: Vec<events::Event> = par::map(
+            par::split_at(peeled, &cut).into_iter().zip(cut.windows(2)).collect(),
+            |(lines, w): (Vec<Peeled>, &[usize])| events::build(cat, lines, &block[w[0]..w[1]], &start_of[w[0]..w[1]], hints, tz),
+        )
+        .into_iter()
+        .flatten()
+        .collect();
         lap("extract");
-        events::carry(&cat, &mut events, &mut self.carried);
+        events::carry(cat, &mut events, &mut self.carried);
         self.prev_ts = events::times(&mut events, self.prev_ts, &mut self.framer.stats.implausible);
         lap("carry+times");
-        let classes = classify::classify(&cat, &events);
-        lap("classify");
-        let rows = classify::facts(&cat, &mut events);
-        lap("facts");
-        let o = Output {
-            events: out::events_batch(&cat, self.file_id, &self.file, &events, &classes),
-            facts: out::fact_batches(&cat, self.file_id, &events, &rows),
+        let (file_id, file) = (self.file_id, self.file.as_str());
+        let cut = par::even(events.len(), threads);
+        let parts: Vec<&mut [events::Event]> = {
+            let mut rest: &mut [events::Event] = &mut events;
+            let mut v = Vec::new();
+            for w in cut.windows(2) {
+                let (head, tail) = rest.split_at_mut(w[1] - w[0]);
+                v.push(head);
+                rest = tail;
+            }
+            v
         };
-        lap("arrow");
-        Some(o)
+        let mut outs = par::map(parts, |evs: &mut [events::Event]| {
+            let classes = classify::classify(cat, evs);
+            let rows = classify::facts(cat, evs);
+            Output {
+                events: out::events_batch(cat, file_id, file, evs, &classes),
+                facts: out::fact_batches(cat, file_id, evs, &rows),
+            }
+        });
+        lap("classify+facts+arrow");
+        let first = outs.remove(0); // par::even makes one part at least
+        self.ready.extend(outs);
+        Some(first)
     }
 }
 
