@@ -112,3 +112,17 @@ def mutated_text(draw, max_bytes: int = 24 << 10) -> bytes:
         if len(data) > max_bytes:
             del data[max_bytes:]
     return bytes(data)
+
+
+def expected_lines(data: bytes, cr_only: bool | None = None) -> list[bytes]:
+    """The engine's framing (crates/engine/src/lines.rs): LF ends a line
+    (CR when the file's first chunk has CRs and no LF), a CR before it is
+    dropped. cr_only None: as the engine decides it for a small file."""
+    if cr_only is None:
+        cr_only = b"\r" in data[:4 << 20] and b"\n" not in data[:4 << 20]
+    if cr_only:
+        data = data.replace(b"\r", b"\n")
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    return [ln[:-1] if ln.endswith(b"\r") else ln for ln in lines]

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from fuzzlib import CORPUS, corpus, fuzz_settings, mutated_text, save_failure
+from fuzzlib import CORPUS, corpus, expected_lines, fuzz_settings, mutated_text, save_failure
 from ranktrace.formats import load_catalog
 from ranktrace.ingest import core
 
@@ -76,17 +76,6 @@ def parse(data: bytes, cuts: list[int], envelopes: list[str] | None = None) -> t
         fp.feed(b"", True)
         frames += [core.frames(*out)[0] for out in core.batches(fp)]
     return (pl.concat(frames).sort("line") if frames else None), fp.stats()
-
-
-def expected_lines(data: bytes, cr_only: bool) -> list[bytes]:
-    """The engine's framing (crates/engine/src/lines.rs): LF ends a line
-    (CR only when the file has no LF), a CR before it is dropped."""
-    if cr_only:
-        data = data.replace(b"\r", b"\n")
-    lines = data.split(b"\n")
-    if lines and lines[-1] == b"":
-        lines.pop()
-    return [ln[:-1] if ln.endswith(b"\r") else ln for ln in lines]
 
 
 def check(data: bytes, cuts: list[int]) -> None:

@@ -230,6 +230,12 @@ def sniff_compression(name: str, head: bytes) -> str | None:
     for magic, kind in MAGIC:
         if head.startswith(magic):
             return kind
+    # Shorter than its magic, named for it: a compressed file cut short
+    # (the decoder then says it is truncated), not a text log.
+    suffix = os.path.splitext(name.lower())[1]
+    for magic, kind in MAGIC:
+        if len(head) < len(magic) and magic.startswith(head) and COMPRESSED.get(suffix) == kind:
+            return kind
     return None  # no magic: plain text, whatever the name says
 
 
@@ -305,7 +311,7 @@ def _tar_members(path: Path, display: str, warn: Callable[[str], None]) -> Itera
     total = 0
     try:
         tf = tarfile.open(path, mode) if fileobj is None else tarfile.open(fileobj=fileobj, mode=mode)
-    except (tarfile.TarError, OSError, EOFError) as exc:
+    except DATA_ERRORS as exc:
         raise InputError(f"{display}: cannot read archive: {exc}") from None
     streamed = fileobj is not None
     with tf:
@@ -322,6 +328,9 @@ def _tar_members(path: Path, display: str, warn: Callable[[str], None]) -> Itera
                      "the rest of it was not read")
                 return
             if member is None:
+                if _ended_early(tf):
+                    warn(f"{display}: archive is truncated after {seen} member(s) (it ends without "
+                         "tar's end-of-archive blocks); the members it held to there were read")
                 return
             seen += 1
             name = f"{display}!{member.name}"
@@ -348,6 +357,17 @@ def _tar_members(path: Path, display: str, warn: Callable[[str], None]) -> Itera
                 return
             yield FileRef(name, lambda d=data: io.BytesIO(d), len(data), sniff_compression(member.name, data[:8]),
                           source=source)
+
+
+def _ended_early(tf: tarfile.TarFile) -> bool:
+    """The archive stopped where a member header should be: every tar writer
+    ends an archive with zero blocks, so a file cut between two members ends
+    with no block at all there (tarfile takes that for the end, silently).
+    After the last header read, the stream stands just past what it got."""
+    try:
+        return tf.fileobj.tell() - tf.offset < tarfile.BLOCKSIZE
+    except (OSError, AttributeError, ValueError):
+        return False
 
 
 class _MemberStream(io.RawIOBase):
@@ -531,3 +551,5 @@ def discover(paths: list[str], warn: Callable[[str], None], *, hints: list[PathH
                 warn(str(exc))
             except OSError as exc:
                 warn(f"{display}: cannot read: {exc.strerror or exc}")
+            except DATA_ERRORS as exc:   # damaged data met while listing an archive
+                warn(f"{display}: archive is damaged ({type(exc).__name__}: {exc}); the rest of it was not read")
