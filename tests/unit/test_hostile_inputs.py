@@ -73,3 +73,8 @@ def test_implausible_years_are_flagged_and_not_used(tmp_path, catalog):
     times = [t for _, t in _events(tmp_path / "s.duckdb")]
     assert len(set(times)) == 1 and times[0].year == 2026
     assert any("outside 1990-2099" in p for p in s.files[0].problems)
+    con = duckdb.connect(str(tmp_path / "s.duckdb"), read_only=True)
+    flagged = con.execute("SELECT ts_kind, ts_text FROM events WHERE line > 1 ORDER BY line").fetchall()
+    con.close()
+    assert flagged == [("interpolated", "0001-01-01 00:00:00"), ("interpolated", "9999-12-31 23:59:59")], \
+        "each line says its own time was ignored (detectors leave it out)"
