@@ -135,3 +135,31 @@ def test_a_gz_cut_inside_its_magic_is_named_not_read_as_text(tmp_path, catalog):
     s = ingest([str(tmp_path / "a.log.gz")], str(tmp_path / "s.duckdb"), catalog, warn=warned.append)
     assert any("a.log.gz" in w and "gzip" in w.lower() for w in warned), warned
     assert [f.status for f in s.files] == ["failed"] and _paths(tmp_path / "s.duckdb") == []
+
+
+def _zip_with_patched_member(path, flag: int = 0, method: int | None = None) -> None:
+    """A zip of bad.log and good.log whose bad.log says it is encrypted
+    (general purpose flag bit 0) or of a compression method zipfile lacks:
+    zipfile writes neither, so the headers are patched (APPNOTE 4.3.7/4.3.12)."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as zf:
+        zf.writestr("bad.log", LINE * 5)
+        zf.writestr("good.log", LINE)
+    data = bytearray(path.read_bytes())
+    local = data.index(b"PK\x03\x04")                       # bad.log's local header comes first
+    central = data.index(b"PK\x01\x02")                     # and its central directory entry
+    for at, flag_off, method_off in ((local, 6, 8), (central, 8, 10)):
+        data[at + flag_off] |= flag
+        if method is not None:
+            data[at + method_off:at + method_off + 2] = method.to_bytes(2, "little")
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("what, flag, method", [("encrypted", 1, None), ("unsupported method", 0, 97)])
+def test_an_unreadable_zip_member_is_named_and_the_rest_goes_in(tmp_path, catalog, what, flag, method):
+    z = tmp_path / "b.zip"
+    _zip_with_patched_member(z, flag, method)
+    warned = []
+    ingest([str(z)], str(tmp_path / "s.duckdb"), catalog, warn=warned.append)
+    assert any("b.zip!bad.log" in w for w in warned), (what, warned)
+    paths = _paths(tmp_path / "s.duckdb")
+    assert any(p.endswith("good.log") for p in paths) and not any(p.endswith("bad.log") for p in paths)

@@ -521,7 +521,11 @@ def discover(paths: list[str], warn: Callable[[str], None], *, hints: list[PathH
             files = sorted(x for x in _walk(p, warn) if x.is_file() and not x.is_symlink()
                            and os.path.realpath(x) not in skip and not _is_answer(x))
             for link in sorted(x for x in _walk(p, warn) if x.is_symlink()):
-                target = link.resolve()
+                try:
+                    target = link.resolve(strict=True)
+                except (RuntimeError, OSError) as exc:   # a loop (RuntimeError before 3.13), a dangling link
+                    warn(f"{link}: skipped: a symlink that leads nowhere ({exc})")
+                    continue
                 if not target.is_relative_to(p.resolve()):
                     warn(f"{link}: skipped: symlink points outside {arg}")
                 elif target.is_file():
