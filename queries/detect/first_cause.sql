@@ -16,6 +16,9 @@ WITH c AS (
     FROM aligned_events e LEFT JOIN kind_catalog k ON k.kind = e.kind
     WHERE e.role = 'cause'
       AND coalesce(e.kind, '') <> 'hang_report'   -- names OTHER ranks: see named_ranks.sql
+      -- A time of year 0001/9999 (ats NULL), or one ingest ignored as implausible (the line
+      -- inherits the line before's, its ts_text says what was written): not a cause to order.
+      AND (e.ats IS NOT NULL OR e.ts IS NULL) AND NOT (e.ts_kind = 'interpolated' AND e.ts_text IS NOT NULL)
 ), r AS (
     SELECT *, row_number() OVER (PARTITION BY culprit ORDER BY ats NULLS LAST, file, line) AS k,
            count(*) OVER (PARTITION BY culprit) AS n_causes

@@ -1,7 +1,7 @@
 -- name: xid
 -- kind: detector
 -- params: none (reads temp view aligned_events)
--- returns: NVIDIA Xid reports, one row per line: ats, host, pci (bus id as written), xid (code),
+-- returns: NVIDIA Xid reports (not those whose time was implausible), one row per line: ats, host, pci (bus id as written), xid (code),
 --   pid (of the process the driver names, when given), file, line, message. Join
 --   queries/data/xid_catalog.csv (xid,name,meaning,action) for what it means and what to do.
 SELECT event_id, ats, host,
@@ -11,4 +11,8 @@ SELECT event_id, ats, host,
        file, line, message
 FROM aligned_events
 WHERE message LIKE '%Xid (PCI:%'
+  -- A year 0001/9999 (ats NULL), or a time ingest ignored as implausible (the line then
+  -- inherits the line before's; its ts_text says what was written), would put the fault
+  -- anywhere in the cascade (issue 15: a bogus Xid line became a 0.89 hypothesis).
+  AND (ats IS NOT NULL OR ts IS NULL) AND NOT (ts_kind = 'interpolated' AND ts_text IS NOT NULL)
 ORDER BY ats NULLS LAST, file, line

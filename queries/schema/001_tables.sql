@@ -44,7 +44,7 @@ CREATE TABLE IF NOT EXISTS events (
     byte_offset BIGINT,
     ts          TIMESTAMP,           -- UTC
     ts_kind     VARCHAR NOT NULL,    -- exact|local|year_inferred|envelope|interpolated|none
-    ts_text     VARCHAR,             -- the time as written in the log
+    ts_text     VARCHAR,             -- the time as written in the log (kept when implausible: ts_kind interpolated)
     format      VARCHAR NOT NULL,    -- 'raw' when no format claimed the line
     pattern     VARCHAR,             -- format.pattern (or format.block)
     envelopes   VARCHAR,             -- peeled envelopes, outermost first, '>'-joined

@@ -73,3 +73,52 @@ def test_implausible_years_are_flagged_and_not_used(tmp_path, catalog):
     times = [t for _, t in _events(tmp_path / "s.duckdb")]
     assert len(set(times)) == 1 and times[0].year == 2026
     assert any("outside 1990-2099" in p for p in s.files[0].problems)
+    con = duckdb.connect(str(tmp_path / "s.duckdb"), read_only=True)
+    flagged = con.execute("SELECT ts_kind, ts_text FROM events WHERE line > 1 ORDER BY line").fetchall()
+    con.close()
+    assert flagged == [("interpolated", "0001-01-01 00:00:00"), ("interpolated", "9999-12-31 23:59:59")], \
+        "each line says its own time was ignored (detectors leave it out)"
+
+
+def test_a_symlink_loop_in_a_directory_is_named_not_a_crash(tmp_path, catalog):
+    d = tmp_path / "in"
+    (d / "sub").mkdir(parents=True)
+    (d / "a.log").write_text("2026-03-02 03:17:41 INFO hello\n")
+    os.symlink(d / "loop1", d / "loop2")
+    os.symlink(d / "loop2", d / "loop1")
+    os.symlink(d, d / "sub" / "up")           # a directory link back up: never followed
+    os.symlink(d / "gone.log", d / "dangling.log")
+    warned = []
+    s = ingest([str(d)], str(tmp_path / "s.duckdb"), catalog, warn=warned.append)
+    assert [f.status for f in s.files] == ["ingested"]
+    for name in ("loop1", "loop2", "dangling.log"):
+        assert any(name in w and "skipped" in w for w in warned), (name, warned)
+
+
+def test_an_unreadable_subdirectory_is_named(tmp_path, catalog, monkeypatch):
+    """Root reads any directory, so the refusal is the file system's answer
+    made by hand: os.walk's listing of one directory fails."""
+    d = tmp_path / "in"
+    (d / "locked").mkdir(parents=True)
+    (d / "locked" / "x.log").write_text("2026-03-02 03:17:41 INFO hidden\n")
+    (d / "a.log").write_text("2026-03-02 03:17:41 INFO hello\n")
+    real = os.scandir
+
+    def scandir(path="."):
+        if os.fspath(path).endswith("locked"):
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real(path)
+    monkeypatch.setattr(os, "scandir", scandir)
+    warned = []
+    ingest([str(d)], str(tmp_path / "s.duckdb"), catalog, warn=warned.append)
+    assert any("locked" in w and "cannot read directory" in w for w in warned), warned
+
+
+def test_a_stream_over_the_limit_is_refused_by_name(tmp_path, catalog, monkeypatch):
+    import io
+    from ranktrace.ingest import discover as disc
+    monkeypatch.setattr(disc, "MAX_STREAM", 1000)
+    warned = []
+    s = ingest(["-"], str(tmp_path / "s.duckdb"), catalog, warn=warned.append,
+               stdin=io.BytesIO(b"2026-03-02 03:17:41 INFO x\n" * 100))
+    assert s.files == [] and any("<stdin>" in w and "refused" in w for w in warned), warned

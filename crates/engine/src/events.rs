@@ -348,6 +348,8 @@ pub fn times(events: &mut [Event], mut prev: Option<i64>, implausible: &mut u64)
     use crate::timefmt::PLAUSIBLE;
     for e in events.iter_mut() {
         // A year 0001 or 9999 is not a time: the line is timed as if it had none.
+        // Its ts_text stays (the time as written): a line that inherits a time
+        // and has one is a line whose own was ignored, and detectors leave it out.
         if e.ts.map_or(false, |t| !PLAUSIBLE.contains(&t)) {
             e.ts = None;
             e.ts_kind = None;
@@ -356,6 +358,9 @@ pub fn times(events: &mut [Event], mut prev: Option<i64>, implausible: &mut u64)
         if e.env_ts.map_or(false, |t| !PLAUSIBLE.contains(&t)) {
             e.env_ts = None;
             *implausible += 1;
+            if e.ts.is_none() && e.ts_text.is_none() {
+                e.ts_text = e.env_ts_text.clone();
+            }
         }
         let own_rank = e.ts_kind.map_or(9, |k| k.rank());
         if let Some(t) = e.env_ts {

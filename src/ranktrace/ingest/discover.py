@@ -97,6 +97,114 @@ class BoundedReader(io.RawIOBase):
         super().close()
 
 
+class ZstdFrames(io.RawIOBase):
+    """The compressed bytes of a .zst on their way to the decoder, followed
+    through the frame format (RFC 8878 section 3.1: magic, frame header,
+    block headers, the optional checksum; skippable frames), so that a
+    stream cut inside a frame is known (`cut`) when its end is reached. The
+    zstandard decoder says nothing then, and half a file would pass for a
+    whole one. Work per block header, not per byte."""
+
+    ZSTD_MAGIC, SKIP_MAGIC = 0xFD2FB528, 0x184D2A50   # skippable: 0x184D2A50..5F
+
+    def __init__(self, inner: BinaryIO):
+        self.inner = inner
+        self.fhd = 0                  # the current frame's header descriptor
+        self.skip = 0                 # bytes to pass over (block content, a checksum)
+        self.cut = False              # the input ended inside a frame
+        self._expect("magic")
+
+    def _expect(self, what: str) -> None:
+        """Next: a header field `what` of a known size."""
+        self.what, self.got = what, b""
+        self.want = {"magic": 4, "skip_size": 4, "descriptor": 1, "block": 3}.get(what, 0)
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buf) -> int:
+        data = self.inner.read(len(buf))
+        if not data:
+            self.cut = self.what != "unknown" and bool(self.skip or self.got or self.what != "magic")
+            return 0
+        self._follow(memoryview(data))
+        buf[:len(data)] = data
+        return len(data)
+
+    def _follow(self, data: memoryview) -> None:
+        i = 0
+        while i < len(data) and self.what != "unknown":
+            if self.skip:
+                n = min(self.skip, len(data) - i)
+                self.skip -= n
+                i += n
+                continue
+            n = min(self.want - len(self.got), len(data) - i)
+            self.got += bytes(data[i:i + n])
+            i += n
+            if len(self.got) == self.want:
+                self._field(self.got)
+
+    def _field(self, h: bytes) -> None:
+        what = self.what
+        if what == "magic":
+            magic = int.from_bytes(h, "little")
+            if magic == self.ZSTD_MAGIC:
+                self._expect("descriptor")
+            elif magic & 0xFFFFFFF0 == self.SKIP_MAGIC:
+                self._expect("skip_size")
+            else:
+                self._expect("unknown")    # not zstd (or garbage after it): the decoder's to say
+        elif what == "skip_size":
+            self.skip = int.from_bytes(h, "little")
+            self._expect("magic")
+        elif what == "descriptor":
+            self.fhd = fhd = h[0]
+            single = (fhd >> 5) & 1
+            fcs = (single, 2, 4, 8)[fhd >> 6]               # Frame_Content_Size bytes
+            self.skip = (1 - single) + (0, 1, 2, 4)[fhd & 3] + fcs   # window, dictionary id, size
+            self._expect("block")
+        elif what == "block":
+            v = int.from_bytes(h, "little")
+            last, kind, size = v & 1, (v >> 1) & 3, v >> 3
+            self.skip = 1 if kind == 1 else size          # an RLE block holds one byte
+            if last:
+                self.skip += 4 if self.fhd & 4 else 0     # Content_Checksum
+                self._expect("magic")
+            else:
+                self._expect("block")
+
+    def close(self) -> None:
+        self.inner.close()
+        super().close()
+
+
+class ZstdReader(io.RawIOBase):
+    """Decompressed .zst that raises EOFError where a cut stream ends, as
+    gzip, xz and bz2 do (after everything before the cut is read: the
+    decoder reads its input ahead)."""
+
+    def __init__(self, raw: BinaryIO):
+        import zstandard
+        self.frames = ZstdFrames(raw)
+        self.inner = zstandard.ZstdDecompressor().stream_reader(self.frames, read_across_frames=True)
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buf) -> int:
+        data = self.inner.read(len(buf))
+        if not data and self.frames.cut:
+            raise EOFError("the zstd data is truncated (it ends inside a frame)")
+        buf[:len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        self.inner.close()
+        self.frames.close()
+        super().close()
+
+
 def _decompressor(kind: str | None, raw: BinaryIO) -> BinaryIO:
     if kind is None:
         return raw
@@ -107,8 +215,7 @@ def _decompressor(kind: str | None, raw: BinaryIO) -> BinaryIO:
     if kind == "xz":
         return lzma.LZMAFile(raw)
     if kind == "zstd":
-        import zstandard
-        return zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
+        return io.BufferedReader(ZstdReader(raw), buffer_size=1 << 16)
     raise InputError(f"unknown compression {kind}")
 
 
@@ -122,6 +229,12 @@ def open_text_stream(ref: FileRef) -> BinaryIO:
 def sniff_compression(name: str, head: bytes) -> str | None:
     for magic, kind in MAGIC:
         if head.startswith(magic):
+            return kind
+    # Shorter than its magic, named for it: a compressed file cut short
+    # (the decoder then says it is truncated), not a text log.
+    suffix = os.path.splitext(name.lower())[1]
+    for magic, kind in MAGIC:
+        if len(head) < len(magic) and magic.startswith(head) and COMPRESSED.get(suffix) == kind:
             return kind
     return None  # no magic: plain text, whatever the name says
 
@@ -193,28 +306,31 @@ def _tar_members(path: Path, display: str, warn: Callable[[str], None]) -> Itera
     mode = "r:*"
     fileobj = None
     if path.name.lower().endswith((".tar.zst", ".tar.zstd")):
-        import zstandard
-        fileobj = zstandard.ZstdDecompressor().stream_reader(open(path, "rb"), read_across_frames=True)
+        fileobj = _decompressor("zstd", open(path, "rb"))
         mode = "r|"
     total = 0
     try:
         tf = tarfile.open(path, mode) if fileobj is None else tarfile.open(fileobj=fileobj, mode=mode)
-    except (tarfile.TarError, OSError, EOFError) as exc:
+    except DATA_ERRORS as exc:
         raise InputError(f"{display}: cannot read archive: {exc}") from None
     streamed = fileobj is not None
     with tf:
-        # Streamed tars (zstd) can only be read in order: members are read
-        # here, into memory, one at a time, and bounded. Large members of a
-        # seekable tar are read from the archive when parsed, not held.
+        # A member up to MEMBER_IN_MEMORY is read here, into memory, one at
+        # a time (it is hashed, then parsed); a larger one is read from the
+        # archive each time, never held.
         members, seen = iter(tf), 0
         while True:
             try:
+                tf.members.clear()    # TarFile keeps every TarInfo it read: 100k members, 100k objects
                 member = next(members, None)
             except DATA_ERRORS as exc:
                 warn(f"{display}: archive is truncated or damaged after {seen} member(s) ({exc}); "
                      "the rest of it was not read")
                 return
             if member is None:
+                if _ended_early(tf):
+                    warn(f"{display}: archive is truncated after {seen} member(s) (it ends without "
+                         "tar's end-of-archive blocks); the members it held to there were read")
                 return
             seen += 1
             name = f"{display}!{member.name}"
@@ -227,13 +343,12 @@ def _tar_members(path: Path, display: str, warn: Callable[[str], None]) -> Itera
             if total > MAX_EXPANDED:
                 raise InputError(f"{display}: refused: members add up past {MAX_EXPANDED >> 30} GiB")
             source = f"{path.resolve()}!{member.name}"
-            if member.size > MEMBER_IN_MEMORY and not streamed:
-                yield FileRef(name, lambda m=member: _member_stream(path, m), member.size,
-                              sniff_compression(member.name, tf.extractfile(member).read(8)), source=source)
-                continue
             if member.size > MEMBER_IN_MEMORY:
-                warn(f"{name}: skipped: {member.size >> 20} MiB in a streamed .tar.zst (members over "
-                     f"{MEMBER_IN_MEMORY >> 20} MiB are not held in memory); unpack the archive and ingest the file")
+                # Read from the archive when hashed and when parsed, never
+                # held: a streamed tar is decompressed again up to it.
+                opener = _streamed_member if streamed else _member_stream
+                yield FileRef(name, lambda m=member, o=opener: o(path, m), member.size,
+                              sniff_compression(member.name, tf.extractfile(member).read(8)), source=source)
                 continue
             try:
                 data = tf.extractfile(member).read()
@@ -244,11 +359,22 @@ def _tar_members(path: Path, display: str, warn: Callable[[str], None]) -> Itera
                           source=source)
 
 
-class _MemberStream(io.RawIOBase):
-    """A member of a seekable tar, read from the archive (closing both)."""
+def _ended_early(tf: tarfile.TarFile) -> bool:
+    """The archive stopped where a member header should be: every tar writer
+    ends an archive with zero blocks, so a file cut between two members ends
+    with no block at all there (tarfile takes that for the end, silently).
+    After the last header read, the stream stands just past what it got."""
+    try:
+        return tf.fileobj.tell() - tf.offset < tarfile.BLOCKSIZE
+    except (OSError, AttributeError, ValueError):
+        return False
 
-    def __init__(self, tf: tarfile.TarFile, member: tarfile.TarInfo):
-        self.tf, self.fh = tf, tf.extractfile(member)
+
+class _MemberStream(io.RawIOBase):
+    """A member of a tar, read from the archive (closing it, and `also`)."""
+
+    def __init__(self, tf: tarfile.TarFile, member: tarfile.TarInfo, also: tuple = ()):
+        self.tf, self.fh, self.also = tf, tf.extractfile(member), also
 
     def readable(self) -> bool:
         return True
@@ -260,11 +386,27 @@ class _MemberStream(io.RawIOBase):
 
     def close(self) -> None:
         self.tf.close()
+        for x in self.also:
+            x.close()
         super().close()
 
 
 def _member_stream(path: Path, member: tarfile.TarInfo) -> BinaryIO:
     return io.BufferedReader(_MemberStream(tarfile.open(path, "r:*"), member), buffer_size=1 << 20)
+
+
+def _streamed_member(path: Path, member: tarfile.TarInfo) -> BinaryIO:
+    """A member of a .tar.zst (only readable in order): the archive is
+    decompressed again, the members before it passed over."""
+    raw = _decompressor("zstd", open(path, "rb"))
+    tf = tarfile.open(fileobj=raw, mode="r|")
+    for m in tf:
+        if m.offset == member.offset:
+            return io.BufferedReader(_MemberStream(tf, m, (raw,)), buffer_size=1 << 20)
+        tf.members.clear()
+    tf.close()
+    raw.close()
+    raise InputError(f"{path}!{member.name}: not found again in the archive (did it change?)")
 
 
 def _zip_members(path: Path, display: str, warn: Callable[[str], None]) -> Iterator[FileRef]:
@@ -379,7 +521,11 @@ def discover(paths: list[str], warn: Callable[[str], None], *, hints: list[PathH
             files = sorted(x for x in _walk(p, warn) if x.is_file() and not x.is_symlink()
                            and os.path.realpath(x) not in skip and not _is_answer(x))
             for link in sorted(x for x in _walk(p, warn) if x.is_symlink()):
-                target = link.resolve()
+                try:
+                    target = link.resolve(strict=True)
+                except (RuntimeError, OSError) as exc:   # a loop (RuntimeError before 3.13), a dangling link
+                    warn(f"{link}: skipped: a symlink that leads nowhere ({exc})")
+                    continue
                 if not target.is_relative_to(p.resolve()):
                     warn(f"{link}: skipped: symlink points outside {arg}")
                 elif target.is_file():
@@ -409,3 +555,5 @@ def discover(paths: list[str], warn: Callable[[str], None], *, hints: list[PathH
                 warn(str(exc))
             except OSError as exc:
                 warn(f"{display}: cannot read: {exc.strerror or exc}")
+            except DATA_ERRORS as exc:   # damaged data met while listing an archive
+                warn(f"{display}: archive is damaged ({type(exc).__name__}: {exc}); the rest of it was not read")
