@@ -37,7 +37,6 @@ PLAUSIBLE = (pl.datetime(1990, 1, 1), pl.datetime(2100, 1, 1))
 ALL_ENVELOPES = [e.name for e in CATALOG.envelopes]
 
 
-CARRIED = sorted({c for p in CATALOG.patterns for c in (*p.carry, *p.end_carry)})
 
 
 def peels_to_blank(line: bytes) -> bool:
@@ -55,14 +54,6 @@ def peels_to_blank(line: bytes) -> bool:
         else:
             return False
     return False
-
-
-def first_cut(data: bytes) -> int:
-    """The engine calls a file CR-only when its first chunk has a CR and no
-    LF (crates/engine/src/lines.rs), so chunks are cut after the first LF
-    only (none without one); ingest's first chunk is 4 MB."""
-    nl = data.find(b"\n")
-    return len(data) if nl < 0 else nl + 1
 
 
 def parse(data: bytes, cuts: list[int], envelopes: list[str] | None = None) -> tuple[pl.DataFrame | None, dict]:
@@ -116,17 +107,14 @@ def check(data: bytes, cuts: list[int]) -> None:
                     else:                      # its lines, in order, out of the span
                         it = iter(span)
                         assert all(any(x == y for y in it) for x in raw.split("\n")), (a, b, raw[:200])
-        if cuts and max(map(len, lines), default=0) <= MAX_LINE:   # see test_known_overlong_lines_*
+        if cuts:
             whole, stats = parse(data, [], ALL_ENVELOPES)
-            chunked, cstats = parse(data, [c for c in cuts if c >= first_cut(data)], ALL_ENVELOPES)
+            chunked, cstats = parse(data, cuts, ALL_ENVELOPES)
             assert cstats == stats, (cstats, stats)
             if whole is None:
                 assert chunked is None
             else:
-                # Carried identity (kubectl describe's Namespace: ...) stops at a
-                # batch boundary: test_known_carry_stops_at_a_batch_boundary.
-                assert chunked is not None and chunked.drop(CARRIED).equals(whole.drop(CARRIED)), \
-                    "chunk boundaries changed the events"
+                assert chunked is not None and chunked.equals(whole), "chunk boundaries changed the events"
     except BaseException:
         save_failure("lines", data)
         raise
@@ -146,46 +134,37 @@ def test_fuzz_line_parser(data, at):
     check(data, [int(f * len(data)) for f in at])
 
 
-# Known, in the engine's framing (crates/engine/src/lines.rs), found by the
-# fuzzing above; strict: they fail loudly once the engine is fixed, and
-# then the exclusions above go. A complete line over max_line is decoded
-# whole, then cut at max_line characters; a line still open at the end of
-# a chunk is cut at max_line bytes before it is decoded: the kept text and
-# the file's counts differ with where the chunk ended.
-@pytest.mark.xfail(strict=True, reason="engine: over-long line cut differs across chunks (lines.rs)")
-def test_known_overlong_lines_keep_a_trailing_cr_only_when_whole():
+# Found by the fuzzing above, in the engine's framing and batching, and fixed
+# (crates/engine/src/lines.rs, blocks.rs, events.rs): each failed before.
+def test_an_overlong_line_is_cut_the_same_whole_or_in_chunks():
     data = b"x" * (MAX_LINE - 1) + b"\r" + b"y" * 100 + b"\nafter\n"
     a, _ = parse(data, [], ALL_ENVELOPES)
     b, _ = parse(data, [MAX_LINE + 10], ALL_ENVELOPES)
     assert a["raw"].to_list() == b["raw"].to_list()
 
 
-@pytest.mark.xfail(strict=True, reason="engine: over-long line's bad bytes counted only when whole (lines.rs)")
-def test_known_overlong_lines_count_bad_bytes_only_when_whole():
+def test_an_overlong_lines_bad_bytes_count_the_same_whole_or_in_chunks():
     data = b"x" * (MAX_LINE + 10) + b"\x00\xff" + b"\nafter\n"
     _, a = parse(data, [], ALL_ENVELOPES)
     _, b = parse(data, [MAX_LINE + 5], ALL_ENVELOPES)
     assert a == b
 
 
-@pytest.mark.xfail(strict=True, reason="engine: CR-only is decided on the first chunk (lines.rs)")
-def test_known_cr_only_is_decided_on_the_first_chunk():
+def test_cr_only_is_decided_the_same_whatever_the_first_chunk():
     data = b"a\rb\rc\nd\n"
     _, a = parse(data, [], ALL_ENVELOPES)
     _, b = parse(data, [2], ALL_ENVELOPES)
     assert a == b
 
 
-@pytest.mark.xfail(strict=True, reason="engine: carried identity is not kept across batches (events::carry)")
-def test_known_carry_stops_at_a_batch_boundary():
+def test_carried_identity_runs_across_a_batch_boundary():
     data = b"Namespace:      ml\nLabels: a\nLabels: b\n"
     a, _ = parse(data, [], ALL_ENVELOPES)
     b, _ = parse(data, [19], ALL_ENVELOPES)
     assert a["namespace"].to_list() == b["namespace"].to_list()
 
 
-@pytest.mark.xfail(strict=True, reason="engine: an interleaved block open at a batch end is cut (lib.rs carry)")
-def test_known_interleaved_block_is_cut_at_a_batch_boundary():
+def test_an_interleaved_block_is_whole_across_a_batch_boundary():
     """Found by the fuzzing: a traceback frame, another rank's frame, the
     first one's caret line; a batch ending after the caret line splits
     the first traceback in two events."""

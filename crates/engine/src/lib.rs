@@ -145,7 +145,7 @@ impl FileParser {
     /// Whether the lines queued hold the whole head that `peel::sniff`
     /// reads, so that the envelopes do not depend on how the file was chunked.
     fn head_known(&self) -> bool {
-        self.queued.iter().filter(|l| !l.text.trim().is_empty()).take(peel::SNIFF_LINES).count() >= peel::SNIFF_LINES
+        peel::head_len(self.queued.iter().map(|l| l.text.as_str())).1
     }
 
     fn pick_envelopes(&mut self, lines: &[Line]) {

@@ -41,10 +41,32 @@ impl Peeled {
     }
 }
 
-/// File-scoped envelopes that match most (SNIFF_SHARE) of the first
-/// SNIFF_LINES non-blank lines of a file.
-pub fn sniff<'a, I: Iterator<Item = &'a str>>(cat: &Catalog, lines: I) -> Vec<usize> {
-    let head: Vec<&str> = lines.filter(|l| !l.trim().is_empty()).take(SNIFF_LINES).collect();
+/// The head of a file that `sniff` reads: its first SNIFF_LINES non-blank
+/// lines, or fewer when they would pass SNIFF_BYTES (a file of 1 MB lines).
+pub const SNIFF_BYTES: usize = 256 << 10;
+
+/// How many of `lines` make the head, and whether the head is complete
+/// (false: more lines could still belong to it).
+pub fn head_len<'a, I: Iterator<Item = &'a str>>(lines: I) -> (usize, bool) {
+    let (mut n, mut taken, mut bytes) = (0usize, 0usize, 0usize);
+    for l in lines {
+        if taken == SNIFF_LINES || bytes >= SNIFF_BYTES {
+            return (n, true);
+        }
+        n += 1;
+        bytes += l.len() + 1;
+        if !l.trim().is_empty() {
+            taken += 1;
+        }
+    }
+    (n, taken == SNIFF_LINES || bytes >= SNIFF_BYTES)
+}
+
+/// File-scoped envelopes that match most (SNIFF_SHARE) of the non-blank
+/// lines of the file's head (`head_len`).
+pub fn sniff<'a, I: Iterator<Item = &'a str> + Clone>(cat: &Catalog, lines: I) -> Vec<usize> {
+    let (n, _) = head_len(lines.clone());
+    let head: Vec<&str> = lines.take(n).filter(|l| !l.trim().is_empty()).collect();
     if head.is_empty() {
         return vec![];
     }
