@@ -16,6 +16,8 @@ progress AS (
            epoch(ts) AS t
     FROM timed
     WHERE (kind = 'progress' OR (kind IS NULL AND severity IN ('info', 'debug', 'notice')))
+      -- (exact and cheap: the regexp needs `tep` or `iter`, and no letter of them has another case-folding)
+      AND (message ILIKE '%tep%' OR message ILIKE '%iter%')
       AND regexp_matches(message, '(?i)\b(?:global[_ ])?(?:step|iter|iteration)\s*[=:#]?\s*\[?\d+')
 ),
 progress_first AS (   -- the first line of each step per rank (a rank may print a step twice)

@@ -1,23 +1,62 @@
 -- name: hot_events
 -- kind: align
 -- params: none (reads temp view aligned_events)
--- returns: the few aligned events any detector of queries/detect/ looks at (causes, symptoms,
---   lifecycle, launcher reports, watchdog / barrier / srun / Xid / node / rendezvous lines), so
---   that detectors scan thousands of rows, not the whole store. ranktrace.correlate materialises
---   it once per diagnose as temp table hot_events; detectors with `-- scope: all` read
---   aligned_events instead (plain symptoms can be millions of lines: they are aggregated there). A detector that needs a new kind of line adds its prefilter here.
+-- returns: the few aligned events the detectors of queries/detect/ look at one by one, so that
+--   they scan thousands of rows, not the whole store: the union of their own prefilters (each
+--   term below is one detector's WHERE, or a condition every row of it meets). ranktrace.correlate
+--   makes it once per diagnose as temp view hot_events; the filter reads only columns that
+--   identity and clock leave as they are, so it runs on `events` before them. Detectors with
+--   `-- scope: all` read aligned_events instead, those that need every line read the groups of
+--   event_groups.sql. A detector that reads a new kind of line adds its prefilter here
+--   (tests/correlate/test_hot_events.py checks that every detector finds the same rows in both).
 SELECT * FROM aligned_events
-WHERE role IN ('cause', 'lifecycle')
+WHERE role IN ('cause', 'symptom')                          -- first_cause, first_symptom, the cascade
    OR kind IN ('worker_failed', 'failure_summary', 'sigterm_sent', 'signal_received', 'task_exit', 'step_cancelled',
-               'hang_report', 'rdzv_join', 'rdzv_complete', 'store_unreachable', 'node_failure')
+               'hang_report', 'rdzv_join', 'rdzv_complete', 'rdzv_timeout', 'store_unreachable', 'node_failure')
+   -- named_ranks
+   OR message LIKE '%monitoredBarrier%' OR message LIKE '%from rank%' OR message LIKE '%from  rank%'
+   OR message LIKE '%faulty rank%' OR message LIKE '%check rank%'
+   -- node_events: its case-insensitive regexp's words ('%' also stands for the one letter, s,
+   -- that has a second case-folding: U+017F)
+   OR message ILIKE '%node failure on %' OR message ILIKE '%on failed node %' OR message ILIKE '%not re%ponding%'
+   OR message ILIKE '%nodenotready%'
+   -- rendezvous
+   OR message LIKE '%min_nodes%' OR message LIKE '%max_nodes%' OR message LIKE '%nnodes%'
+   OR message LIKE '%NodeList=%' OR message LIKE '%SLURM_JOB_NODELIST%' OR message LIKE '%SLURM_NODELIST%'
+   OR message LIKE '%Rendezvous%' OR message LIKE '%rendezvous%'
+   -- task_exits
+   OR raw LIKE '%srun: error:%task%'
+   -- watchdog
    OR message LIKE '%SeqNum=%'
-   OR message LIKE '%monitoredBarrier%' OR message LIKE '%faulty rank%' OR message LIKE '%check rank%'
-   OR (message LIKE '%rank%' AND message LIKE '%from%')
-   OR raw LIKE '%srun: error:%'
-   OR raw LIKE '%exitcode%' OR raw LIKE '%Root Cause%' OR raw LIKE '%Failures:%'
-   OR regexp_matches(left(raw, 24), '^\s*(time|host|rank|exitcode)\s*:')
-   OR message LIKE '%Xid%'
-   OR message ILIKE '%node%' AND (message ILIKE '%fail%' OR message ILIKE '%not responding%' OR message LIKE '%NotReady%')
-   OR message ILIKE '%rendezvous%' OR message LIKE '%min_nodes%' OR message LIKE '%max_nodes%'
-   OR message ILIKE '%nnodes%' OR message LIKE '%NodeList%' OR message LIKE '%NODELIST%'
-   OR raw LIKE '%local_ranks=[%' OR raw LIKE '%global_ranks=[%'
+   -- worker_exits (also read for the identity links of the launchers' exit reports)
+   OR message LIKE '%failed (exitcode:%local_rank:%'
+   OR (raw LIKE '%exitcode%' AND raw LIKE '%local_rank%' AND raw LIKE '%host%' AND raw LIKE '%time%')
+   OR (NOT contains(raw, chr(10)) AND (raw LIKE '%Root Cause (first observed failure)%' OR raw LIKE '%Failures:%'
+                                       -- (its first byte is one the regexp can start with: cheap, exact)
+                                       OR ((starts_with(raw, 't') OR starts_with(raw, 'h') OR starts_with(raw, 'r')
+                                            OR starts_with(raw, 'e') OR starts_with(raw, ' ') OR starts_with(raw, chr(9))
+                                            OR starts_with(raw, chr(10)) OR starts_with(raw, chr(12)) OR starts_with(raw, chr(13)))
+                                           AND regexp_matches(raw, '^\s*(time|host|rank|exitcode)\s*:'))))
+   -- xid
+   OR message LIKE '%Xid (PCI:%'
+   -- controlplane
+   OR starts_with(kind, 'etcd_') OR starts_with(kind, 'apiserver_')
+   OR ((message ILIKE '%status%' OR message ILIKE '%lease%')
+       AND regexp_matches(message, 'Error updating node status|Unable to update node status|Failed to update lease|(?i:failed to (?:update|patch) status for pod)'))
+   -- gang
+   OR message LIKE '%Restart Count:%' OR message ILIKE '%back-off%restarting failed container%'
+   OR message LIKE '%is restarting because%' OR (((message >= '0' AND message < ':') OR (message >= 'a' AND message < '{'))   -- its first byte, a '/': exact
+                                               AND contains(message, '/')
+                                               AND regexp_matches(message, '^[a-z0-9][a-z0-9.-]*\s+\d+/\d+\s+\S+\s+\d+'))
+   -- stranded
+   OR message LIKE '%Successfully assigned%' OR message LIKE '%Started container%'
+   OR message LIKE '%FailedScheduling%' OR message LIKE '%nodes are available%' OR message LIKE '%UnexpectedAdmissionError%'
+   OR message LIKE '%tasks in gang unschedulable%' OR message LIKE '%PodsReady timeout%'
+   OR message LIKE '%Not all pods are ready or succeeded%' OR message LIKE '%couldn''t assign flavors%'
+   OR message LIKE '%insufficient unused quota%'
+   -- topology
+   OR format = 'slurm_topology' OR message LIKE '%topology%'
+   -- allocation (its NCCL communicator sizes come from the groups)
+   OR raw LIKE '%gres/gpu%' OR raw LIKE '%nvidia.com/gpu%' OR raw LIKE '%world_size%'
+   OR raw LIKE '%WORLD_SIZE%' OR raw LIKE '%PET_NNODES%' OR raw LIKE '%NumNodes=%'
+   OR raw LIKE '%#SBATCH%' OR raw LIKE '%TresPerNode=%' OR raw LIKE '%local_ranks=[%'

@@ -1,7 +1,6 @@
 -- name: allocation
 -- kind: detector
--- scope: all
--- params: none (reads temp view aligned_events)
+-- params: none (reads temp view aligned_events, or hot_events; aligned_groups for nccl_nranks)
 -- returns: what the logs say about the job's size, one row per statement: what, value (int),
 --   host, pod, ats, file, line, format. what is one of
 --   slurm_gpus     the job's GPUs from Slurm's TRES (scontrol show job TRES=/AllocTRES=, sacct
@@ -18,7 +17,7 @@
 WITH s AS (
     SELECT event_id, ats, host, pod, file, line, format, step_id, raw, message FROM aligned_events
     WHERE raw LIKE '%gres/gpu%' OR raw LIKE '%nvidia.com/gpu%' OR raw LIKE '%world_size%'
-       OR raw LIKE '%WORLD_SIZE%' OR raw LIKE '%nranks %' OR raw LIKE '%PET_NNODES%' OR raw LIKE '%NumNodes=%'
+       OR raw LIKE '%WORLD_SIZE%' OR raw LIKE '%PET_NNODES%' OR raw LIKE '%NumNodes=%'
        OR raw LIKE '%#SBATCH%' OR raw LIKE '%TresPerNode=%' OR raw LIKE '%local_ranks=[%'
 )
 SELECT * FROM (
@@ -49,9 +48,9 @@ SELECT 'world_size', TRY_CAST(regexp_extract(raw, '(?:\bworld_size[=:]\s*|global
        host, pod, ats, file, line, format
 FROM s WHERE regexp_matches(raw, '(?:\bworld_size[=:]\s*|global_world_sizes=\[|\bWORLD_SIZE[=:]\s*)\d+')
 UNION ALL
-SELECT 'nccl_nranks', TRY_CAST(regexp_extract(message, '\bnranks (\d+)', 1) AS INTEGER),
-       host, pod, ats, file, line, format
-FROM s WHERE regexp_matches(message, '\bnranks \d+')
+-- (from the groups of lines, queries/align/event_groups.sql: its largest per group and where)
+SELECT 'nccl_nranks', nranks, host, pod, CASE WHEN first_ats IS NOT NULL THEN nranks_at.t - shift END, file, nranks_at.l, format
+FROM aligned_groups WHERE nranks IS NOT NULL
 UNION ALL
 SELECT 'ranks_on_node', len(string_split(regexp_extract(raw, 'local_ranks=\[([\d, ]*)\]', 1), ',')),
        host, pod, ats, file, line, format

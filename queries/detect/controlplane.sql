@@ -1,6 +1,5 @@
 -- name: controlplane
 -- kind: detector
--- scope: all
 -- params: none (reads temp view aligned_events)
 -- returns: control-plane trouble and what it did to nodes and pods, one row per line:
 --   what = etcd (kinds etcd_*: slow fdatasync, slow apply/read, leader changes, peers lost, failed

@@ -1,6 +1,5 @@
 -- name: first_symptom
 -- kind: detector
--- scope: all
 -- params: none (reads temp view aligned_events)
 -- returns: per culprit (rank, else host+pid, else host): its first symptom line on the aligned
 --   clock (watchdog timeout, peer closed, NCCL error chain, store error), earliest first. Weak:

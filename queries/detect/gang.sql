@@ -1,7 +1,6 @@
 -- name: gang
 -- kind: detector
--- scope: all
--- params: none (reads temp view aligned_events)
+-- params: none (reads temp view aligned_events, or hot_events; aligned_groups for the container logs)
 -- returns: what the logs say about pods restarting (a broken gang: one worker pod restarted
 --   alone while its peers wait), one row per statement: what, pod, value, ats, host, file, line:
 --   restart_count  kubectl describe pod 'Restart Count: N' (pod carried from the describe header)
@@ -32,8 +31,8 @@ SELECT 'operator', NULL, TRY_CAST(regexp_extract(message, 'is restarting because
 FROM s WHERE regexp_matches(message, 'is restarting because \d+ \w+ replica\(s\) failed')
 UNION ALL
 SELECT 'container_log', regexp_extract(file, '(?:^|/)pods/[a-z0-9-]+_([a-z0-9.-]+)_[0-9a-f-]{8,}/[a-z0-9-]+/\d+\.log$', 1),
-       TRY_CAST(regexp_extract(file, '/(\d+)\.log$', 1) AS INTEGER), min(ats), any_value(host), file, min(line)
-FROM aligned_events
+       TRY_CAST(regexp_extract(file, '/(\d+)\.log$', 1) AS INTEGER), min(first_ats), any_value(host), file, min(min_line)
+FROM aligned_groups   -- every line of the file, in groups
 WHERE regexp_matches(file, '(?:^|/)pods/[a-z0-9-]+_[a-z0-9.-]+_[0-9a-f-]{8,}/[a-z0-9-]+/\d+\.log$')
 GROUP BY file
 ORDER BY what, pod, ats NULLS LAST, file, line

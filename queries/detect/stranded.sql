@@ -1,7 +1,6 @@
 -- name: stranded
 -- kind: detector
--- scope: all
--- params: none (reads temp view aligned_events)
+-- params: none (reads temp view aligned_events, or hot_events; aligned_groups for the pod logs)
 -- returns: placement of a job's pods, one row per statement: what, pod, node, value, total,
 --   ats, file, line, message:
 --   assigned     'Successfully assigned <ns>/<pod> to <node>' (kube-scheduler / Volcano Scheduled event)
@@ -42,7 +41,8 @@ SELECT 'pod_row', regexp_extract(message, '^([a-z0-9][a-z0-9.-]*)\s', 1),
        ats, file, line, regexp_extract(message, '^[a-z0-9][a-z0-9.-]*\s+\d+/\d+\s+(\S+)', 1)
 FROM s WHERE regexp_matches(message, '^[a-z0-9][a-z0-9.-]*\s+\d+/\d+\s+\S+\s+\d+(?: \([^)]*\))?\s+\S+\s+\S+\s+\S+')
 UNION ALL
-SELECT 'pod_log', pod, any_value(host), epoch(max(ats)) - epoch(min(ats)), CAST(count(rank) AS INTEGER), min(ats), min(file), min(line), NULL
-FROM aligned_events WHERE pod IS NOT NULL AND regexp_matches(file, '(?:^|/)pods/[^/]+/[^/]+/\d+\.log$')
+SELECT 'pod_log', pod, any_value(host), epoch(max(last_ats)) - epoch(min(first_ats)),
+       CAST(coalesce(sum(n) FILTER (WHERE rank IS NOT NULL), 0) AS INTEGER), min(first_ats), min(file), min(min_line), NULL
+FROM aligned_groups WHERE pod IS NOT NULL AND regexp_matches(file, '(?:^|/)pods/[^/]+/[^/]+/\d+\.log$')
 GROUP BY pod
 ORDER BY what, pod, ats NULLS LAST, file, line

@@ -1,6 +1,5 @@
 -- name: topology
 -- kind: detector
--- scope: all
 -- params: none (reads temp view aligned_events)
 -- returns: the network topology the logs show, one row per statement: source (slurm: a
 --   topology.conf or `scontrol show topology` line; k8s: a node topology label such as

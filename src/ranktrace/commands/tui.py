@@ -16,17 +16,35 @@ def cmd_tui(args) -> int:
     if not sys.stdout.isatty() and not args.force:
         print("ranktrace tui: needs a terminal (use `ranktrace diagnose` for plain output)", file=sys.stderr)
         return 2
-    try:
-        from ..tui.data import StoreData
-        store = StoreData(db)
-    except StoreError as exc:  # not a DuckDB file, not a ranktrace store, locked for writing
-        print(f"ranktrace tui: {exc}", file=sys.stderr)
-        return 2
-    # The first screen's summary is read while Textual loads and starts.
+    # The store is opened and the first screen's summary read while Textual loads (DuckDB
+    # works without the GIL: on a large store the two overlap).
     import threading
-    warm = threading.Thread(target=store.summary, name="warm-summary", daemon=True)
+    opened = threading.Event()
+    got: dict = {}
+
+    def warm_up() -> None:
+        try:
+            from ..tui.data import StoreData
+            got["store"] = StoreData(db)
+        except BaseException as exc:   # re-raised below, in the main thread
+            got["error"] = exc
+            return
+        finally:
+            opened.set()
+        try:
+            got["store"].summary()     # cached for the app; a failure there is the app's to report
+        except Exception:
+            pass
+    warm = threading.Thread(target=warm_up, name="warm-summary", daemon=True)
     warm.start()
     from ..tui.app import RanktraceApp  # textual is imported only here
+    opened.wait()
+    if "error" in got:
+        if isinstance(got["error"], StoreError):   # not a DuckDB file, not a ranktrace store, locked
+            print(f"ranktrace tui: {got['error']}", file=sys.stderr)
+            return 2
+        raise got["error"]
+    store = got["store"]
     app = RanktraceApp(str(db), store=store, warm=warm)
     try:
         app.run()

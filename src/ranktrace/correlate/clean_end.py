@@ -56,7 +56,7 @@ def no_failure_verdict(con, empty: dict, n_events: int) -> tuple[dict, list[dict
         missing.append("the end of the job: the launcher's or scheduler's final lines (torchrun agent, sacct/"
                        "scontrol state, kubectl describe) or every rank's last lines")
         return v, [], missing
-    hosts = {h for (h,) in con.execute("SELECT DISTINCT host FROM aligned_events WHERE host IS NOT NULL "
+    hosts = {h for (h,) in con.execute("SELECT DISTINCT host FROM aligned_groups WHERE host IS NOT NULL "
                                        "AND rank IS NOT NULL").fetchall()}
     ended = {r["host"] for r in ends if r["host"]}
     conf = 0.85
@@ -74,10 +74,11 @@ def coverage_caps(con, direct: bool, t_cause=None) -> list[tuple[float, str]]:
     excerpt with no times, one that starts after the first error, or one host's lines of a
     multi-host job cannot carry a confident verdict that rests on order or absence."""
     n, timed, hosts, ranks, first_role, first_ts = con.execute("""
-        SELECT count(*), count(ats), count(DISTINCT host), count(DISTINCT rank),
-               arg_min(role, struct_pack(t := ats, f := file, l := line)) FILTER (WHERE ats IS NOT NULL),
-               min(ats)
-        FROM aligned_events""").fetchone()
+        SELECT coalesce(sum(n), 0), coalesce(sum(n) FILTER (WHERE first_ats IS NOT NULL), 0),
+               count(DISTINCT host), count(DISTINCT rank),
+               arg_min(role, struct_pack(t := first_ats, f := file, l := first_line)) FILTER (WHERE first_ats IS NOT NULL),
+               min(first_ats)
+        FROM aligned_groups""").fetchone()   # groups of lines: queries/align/event_groups.sql
     caps: list[tuple[float, str]] = []
     if n and not timed:
         caps.append((0.6, "times: no line carries a time, so the order of failures is only the order of the lines"))

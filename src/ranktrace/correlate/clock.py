@@ -107,8 +107,33 @@ def estimate_offsets(con: duckdb.DuckDBPyConnection, offsets: dict[str, float] |
     return [out[h] for h in sorted(out)]
 
 
+ALIGNED_VIEW = """
+    CREATE OR REPLACE TEMP VIEW aligned_events{sfx} AS
+    SELECT e.*, coalesce(o.offset_s, 0.0) AS offset_s,
+           CASE WHEN e.ts >= TIMESTAMP '1990-01-01' AND e.ts < TIMESTAMP '2100-01-01'  -- a bogus year: untimed
+                THEN e.ts - to_microseconds(CAST(round(coalesce(o.offset_s, 0.0) * 1e6) AS BIGINT)) END AS ats,
+           e.ts_kind IN ('exact', 'local', 'year_inferred', 'envelope')
+               AND e.ts >= TIMESTAMP '1990-01-01' AND e.ts < TIMESTAMP '2100-01-01' AS ts_ok
+    FROM events_id{sfx} e LEFT JOIN clock_offsets o ON o.host = e.host
+"""
+
+# The groups of queries/align/event_groups.sql on the aligned clock: a group is one host, so its
+# times shift by the one offset of that host (first_ats = ats, the aligned first time; last_ats,
+# step_ats, start_ats), and ts_ok holds for every line of the group or for none.
+ALIGNED_GROUPS = """
+    CREATE OR REPLACE TEMP VIEW aligned_groups AS
+    SELECT e.* EXCLUDE (max_ts, step_ts, start_ts), e.ats AS first_ats,
+           CASE WHEN e.ats IS NOT NULL THEN e.max_ts - e.shift END AS last_ats,
+           CASE WHEN e.ats IS NOT NULL THEN e.step_ts - e.shift END AS step_ats,
+           CASE WHEN e.ats IS NOT NULL THEN e.start_ts - e.shift END AS start_ats
+    FROM (SELECT *, to_microseconds(CAST(round(offset_s * 1e6) AS BIGINT)) AS shift FROM aligned_events_g) e
+"""
+
+
 def create_aligned_view(con: duckdb.DuckDBPyConnection, clock: list[dict]) -> None:
-    """Temp view `aligned_events`: events_id + offset_s + ats (aligned time) + ts_ok."""
+    """Temp view `aligned_events`: events_id + offset_s + ats (aligned time) + ts_ok; the same
+    for the groups of queries/align/event_groups.sql (`aligned_groups`) and for the lines of
+    queries/align/hot_events.sql (`hot_events`)."""
     if not table_exists(con, "events_id"):
         from .identity import build_identity
         build_identity(con)
@@ -116,15 +141,24 @@ def create_aligned_view(con: duckdb.DuckDBPyConnection, clock: list[dict]) -> No
     if clock:
         con.executemany("INSERT INTO clock_offsets VALUES (?, ?, ?)",
                         [[c["host"], c["offset_s"], c["uncertainty_s"]] for c in clock])
-    con.execute("""
-        CREATE OR REPLACE TEMP VIEW aligned_events AS
-        SELECT e.*, coalesce(o.offset_s, 0.0) AS offset_s,
-               CASE WHEN e.ts >= TIMESTAMP '1990-01-01' AND e.ts < TIMESTAMP '2100-01-01'  -- a bogus year: untimed
-                    THEN e.ts - to_microseconds(CAST(round(coalesce(o.offset_s, 0.0) * 1e6) AS BIGINT)) END AS ats,
-               e.ts_kind IN ('exact', 'local', 'year_inferred', 'envelope')
-                   AND e.ts >= TIMESTAMP '1990-01-01' AND e.ts < TIMESTAMP '2100-01-01' AS ts_ok
-        FROM events_id e LEFT JOIN clock_offsets o ON o.host = e.host
-    """)
+    con.execute(ALIGNED_VIEW.format(sfx=""))
+    con.execute(ALIGNED_VIEW.format(sfx="_g"))
+    con.execute(ALIGNED_GROUPS)
+    _hot_events(con)
+
+
+def _hot_events(con: duckdb.DuckDBPyConnection) -> None:
+    """Temp view hot_events: the aligned events that pass the filter of queries/align/hot_events.sql.
+    The filter reads only columns identity and clock leave as they are, so it runs once on `events`
+    (temp table hot_src, one scan) and identity and clock then resolve only the rows a detector
+    reads (row by row, with the links of the whole store: the rows the whole view would give)."""
+    from .identity import base_views, events_views
+    where = sql_file("align/hot_events.sql").split("\nWHERE ", 1)[1]
+    con.execute("CREATE OR REPLACE TEMP TABLE hot_src AS SELECT * FROM events_keyed WHERE " + where)
+    base_views(con, "hot_src", "_h")
+    events_views(con, "_h")
+    con.execute(ALIGNED_VIEW.format(sfx="_h"))
+    con.execute("CREATE OR REPLACE TEMP VIEW hot_events AS SELECT * FROM aligned_events_h")
 
 
 def align(con: duckdb.DuckDBPyConnection, offsets: dict[str, float] | None = None) -> list[dict]:
@@ -135,6 +169,7 @@ def align(con: duckdb.DuckDBPyConnection, offsets: dict[str, float] | None = Non
     clock = estimate_offsets(con, offsets)
     create_aligned_view(con, clock)
     # launcher exit reports (Root Cause / Failures entries line by line) link host+pid to rank
-    add_links(con, rows(con, "SELECT DISTINCT host, rank, local_rank, pid FROM (" + sql_file("detect/worker_exits.sql")
+    add_links(con, rows(con, "SELECT DISTINCT host, rank, local_rank, pid FROM ("
+                   + sql_file("detect/worker_exits.sql").replace("aligned_events", "hot_events")
                    + ") WHERE host IS NOT NULL AND pid IS NOT NULL"), "launcher_exits")
     return clock

@@ -76,7 +76,7 @@ def _bootstrap(r: dict) -> bool:
 
 
 def _node_fault(con, host: str) -> bool:
-    return con.execute("SELECT count(*) FROM aligned_events WHERE host = ? AND role = 'cause' AND kind IN "
+    return con.execute("SELECT count(*) FROM aligned_groups WHERE host = ? AND role = 'cause' AND kind IN "
                        "(SELECT unnest(?))", [host, list(NODE_FAULTS)]).fetchone()[0] > 0
 
 

@@ -36,10 +36,10 @@ def gang(con, verdict: dict) -> dict | None:
     rs = query(con, "gang")
     if not rs:
         return None
-    known = {r["pod"] for r in rows(con, "SELECT DISTINCT pod FROM aligned_events WHERE pod IS NOT NULL")}
+    known = {r["pod"] for r in rows(con, "SELECT DISTINCT pod FROM aligned_groups WHERE pod IS NOT NULL")}
     pod_ranks: dict[str, set[int]] = defaultdict(set)
     pod_host: dict[str, str] = {}
-    for r in rows(con, "SELECT pod, rank, any_value(host) AS host FROM aligned_events WHERE pod IS NOT NULL "
+    for r in rows(con, "SELECT pod, rank, any_value(host) AS host FROM aligned_groups WHERE pod IS NOT NULL "
                        "GROUP BY pod, rank"):
         if r["rank"] is not None:
             pod_ranks[r["pod"]].add(r["rank"])
@@ -78,7 +78,7 @@ def gang(con, verdict: dict) -> dict | None:
     t_fail = _parse(verdict.get("time"))
     restart_at = min((p["restart_at"] for p in restarted.values() if p["restart_at"]), default=None)
     t_from = t_fail or restart_at
-    last = con.execute("SELECT max(ats) FROM aligned_events").fetchone()[0]
+    last = con.execute("SELECT max(last_ats) FROM aligned_groups").fetchone()[0]
     # each waiting rank: its next line after the restart (the watchdog), if any; the lines it was
     # still writing when the first failure happened (its own step) are not a sign of life
     quiet_ref = restart_at or (t_from + dt.timedelta(seconds=5) if t_from else None)

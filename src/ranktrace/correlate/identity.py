@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import duckdb
 
-from .util import has_columns, rows, table_exists
+from .util import columns, has_columns, rows, sql_file, table_exists
 
 ID_COLS = ("host", "rank", "local_rank", "pid", "pod", "container", "gpu", "job_id", "step_id")
+# every column of a line that the identity views read (event_groups.sql groups by them)
+KEY_COLS = ID_COLS + ("file_id", "file", "format", "task", "srun_lbl", "srun_rank")
 
 # A Root Cause / Failures entry, as one multi-line block or text.
 ENTRY_RE = (r"host\s*:\s*(?P<host>\S+)\s+rank\s*:\s*(?P<rank>\d+)\s*\(local_rank:\s*(?P<local_rank>\d+)\)"
@@ -43,7 +45,7 @@ def link_sources(con: duckdb.DuckDBPyConnection) -> list[str]:
     qs = []
     nn = " + ".join(f"(CASE WHEN {c} IS NULL THEN 0 ELSE 1 END)" for c in ID_COLS)
     qs.append(_sel("events", **{c: c for c in ID_COLS}) +
-              f" FROM (SELECT DISTINCT {', '.join(ID_COLS)} FROM events_base WHERE {nn} >= 2)")
+              f" FROM (SELECT DISTINCT {', '.join(ID_COLS)} FROM events_base_g WHERE {nn} >= 2)")
     # torchrun agent: "failed (exitcode: 1) local_rank: 1 (pid: 7261)"
     qs.append(_sel("agent_failed", host="host", local_rank="m.local_rank", pid="m.pid") +
               f" FROM (SELECT host, regexp_extract(message, '{AGENT_FAILED_RE}', ['exitcode','local_rank','pid']) AS m"
@@ -56,9 +58,16 @@ def link_sources(con: duckdb.DuckDBPyConnection) -> list[str]:
               f" LATERAL (SELECT regexp_extract(s, '{ENTRY_RE}', ['host','rank','local_rank','exitcode','pid']) AS m)")
     # NCCL comm init: rank + cuda device / bus id, host and pid from the event
     if has_columns(con, "nccl_comm", "rank"):
-        gpu = "coalesce(CAST(f.cuda_dev AS VARCHAR), e.gpu)" if has_columns(con, "nccl_comm", "cuda_dev") else "e.gpu"
-        qs.append(_sel("nccl_comm", host="e.host", rank="f.rank", pid="e.pid", gpu=gpu) +
-                  " FROM nccl_comm f JOIN events_base e USING (event_id) WHERE f.rank IS NOT NULL")
+        # one link per distinct (communicator rank, device, line identity), not per comm-init line
+        # (hundreds of thousands with NCCL_DEBUG=INFO): the maps count distinct values only
+        dev = "CAST(f.cuda_dev AS VARCHAR)" if has_columns(con, "nccl_comm", "cuda_dev") else "CAST(NULL AS VARCHAR)"
+        keys = ", ".join(f"e.{c}" for c in KEY_COLS)
+        con.execute(f"CREATE OR REPLACE TEMP TABLE nccl_keys AS SELECT DISTINCT f.rank AS nccl_rank, {dev} AS nccl_dev, "
+                    f"{keys} FROM nccl_comm f JOIN events_keyed e USING (event_id) "
+                    "WHERE f.rank IS NOT NULL")
+        base_views(con, "nccl_keys", "_n")
+        qs.append(_sel("nccl_comm", host="host", rank="nccl_rank", pid="pid", gpu="coalesce(nccl_dev, gpu)") +
+                  " FROM events_base_n")
     return qs
 
 
@@ -104,77 +113,102 @@ def srun_runs_agents(con) -> bool:
             LIMIT 1)""").fetchone()[0] > 0
 
 
+# The rank of a line that came through an srun --label stream of torchrun agents: its inner
+# `[rankN]:` prefix (the label itself is the agent's task index).
+SRUN_RANK = (r"TRY_CAST(nullif(regexp_extract(raw, '^\s*\d+:\s+(?:\[default\d+\]:)?\[rank(\d+)\]:', 1), '') "
+             "AS INTEGER)")
+
+
+def events_with_keys(con) -> str:
+    """A SELECT of `events` with the columns the identity views read beside the line's own:
+    srun_lbl (the line came through an srun --label stream that carries torchrun agents),
+    srun_rank (the rank of its inner `[rankN]:` prefix) and task; constants when srun runs no
+    agents (then no line is reread). Temp view events_keyed, the source of base_views()."""
+    agents, has_task = con.execute("SELECT agents, has_task FROM id_mode").fetchone()
+    cols = "*" if has_task else "*, CAST(NULL AS INTEGER) AS task"
+    if not agents:
+        return f"SELECT {cols}, CAST(NULL AS BOOLEAN) AS srun_lbl, CAST(NULL AS INTEGER) AS srun_rank FROM events"
+    return f"SELECT {cols}, (envelopes LIKE 'srun_label%') AS srun_lbl, {SRUN_RANK} AS srun_rank FROM events"
+
+
+def base_views(con, src: str, sfx: str) -> None:
+    """Temp views events_base0{sfx}, events_base1{sfx}, events_base{sfx} over relation `src`
+    (events, or groups / a subset of them with the same identity columns plus srun_lbl,
+    srun_rank, task): the srun label reinterpreted, the pod from its log path, the node from
+    the pod. Row by row: each row's result depends on its own columns and on the temp tables
+    build_base made from the whole store, so a subset gives the rows the whole would."""
+    agents = con.execute("SELECT agents FROM id_mode").fetchone()[0]
+    if not agents:
+        con.execute(f"CREATE OR REPLACE TEMP VIEW events_base0{sfx} AS "
+                    f"SELECT * EXCLUDE (srun_lbl, srun_rank), CAST(NULL AS INTEGER) AS srun_task FROM {src}")
+    else:
+        con.execute(f"""
+            CREATE OR REPLACE TEMP VIEW events_base0{sfx} AS
+            SELECT e.* EXCLUDE (srun_lbl, srun_rank) REPLACE (
+                       CASE WHEN e.srun_lbl THEN e.srun_rank ELSE e.rank END AS rank,
+                       CASE WHEN e.srun_lbl THEN coalesce(e.host, lh.host) ELSE e.host END AS host),
+                   CASE WHEN e.srun_lbl THEN coalesce(e.task, e.rank) END AS srun_task
+            FROM {src} e LEFT JOIN srun_label_host lh ON e.srun_lbl AND lh.task = coalesce(e.task, e.rank)
+        """)
+    con.execute(f"""
+        CREATE OR REPLACE TEMP VIEW events_base1{sfx} AS
+        SELECT e.* REPLACE (coalesce(e.pod, nullif(regexp_extract(e.file, '{POD_PATH_RE}', 1), ''),
+                                     CASE WHEN e.format LIKE 'kube%' THEN fp.pod END) AS pod)
+        FROM events_base0{sfx} e LEFT JOIN file_pod fp ON fp.file_id = e.file_id
+    """)
+    if sfx == "_g":   # the node of a pod, from every group (= every line) that names both
+        con.execute("""
+            CREATE OR REPLACE TEMP TABLE pod_host AS
+            SELECT pod, any_value(host) AS host FROM (SELECT DISTINCT pod, host FROM events_base1_g
+                                                      WHERE pod IS NOT NULL AND host IS NOT NULL)
+            GROUP BY pod HAVING count(*) = 1
+        """)
+    con.execute(f"""
+        CREATE OR REPLACE TEMP VIEW events_base{sfx} AS
+        SELECT e.* REPLACE (coalesce(e.host, ph.host) AS host)
+        FROM events_base1{sfx} e LEFT JOIN pod_host ph ON e.host IS NULL AND ph.pod = e.pod
+    """)
+
+
 def build_base(con: duckdb.DuckDBPyConnection) -> None:
     """Temp view `events_base`: events with the srun label reinterpreted when srun runs
     torchrun agents (label -> task index -> node via `srun: error: NODE: task T`; the rank
-    from the inner `[rankN]:` prefix or from (node, local_rank) later)."""
+    from the inner `[rankN]:` prefix or from (node, local_rank) later). Also temp table
+    `event_groups` (queries/align/event_groups.sql, the one pass over every line) and its
+    view `events_base_g`."""
     con.execute("CREATE OR REPLACE TEMP TABLE srun_label_host (task INTEGER, host VARCHAR)")
-    if not srun_runs_agents(con):
-        con.execute("CREATE OR REPLACE TEMP VIEW events_base0 AS SELECT *, CAST(NULL AS INTEGER) AS srun_task "
-                    "FROM events")
-        _pod_host(con)
-        return
-    from .hostlist import expand_ranges
-    pairs: dict[int, set] = {}
-    for node, rng in con.execute(r"""
-            SELECT regexp_extract(raw, 'srun: error: ([^:\s]+): tasks? ([0-9][0-9,\- ]*):', 1),
-                   replace(regexp_extract(raw, 'srun: error: ([^:\s]+): tasks? ([0-9][0-9,\- ]*):', 2), ' ', '')
-            FROM events WHERE raw LIKE '%srun: error:%task%'""").fetchall():
-        try:
-            for t in expand_ranges(rng):
-                pairs.setdefault(t, set()).add(node)
-        except ValueError:
-            continue
-    uniq = [[t, next(iter(h))] for t, h in pairs.items() if len(h) == 1 and next(iter(h))]
-    if uniq:
-        con.executemany("INSERT INTO srun_label_host VALUES (?, ?)", uniq)
+    agents = srun_runs_agents(con)
     # Stores of schema 1 have no task column: the label was in rank there.
-    task = "coalesce(e.task, e.rank)" if con.execute(
-        "SELECT count(*) FROM information_schema.columns WHERE table_name = 'events' AND column_name = 'task'"
-    ).fetchone()[0] else "e.rank"
-    con.execute(r"""
-        CREATE OR REPLACE TEMP VIEW events_base0 AS
-        SELECT e.* REPLACE (
-                   CASE WHEN e.envelopes LIKE 'srun_label%'
-                        THEN TRY_CAST(nullif(regexp_extract(e.raw, '^\s*\d+:\s+(?:\[default\d+\]:)?\[rank(\d+)\]:', 1), '')
-                                      AS INTEGER)
-                        ELSE e.rank END AS rank,
-                   CASE WHEN e.envelopes LIKE 'srun_label%' THEN coalesce(e.host, lh.host) ELSE e.host END AS host),
-               CASE WHEN e.envelopes LIKE 'srun_label%' THEN {task} END AS srun_task
-        FROM events e LEFT JOIN srun_label_host lh ON e.envelopes LIKE 'srun_label%' AND lh.task = {task}
-    """.replace("{task}", task))
-    _pod_host(con)
-
-
-POD_PATH_RE = r"/pods/[a-z0-9-]+_([a-z0-9.-]+)_[0-9a-f-]{8,}/[a-z0-9-]+/\d+\.log"
-
-
-def _pod_host(con) -> None:
-    """events_base: the pod from a kubelet pod-log path when the event has none, and the node
-    from the pod when one node is known for it (kubectl get pods -o wide / describe)."""
+    has_task = "task" in columns(con, "events")
+    con.execute("CREATE OR REPLACE TEMP TABLE id_mode AS SELECT ? AS agents, ? AS has_task", [agents, has_task])
+    if agents:
+        from .hostlist import expand_ranges
+        pairs: dict[int, set] = {}
+        for node, rng in con.execute(r"""
+                SELECT regexp_extract(raw, 'srun: error: ([^:\s]+): tasks? ([0-9][0-9,\- ]*):', 1),
+                       replace(regexp_extract(raw, 'srun: error: ([^:\s]+): tasks? ([0-9][0-9,\- ]*):', 2), ' ', '')
+                FROM events WHERE raw LIKE '%srun: error:%task%'""").fetchall():
+            try:
+                for t in expand_ranges(rng):
+                    pairs.setdefault(t, set()).add(node)
+            except ValueError:
+                continue
+        uniq = [[t, next(iter(h))] for t, h in pairs.items() if len(h) == 1 and next(iter(h))]
+        if uniq:
+            con.executemany("INSERT INTO srun_label_host VALUES (?, ?)", uniq)
     # a kubectl describe / get file about one pod: its lines are about that pod
     con.execute("""
         CREATE OR REPLACE TEMP TABLE file_pod AS
         SELECT file_id, any_value(pod) AS pod FROM events
         WHERE pod IS NOT NULL AND format LIKE 'kube%' GROUP BY file_id HAVING count(DISTINCT pod) = 1
     """)
-    con.execute(f"""
-        CREATE OR REPLACE TEMP VIEW events_base1 AS
-        SELECT e.* REPLACE (coalesce(e.pod, nullif(regexp_extract(e.file, '{POD_PATH_RE}', 1), ''),
-                                     CASE WHEN e.format LIKE 'kube%' THEN fp.pod END) AS pod)
-        FROM events_base0 e LEFT JOIN file_pod fp ON fp.file_id = e.file_id
-    """)
-    con.execute("""
-        CREATE OR REPLACE TEMP TABLE pod_host AS
-        SELECT pod, any_value(host) AS host FROM (SELECT DISTINCT pod, host FROM events_base1
-                                                  WHERE pod IS NOT NULL AND host IS NOT NULL)
-        GROUP BY pod HAVING count(*) = 1
-    """)
-    con.execute("""
-        CREATE OR REPLACE TEMP VIEW events_base AS
-        SELECT e.* REPLACE (coalesce(e.host, ph.host) AS host)
-        FROM events_base1 e LEFT JOIN pod_host ph ON e.host IS NULL AND ph.pod = e.pod
-    """)
+    con.execute("CREATE OR REPLACE TEMP VIEW events_keyed AS " + events_with_keys(con))
+    con.execute("CREATE OR REPLACE TEMP TABLE event_groups AS " + sql_file("align/event_groups.sql"))
+    base_views(con, "event_groups", "_g")   # makes pod_host
+    base_views(con, "events_keyed", "")
+
+
+POD_PATH_RE = r"/pods/[a-z0-9-]+_([a-z0-9.-]+)_[0-9a-f-]{8,}/[a-z0-9-]+/\d+\.log"
 
 
 def build_identity(con: duckdb.DuckDBPyConnection) -> None:
@@ -186,7 +220,8 @@ def build_identity(con: duckdb.DuckDBPyConnection) -> None:
         con.executemany("INSERT INTO identity (host, rank, local_rank, source) VALUES (?, ?, ?, 'rendezvous')",
                         [[r["host"], r["rank"], r["local_rank"]] for r in rz])
     build_maps(con)
-    _events_view(con)
+    events_views(con, "")
+    events_views(con, "_g")
 
 
 def add_links(con: duckdb.DuckDBPyConnection, links: list[dict], source: str) -> None:
@@ -229,9 +264,11 @@ def build_maps(con: duckdb.DuckDBPyConnection) -> None:
     """)
 
 
-def _events_view(con: duckdb.DuckDBPyConnection) -> None:
-    con.execute("""
-        CREATE OR REPLACE TEMP VIEW events_id AS
+def events_views(con: duckdb.DuckDBPyConnection, sfx: str) -> None:
+    """Temp view events_id{sfx} over events_base{sfx}: missing rank / local_rank / host / gpu filled
+    from the links (row by row, like base_views)."""
+    con.execute(f"""
+        CREATE OR REPLACE TEMP VIEW events_id{sfx} AS
         WITH a AS (
             SELECT e.* EXCLUDE (rank, local_rank, host, gpu),
                    e.rank AS rank0, e.local_rank AS local_rank0, e.host AS host0, e.gpu AS gpu0,
@@ -239,7 +276,7 @@ def _events_view(con: duckdb.DuckDBPyConnection) -> None:
                    coalesce(e.rank, hp.rank, p.rank) AS rank1,
                    coalesce(e.local_rank, hp.local_rank, p.local_rank) AS local_rank1,
                    coalesce(e.gpu, hp.gpu) AS gpu
-            FROM events_base e
+            FROM events_base{sfx} e
             LEFT JOIN id_hostpid hp ON hp.host = e.host AND hp.pid = e.pid
             LEFT JOIN id_pid p ON e.host IS NULL AND p.pid = e.pid
         ), b AS (

@@ -48,7 +48,7 @@ def allocation(con) -> dict:
             by[r["what"]].append(r)
     seen = rows(con, "SELECT count(DISTINCT rank) AS ranks, count(DISTINCT host) FILTER (WHERE rank IS NOT NULL) "
                      "AS hosts, count(DISTINCT pod) FILTER (WHERE rank IS NOT NULL) AS pods "
-                     "FROM aligned_events")[0]
+                     "FROM aligned_groups")[0]
     world = max((r["value"] for r in by["world_size"] + by["nccl_nranks"]), default=None)
     ranks = world or seen["ranks"] or None
     nodes = max((r["value"] for r in by["slurm_nodes"]), default=None) or max(seen["hosts"], seen["pods"]) or None
@@ -95,7 +95,7 @@ def impact(con, verdict: dict) -> dict | None:
     kind = verdict.get("kind")
     if kind in (None, "none"):
         return None
-    first, last = con.execute("SELECT min(ats), max(ats) FROM aligned_events").fetchone()
+    first, last = con.execute("SELECT min(first_ats), max(last_ats) FROM aligned_groups").fetchone()
     t0 = _parse(verdict.get("time"))
     from_basis = "the first failure (verdict time)"
     if kind in NEVER_STARTED or t0 is None:

@@ -62,14 +62,14 @@ def topology(con, doc: dict) -> dict | None:
     leaf_of, parent_of = tables(con)
     if not leaf_of:
         return None
-    job = sorted(r["host"] for r in rows(con, "SELECT DISTINCT host FROM aligned_events WHERE host IS NOT NULL "
+    job = sorted(r["host"] for r in rows(con, "SELECT DISTINCT host FROM aligned_groups WHERE host IS NOT NULL "
                                               "AND rank IS NOT NULL"))
     if has_columns(con, "slurm_job_state", "nodelist"):   # the job's allocation, when Slurm reports it
         for r in rows(con, "SELECT DISTINCT nodelist FROM slurm_job_state WHERE nodelist IS NOT NULL "
                            "AND nodelist <> 'None assigned'"):
             job = sorted(set(job) | set(_expand(r["nodelist"])))
     if not job:   # no rank names its host: the job's nodes are the ones the logs name that have a leaf
-        job = sorted(r["host"] for r in rows(con, "SELECT DISTINCT host FROM aligned_events WHERE host IS NOT NULL")
+        job = sorted(r["host"] for r in rows(con, "SELECT DISTINCT host FROM aligned_groups WHERE host IS NOT NULL")
                      if r["host"] in leaf_of)
     nodes = {h: {"leaf": leaf_of.get(h), "spine": parent_of.get(leaf_of.get(h) or "")} for h in job}
     leaves = sorted({n["leaf"] for n in nodes.values() if n["leaf"]})
@@ -78,7 +78,7 @@ def topology(con, doc: dict) -> dict | None:
     failing |= {h["host"] for h in doc.get("hypotheses") or []
                 if h.get("host") and h.get("kind") in NODE_KINDS and (h.get("score") or 0) >= 0.5}
     # hosts whose own lines say the node, its GPU or its network failed (node-level causes)
-    failing |= {r["host"] for r in rows(con, "SELECT DISTINCT e.host FROM aligned_events e LEFT JOIN kinds k USING (kind) "
+    failing |= {r["host"] for r in rows(con, "SELECT DISTINCT e.host FROM aligned_groups e LEFT JOIN kinds k USING (kind) "
                                              "WHERE e.role = 'cause' AND e.host IS NOT NULL AND coalesce(k.failure, e.kind) IN "
                                              "('node_failure', 'gpu_fault', 'network_error')")}
     failing = sorted(h for h in failing if h in leaf_of)

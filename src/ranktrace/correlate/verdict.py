@@ -189,7 +189,7 @@ def _event_rows(con, ids: list[int]) -> dict[int, dict]:
 def _cascade(con, t0, exclude_rank, exclude_host) -> list[dict]:
     q = """
         WITH s AS (
-            SELECT event_id, ats, host, rank, kind, file, line, message FROM aligned_events
+            SELECT event_id, ats, host, rank, kind, file, line, message FROM hot_events
             WHERE role = 'symptom' AND (CAST($t0 AS TIMESTAMP) IS NULL OR ats IS NULL
                                         OR ats >= CAST($t0 AS TIMESTAMP) - INTERVAL 2 SECOND)
         ), f AS (   -- first symptom per (host, rank): an aggregate, cheap on millions of lines
@@ -267,7 +267,7 @@ def next_steps(kind: str, v: dict, job_id: str | None, extra: dict) -> list[str]
 # ---------------------------------------------------------------- main entry
 
 def _failure_seen(con) -> bool:
-    return con.execute("SELECT count(*) FROM aligned_events WHERE role IN ('cause', 'symptom') "
+    return con.execute("SELECT count(*) FROM aligned_groups WHERE role IN ('cause', 'symptom') "
                        "OR (severity IN ('error', 'critical') AND role <> 'info')").fetchone()[0] > 0
 
 
@@ -287,7 +287,6 @@ def diagnose(con: duckdb.DuckDBPyConnection, *, offsets: dict[str, float] | None
     only temp tables/views are created). Extra keys: missing, next_steps, identity."""
     ensure_kind_catalog(con)
     clock = align(con, offsets)
-    con.execute("CREATE OR REPLACE TEMP TABLE hot_events AS " + sql_file("align/hot_events.sql"))
     findings = run_all(con)
     for f in findings:
         _complete(con, f)
@@ -408,7 +407,7 @@ def diagnose(con: duckdb.DuckDBPyConnection, *, offsets: dict[str, float] | None
             v["confidence"] = min(v["confidence"], 0.6)
             missing.append("who: no line names the process, pod or node that failed")
         if rank_level and v["rank"] is None and v["pid"] is None and v["pod"] is None:
-            n_ranks = con.execute("SELECT count(DISTINCT rank) FROM aligned_events WHERE rank IS NOT NULL "
+            n_ranks = con.execute("SELECT count(DISTINCT rank) FROM aligned_groups WHERE rank IS NOT NULL "
                                   + ("AND (host = ? OR host IS NULL)" if v["host"] else ""), [v["host"]] if v["host"] else []
                                   ).fetchone()[0]
             if n_ranks > 1:

@@ -14,6 +14,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.css.query import NoMatches
+from textual.lazy import Lazy
 from textual.message import Message
 from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
 
@@ -141,10 +142,11 @@ class RanktraceApp(App):
                 with Horizontal(id="bottom"):
                     yield EventList(self.store, id="events")
                     yield DetailPane(self.store, id="detail")
+            # the tabs not on the first screen are mounted after it is drawn
             with TabPane("Evidence", id="tab-evidence"):
-                yield EvidenceView(self.store, id="evidence")
+                yield Lazy(EvidenceView(self.store, id="evidence"))
             with TabPane("SQL", id="tab-sql"):
-                yield SqlConsole(self.store, id="sql")
+                yield Lazy(SqlConsole(self.store, id="sql"))
         yield FilterBar(placeholder="sev:error role:cause kind:… host:… rank:N text   (Enter applies, Esc closes)",
                         id="filter", disabled=True)
         yield Footer()
@@ -194,7 +196,10 @@ class RanktraceApp(App):
         tl = self.query_one(Timeline)
         if msg.phase == 2:
             self.query_one(VerdictHeader).show_verdict(self.store, sm.counts)
-            self.query_one(EvidenceView).refresh_verdict()
+            try:
+                self.query_one(EvidenceView).refresh_verdict()
+            except NoMatches:
+                pass   # not mounted yet (Lazy): its on_mount shows the verdict
         tl.set_model(sm.lanes, sm.extent, sm.incident, sm.first_failure, self.store.culprit(),
                      self.store.cascade_keys())
         if sm.extent is None:

@@ -45,7 +45,7 @@ def watchdog(con) -> list[Finding]:
     for r in rs:
         by_pg[r["pg"]].append(r)
     known_ranks = {r[0] for r in con.execute(
-        "SELECT DISTINCT rank FROM aligned_events WHERE rank IS NOT NULL AND ts_ok").fetchall()}
+        "SELECT DISTINCT rank FROM aligned_groups WHERE rank IS NOT NULL AND ts_ok").fetchall()}
     for pg, lst in sorted(by_pg.items(), key=lambda kv: str(kv[0])):
         # desync: different ops at one seq
         ops_at: dict[int, dict] = defaultdict(dict)

@@ -13,11 +13,12 @@ from .base import Finding, query
 def job_started(con):
     """Aligned time of the first sign that the job assembled (progress line or worker start
     after a completed rendezvous), else None."""
+    # groups of lines (queries/align/event_groups.sql): start_ats is the first line of no kind that
+    # says `step N` / `iter N`
     r = con.execute("""
-        SELECT min(ats) FROM aligned_events
-        WHERE ats IS NOT NULL AND (kind IN ('progress', 'rdzv_complete', 'comm_init')
-                         OR (kind IS NULL AND rank IS NOT NULL
-                             AND regexp_matches(message, '(?i)\\b(?:step|iter|iteration)\\s*[=:#]?\\s*\\d+')))
+        SELECT min(CASE WHEN kind IN ('progress', 'rdzv_complete', 'comm_init') THEN first_ats
+                        WHEN kind IS NULL AND rank IS NOT NULL THEN start_ats END)
+        FROM aligned_groups WHERE first_ats IS NOT NULL
     """).fetchone()
     return r[0] if r else None
 
@@ -67,7 +68,7 @@ def rendezvous(con) -> list[Finding]:
                                                   "WHERE TRY_CAST(min_nodes AS BIGINT) IS NOT NULL").fetchall()]
     need = max(counts) if counts else None
     present = {h for (h,) in con.execute(
-        "SELECT DISTINCT host FROM aligned_events WHERE host IS NOT NULL").fetchall()}
+        "SELECT DISTINCT host FROM aligned_groups WHERE host IS NOT NULL").fetchall()}
     joined = {r["host"] for r in rs if r["what"] in ("joined", "rdzv_timeout", "rdzv_complete", "store_fail") and r["host"]}
     seen = joined or present
     ev = [fails[0]["event_id"]] + [r["event_id"] for r in rs if r["what"] in ("nodelist", "min_nodes", "nnodes")][:2]

@@ -321,16 +321,18 @@ class EvidenceView(Vertical):
         yield DataTable(id="evi", cursor_type="row")
 
     def on_mount(self) -> None:
-        h = self.query_one("#hyp", DataTable)
-        h.add_columns("score", "kind", "host", "rank", "why")
-        e = self.query_one("#evi", DataTable)
-        e.add_columns("time", "role", "where", "text")
         self.refresh_verdict()
 
     def refresh_verdict(self) -> None:
         v = self.store.verdict or {}
         h = self.query_one("#hyp", DataTable)
         e = self.query_one("#evi", DataTable)
+        # the columns are added by the first call, from on_mount or from the app (the view is mounted
+        # after the first screen: the app may hand it the verdict before its own on_mount ran)
+        if not h.columns:
+            h.add_columns("score", "kind", "host", "rank", "why")
+        if not e.columns:
+            e.add_columns("time", "role", "where", "text")
         h.clear()
         e.clear()
         for x in v.get("hypotheses") or []:
@@ -387,12 +389,13 @@ class SqlConsole(Vertical):
         super().__init__(**kw)
         self.store = store
         self.limit = limit
-        self.canned = store.canned_queries()
+        self.canned: list = []   # read in compose: the console is mounted after the first screen
         self.running = False
         self.show_timing = True   # the snapshot tests turn it off
         self.result: QueryResult | None = None
 
     def compose(self) -> ComposeResult:
+        self.canned = self.store.canned_queries()
         opts = [(f"{q.name} — {q.description}"[:80], i) for i, q in enumerate(self.canned)]
         with Horizontal(id="sql-bar"):
             yield Select(opts, prompt="canned queries" if opts else "no canned queries in queries/canned/",

@@ -1,0 +1,127 @@
+"""diagnose reads two small relations instead of every line: hot_events (the lines the
+detectors look at one by one, queries/align/hot_events.sql) and aligned_groups (every line in
+groups, queries/align/event_groups.sql). On sample bundles of every family they must give
+what the whole aligned view gives: each detector the same rows, each per-rank / per-host
+summary the same values as the same summary computed line by line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from ranktrace.correlate.clock import align
+from ranktrace.correlate.detectors.base import query
+from ranktrace.correlate.util import ensure_kind_catalog, sql_file, sql_header
+from ranktrace.ingest.pipeline import ingest
+from ranktrace.resources import data_dir
+
+REPO = Path(__file__).resolve().parents[2]
+BUNDLES = ["demo_sigkill_4node", "k8s_controlplane_etcd_slow", "k8s_gang_partial_restart",
+           "k8s_volcano_stranded_gpus", "slurm_node_failure_topology", "slurm_torchrun_sigkill_skew",
+           "torchrun_hang_skew", "torchrun_rdzv_missing_node", "slurm_oom_cgroup"]
+TRUTH_FILES = {"truth.json", "expected_verdict.json", "README.md"}
+DETECT = sorted(p.stem for p in (data_dir("queries") / "detect").glob("*.sql"))
+
+# The per-line formulations of the summaries that now read groups: the oracle.
+PER_LINE = {
+    "rank_activity": r"""
+        WITH ev AS (
+            SELECT event_id, host, rank, ats, ts_ok, role, file, line,
+                   CASE WHEN (kind = 'progress' OR (kind IS NULL AND severity IN ('info', 'debug', 'notice')))
+                              AND regexp_matches(message, '(?i)\b(?:global[_ ])?(?:step|iter|iteration)\s*[=:#]?\s*\[?\d+')
+                        THEN TRY_CAST(regexp_extract(message, '(?i)\b(?:global[_ ])?(?:step|iter|iteration)\s*[=:#]?\s*\[?(\d+)', 1) AS BIGINT)
+                   END AS step
+            FROM aligned_events WHERE rank IS NOT NULL)
+        SELECT host, rank, min(ats) FILTER (WHERE ts_ok) AS first_ats, max(ats) FILTER (WHERE ts_ok) AS last_ats,
+               max(ats) FILTER (WHERE ts_ok AND step IS NOT NULL) AS last_progress_ats, max(step) AS last_step,
+               last(event_id ORDER BY ats, file DESC, line) FILTER (WHERE ts_ok AND ats IS NOT NULL) AS last_event_id,
+               count(*) FILTER (WHERE role = 'cause') AS n_cause, count(*) FILTER (WHERE role = 'symptom') AS n_symptom,
+               count(*) AS n
+        FROM ev GROUP BY host, rank ORDER BY rank, host""",
+    "host_activity": """
+        SELECT host, min(ats) FILTER (WHERE ts_ok) AS first_ats, max(ats) FILTER (WHERE ts_ok) AS last_ats,
+               count(*) FILTER (WHERE role = 'cause') AS n_cause, count(*) FILTER (WHERE role = 'symptom') AS n_symptom,
+               count(*) FILTER (WHERE kind IN ('worker_failed', 'failure_summary', 'sigterm_sent', 'task_exit', 'signal_received')
+                                  OR message LIKE '%failed (exitcode:%' OR message LIKE '%closing signal SIGTERM%') AS n_teardown,
+               count(DISTINCT rank) AS n_ranks, count(*) AS n
+        FROM aligned_events WHERE host IS NOT NULL GROUP BY host ORDER BY host""",
+    "progress_spans": """
+        SELECT host, rank, count(*) AS n, min(ats) AS first_ats, max(ats) AS last_ats FROM aligned_events
+        WHERE kind = 'progress' AND ats IS NOT NULL GROUP BY host, rank ORDER BY host NULLS LAST, rank NULLS LAST""",
+    "job_started": r"""
+        SELECT min(ats) FROM aligned_events
+        WHERE ats IS NOT NULL AND (kind IN ('progress', 'rdzv_complete', 'comm_init')
+                                   OR (kind IS NULL AND rank IS NOT NULL
+                                       AND regexp_matches(message, '(?i)\b(?:step|iter|iteration)\s*[=:#]?\s*\d+')))""",
+    "coverage": """
+        SELECT count(*), count(ats), count(DISTINCT host), count(DISTINCT rank),
+               arg_min(role, struct_pack(t := ats, f := file, l := line)) FILTER (WHERE ats IS NOT NULL), min(ats),
+               max(ats), count(DISTINCT pod) FILTER (WHERE rank IS NOT NULL)
+        FROM aligned_events""",
+    "nccl_nranks": r"""
+        SELECT TRY_CAST(regexp_extract(message, '\bnranks (\d+)', 1) AS INTEGER) AS value, host, pod, ats, file, line, format
+        FROM aligned_events WHERE raw LIKE '%nranks %' AND regexp_matches(message, '\bnranks \d+')
+        QUALIFY row_number() OVER (ORDER BY value DESC NULLS LAST, file, line) = 1""",
+}
+FROM_GROUPS = {
+    "rank_activity": sql_file("detect/rank_activity.sql"),
+    "host_activity": sql_file("detect/host_activity.sql"),
+    "progress_spans": sql_file("detect/progress_spans.sql"),
+    "job_started": """
+        SELECT min(CASE WHEN kind IN ('progress', 'rdzv_complete', 'comm_init') THEN first_ats
+                        WHEN kind IS NULL AND rank IS NOT NULL THEN start_ats END)
+        FROM aligned_groups WHERE first_ats IS NOT NULL""",
+    "coverage": """
+        SELECT sum(n), sum(n) FILTER (WHERE first_ats IS NOT NULL), count(DISTINCT host), count(DISTINCT rank),
+               arg_min(role, struct_pack(t := first_ats, f := file, l := first_line)) FILTER (WHERE first_ats IS NOT NULL),
+               min(first_ats), max(last_ats), count(DISTINCT pod) FILTER (WHERE rank IS NOT NULL)
+        FROM aligned_groups""",
+    "nccl_nranks": """
+        SELECT value, host, pod, ats, file, line, format FROM (
+        """ + sql_file("detect/allocation.sql").replace("aligned_events", "hot_events") + """
+        ) WHERE what = 'nccl_nranks'""",
+}
+
+
+@pytest.fixture(scope="module", params=BUNDLES)
+def con(request, tmp_path_factory, catalog):
+    import os
+    b = REPO / "sample_logs" / request.param
+    files = sorted(str(p.relative_to(b.parent)) for p in b.rglob("*") if p.is_file() and p.name not in TRUTH_FILES)
+    db = str(tmp_path_factory.mktemp(request.param) / "s.duckdb")
+    cwd = os.getcwd()
+    os.chdir(b.parent)
+    try:
+        ingest(files, db, catalog)
+    finally:
+        os.chdir(cwd)
+    c = duckdb.connect(db, read_only=True)
+    ensure_kind_catalog(c)
+    align(c)
+    yield c
+    c.close()
+
+
+def _rows(con, sql):
+    return sorted(map(repr, con.execute(sql).fetchall()))
+
+
+def test_hot_events_are_the_aligned_events_that_pass_the_filter(con):
+    where = sql_file("align/hot_events.sql").split("\nWHERE ", 1)[1]
+    assert _rows(con, "SELECT * FROM hot_events") == _rows(con, "SELECT * FROM aligned_events WHERE " + where)
+
+
+@pytest.mark.parametrize("name", DETECT)
+def test_every_detector_finds_in_hot_events_what_it_finds_in_all_events(con, name):
+    text = sql_file(f"detect/{name}.sql")
+    if sql_header(text).get("scope") == "all" or "aligned_events" not in text:
+        pytest.skip("reads the whole view or only the groups")
+    hot = query(con, name)   # what diagnose runs: the file over hot_events
+    assert sorted(map(repr, (tuple(r.values()) for r in hot))) == _rows(con, text)
+
+
+@pytest.mark.parametrize("name", sorted(PER_LINE))
+def test_summaries_from_groups_equal_the_summaries_line_by_line(con, name):
+    assert _rows(con, FROM_GROUPS[name]) == _rows(con, PER_LINE[name])
