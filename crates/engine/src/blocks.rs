@@ -63,7 +63,7 @@ pub fn find(cat: &Catalog, lines: &[Peeled], stream: &[u32]) -> (Vec<u32>, Vec<u
     }
     for (bi, b) in cat.blocks.iter().enumerate() {
         let starts: Vec<bool> =
-            (0..n).map(|i| may[i * nb + bi] && block[i] == NO_BLOCK && b.start.is_match(lines[i].body())).collect();
+            (0..n).map(|i| may[i * nb + bi] && block[i] == NO_BLOCK && b.start.is_match(lines[i].body(), lines[i].ascii)).collect();
         if !starts.iter().any(|&s| s) {
             continue; // no free start line for this kind
         }
@@ -78,7 +78,8 @@ pub fn find(cat: &Catalog, lines: &[Peeled], stream: &[u32]) -> (Vec<u32>, Vec<u
             let free = block[i] == NO_BLOCK;
             let s = starts[i];
             let body = lines[i].body();
-            let cont = || free && !s && !prev_end[st] && b.cont.is_match(body);
+            let ascii = lines[i].ascii;
+            let cont = || free && !s && !prev_end[st] && b.cont.is_match(body, ascii);
             match seg[st] {
                 Some((head, len)) if cont() => {
                     seg[st] = Some((head, len + 1));
@@ -95,7 +96,7 @@ pub fn find(cat: &Catalog, lines: &[Peeled], stream: &[u32]) -> (Vec<u32>, Vec<u
                     }
                 }
             }
-            prev_end[st] = seg[st].is_some() && free && b.end.as_ref().map_or(false, |r| r.is_match(body));
+            prev_end[st] = seg[st].is_some() && free && b.end.as_ref().map_or(false, |r| r.is_match(body, ascii));
         }
     }
     (block, start_of)
@@ -112,7 +113,7 @@ pub fn open_start(cat: &Catalog, lines: &[Peeled], stream: &[u32], block: &[u32]
         .filter(|&&i| block[i] != NO_BLOCK)
         .filter(|&&i| {
             let b = &cat.blocks[block[i] as usize];
-            b.end.as_ref().map_or(true, |r| !r.is_match(lines[i].body()))
+            b.end.as_ref().map_or(true, |r| !r.is_match(lines[i].body(), lines[i].ascii))
         })
         .map(|&i| start_of[i])
         .min()

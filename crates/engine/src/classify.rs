@@ -54,10 +54,10 @@ fn default_kind(cat: &Catalog, src: Src) -> Option<usize> {
 }
 
 /// (rule index) of the first rule of the format that matches.
-fn first_rule(cat: &Catalog, f: usize, key: Option<&str>, message: &str, raw: &str) -> Option<usize> {
+fn first_rule(cat: &Catalog, f: usize, key: Option<&str>, message: &str, raw: &str, ascii: bool) -> Option<usize> {
     cat.formats[f].rules.iter().copied().find(|&ri| {
         let r = &cat.rules[ri];
-        (r.on.is_none() || r.on.as_deref() == key) && r.regex.is_match(if r.raw { raw } else { message })
+        (r.on.is_none() || r.on.as_deref() == key) && r.regex.is_match(if r.raw { raw } else { message }, ascii)
     })
 }
 
@@ -70,10 +70,10 @@ pub fn classify(cat: &Catalog, events: &[Event]) -> Vec<Class> {
             let f = format_of(cat, e.src);
             let rule = match f {
                 None => None,
-                Some(f) if cat.formats[f].raw_rules => first_rule(cat, f, src_key(cat, e.src), e.message(), &e.raw),
+                Some(f) if cat.formats[f].raw_rules => first_rule(cat, f, src_key(cat, e.src), e.message(), &e.raw, e.ascii),
                 Some(f) => *cache
                     .entry((e.src, e.message()))
-                    .or_insert_with(|| first_rule(cat, f, src_key(cat, e.src), e.message(), &e.raw)),
+                    .or_insert_with(|| first_rule(cat, f, src_key(cat, e.src), e.message(), &e.raw, e.ascii)),
             };
             let rule = rule.map(|r| &cat.rules[r]);
             let kind = rule.map(|r| r.kind).or_else(|| default_kind(cat, e.src));
@@ -104,12 +104,13 @@ fn typed(text: Option<&str>, t: FType) -> Val {
     }
 }
 
-fn row(cat: &Catalog, fi: usize, caps: &regex::Captures, event: usize) -> FactRow {
+/// A fact row from the groups of a match (`get`: group index -> span of `text`).
+fn row(cat: &Catalog, fi: usize, text: &str, get: impl Fn(usize) -> Option<(usize, usize)>, event: usize) -> FactRow {
     let fact = &cat.facts[fi];
     let table = &cat.tables[fact.table];
     let mut values = vec![Val::Null; table.cols.len()];
     for &(gi, ci) in &fact.cols {
-        values[ci] = typed(caps.get(gi).map(|m| m.as_str()), table.cols[ci].1);
+        values[ci] = typed(get(gi).map(|(a, b)| &text[a..b]), table.cols[ci].1);
     }
     FactRow { table: fact.table, event, values }
 }
@@ -130,13 +131,15 @@ pub fn facts(cat: &Catalog, events: &mut [Event]) -> Vec<FactRow> {
     // (fact, src, message) -> captured values of a message fact
     let mut cache: HashMap<(usize, Src, &str), Option<Vec<Val>>> = HashMap::default();
     let mut fills: Vec<(usize, usize, usize)> = Vec::new(); // (event, fact, row)
+    let mut locs: Vec<crate::rx::Locs> = cat.facts.iter().map(|f| f.regex.locations()).collect();
     for (ei, e) in events.iter().enumerate() {
         if !e.kept.is_empty() {
             for &fi in &cat.env_facts {
                 let col = cat.facts[fi].kept.unwrap();
                 if let Some((_, text)) = e.kept.iter().find(|(c, _)| *c == col) {
-                    if let Some(c) = cat.facts[fi].regex.captures(text) {
-                        out.push(row(cat, fi, &c, ei));
+                    if cat.facts[fi].regex.read(&mut locs[fi], text, e.ascii) {
+                        let l = &locs[fi];
+                        out.push(row(cat, fi, text, |g| l.get(g), ei));
                     }
                 }
             }
@@ -152,14 +155,20 @@ pub fn facts(cat: &Catalog, events: &mut [Event]) -> Vec<FactRow> {
                 continue;
             }
             if fact.multi {
-                for c in fact.regex.captures_iter(&e.raw) {
-                    out.push(row(cat, fi, &c, ei));
+                for c in fact.regex.all_captures(&e.raw, e.ascii) {
+                    out.push(row(cat, fi, &e.raw, |g| c.get(g).copied().flatten(), ei));
                 }
                 continue;
             }
-            let vals = cache
-                .entry((fi, e.src, e.message()))
-                .or_insert_with(|| fact.regex.captures(e.message()).map(|c| row(cat, fi, &c, 0).values));
+            let l = &mut locs[fi];
+            let vals = cache.entry((fi, e.src, e.message())).or_insert_with(|| {
+                let m = e.message();
+                if fact.regex.read(l, m, e.ascii) {
+                    Some(row(cat, fi, m, |g| l.get(g), 0).values)
+                } else {
+                    None
+                }
+            });
             if let Some(values) = vals {
                 if !fact.identity.is_empty() {
                     fills.push((ei, fi, out.len()));

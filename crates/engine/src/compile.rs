@@ -5,7 +5,7 @@ use crate::spec::*;
 use crate::timefmt::Layout;
 use memchr::memmem::Finder;
 use aho_corasick::{AhoCorasick, AhoCorasickKind};
-use regex::{Regex, RegexBuilder};
+use crate::rx::{Locs, Rx};
 use std::collections::HashMap;
 
 /// Which first bytes of a text a regex can start a match with. Bytes >= 0x80
@@ -47,8 +47,8 @@ fn ac(lits: &[String]) -> Result<AhoCorasick, String> {
     AhoCorasick::builder().kind(Some(AhoCorasickKind::DFA)).build(lits).map_err(|e| format!("literals: {e}"))
 }
 
-pub fn rx(pattern: &str, what: &str) -> Result<Regex, String> {
-    Regex::new(pattern).map_err(|e| format!("{what}: regex does not compile: {e}"))
+pub fn rx(pattern: &str, what: &str) -> Result<Rx, String> {
+    Rx::new(pattern, false, what)
 }
 
 /// Index standing for the tail group of a split regex (the text after the prefix).
@@ -56,7 +56,7 @@ pub const TAIL: usize = usize::MAX - 1;
 
 /// A regex as matched: whole, or split into its prefix and a tail group.
 pub struct Matcher {
-    pub regex: Regex,
+    pub regex: Rx,
     tail: Option<String>,
     pre: usize,
 }
@@ -87,7 +87,7 @@ impl Matcher {
     }
     /// Span of group `gi` after a successful captures_read on `text`.
     #[inline]
-    pub fn get(&self, locs: &regex::CaptureLocations, gi: usize, text: &str) -> Option<(usize, usize)> {
+    pub fn get(&self, locs: &Locs, gi: usize, text: &str) -> Option<(usize, usize)> {
         if gi == TAIL {
             locs.get(self.pre).map(|(_, e)| (e, text.len()))
         } else {
@@ -101,8 +101,8 @@ pub struct Group {
 }
 
 impl Group {
-    fn of(r: &Regex) -> Group {
-        Group { names: r.capture_names().enumerate().filter_map(|(i, n)| n.map(|n| (i, n.to_string()))).collect() }
+    fn of(r: &Rx) -> Group {
+        Group { names: r.unicode().capture_names().enumerate().filter_map(|(i, n)| n.map(|n| (i, n.to_string()))).collect() }
     }
     pub fn index(&self, name: &str) -> Option<usize> {
         self.names.iter().find(|(_, n)| n == name).map(|(i, _)| *i)
@@ -113,7 +113,7 @@ pub struct Envelope {
     pub name: String,
     pub file_scope: bool,
     /// the whole regex (sniffing tests it on raw lines)
-    pub regex: Regex,
+    pub regex: Rx,
     pub matcher: Matcher,
     pub first: FirstChars,
     pub literals: Vec<Finder<'static>>,
@@ -145,20 +145,20 @@ pub struct Pattern {
 pub struct Block {
     pub key: String,
     pub format: usize,
-    pub start: Regex,
+    pub start: Rx,
     /// whether `start` has literals (then it is tried only where one occurs)
     pub has_literal: bool,
-    pub cont: Regex,
-    pub end: Option<Regex>,
+    pub cont: Rx,
+    pub end: Option<Rx>,
     pub message_first: bool,
     pub max_lines: usize,
     pub kind: Option<usize>,
     pub program: Option<std::sync::Arc<str>>,
-    pub ts: Option<(Regex, usize, Layout)>,
+    pub ts: Option<(Rx, usize, Layout)>,
 }
 
 pub struct Rule {
-    pub regex: Regex,
+    pub regex: Rx,
     pub kind: usize,
     pub on: Option<String>,
     pub raw: bool,
@@ -175,7 +175,7 @@ pub enum FType {
 
 pub struct Fact {
     pub table: usize,
-    pub regex: Regex,
+    pub regex: Rx,
     pub on: Option<String>,
     pub multi: bool,
     /// None: reads the message; Some(kept column): an envelope's capture
@@ -228,7 +228,7 @@ pub struct Catalog {
     pub formats: Vec<Format>,
     /// pattern key -> (carried columns, ended columns)
     pub carry: HashMap<String, (Vec<usize>, Vec<usize>)>,
-    pub marker: Regex,
+    pub marker: Rx,
     /// index of the `program` identity column
     pub program_col: usize,
 }
@@ -428,11 +428,7 @@ impl Catalog {
         let mut env_facts = Vec::new();
         for f in &spec.facts {
             let w = format!("fact {} of {}", f.table, f.format);
-            let regex = if f.multi {
-                RegexBuilder::new(&f.regex).multi_line(true).build().map_err(|e| format!("{w}: {e}"))?
-            } else {
-                rx(&f.regex, &w)?
-            };
+            let regex = Rx::new(&f.regex, f.multi, &w)?;
             let t = tables.iter().position(|t| t.name == f.table).ok_or_else(|| format!("{w}: no table"))?;
             let g = Group::of(&regex);
             let cols: Vec<(usize, usize)> = g
@@ -490,7 +486,7 @@ impl Catalog {
             kinds,
             formats,
             carry,
-            marker: Regex::new(r"^\s*[\^~ ]*$").unwrap(),
+            marker: rx(r"^\s*[\^~ ]*$", "marker")?,
             program_col: spec.identity.iter().position(|c| c == "program").ok_or("catalog spec: no program column")?,
         })
     }

@@ -6,7 +6,7 @@ use crate::compile::Catalog;
 use crate::peel::{Peeled, MAX_ID};
 use std::sync::Arc;
 use crate::timefmt::{TsKind, Zoner};
-use regex::CaptureLocations;
+use crate::rx::Locs;
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub enum Src {
@@ -59,6 +59,8 @@ pub struct Event {
     pub end_line: i64,
     pub offset: i64,
     pub raw: String,
+    /// whether `raw` is ASCII
+    pub ascii: bool,
     /// the message: a span of `raw`
     pub message: (u32, u32),
     pub src: Src,
@@ -98,7 +100,7 @@ pub fn build(cat: &Catalog, mut lines: Vec<Peeled>, block: &[u32], start_of: &[u
              hints: &[Id], tz: &Zoner) -> Vec<Event> {
     let nid = cat.identity.len();
     let mut out: Vec<Event> = Vec::with_capacity(lines.len());
-    let mut locs: Vec<CaptureLocations> = cat.patterns.iter().map(|p| p.matcher.regex.capture_locations()).collect();
+    let mut locs: Vec<Locs> = cat.patterns.iter().map(|p| p.matcher.regex.locations()).collect();
     let mut lit_seen = vec![false; cat.n_literals];
     // Blocks: one event per (block, start, envelope identity), in order of first line.
     let mut groups: Vec<(usize, Vec<usize>)> = Vec::new(); // (first line index, members)
@@ -139,7 +141,7 @@ pub fn build(cat: &Catalog, mut lines: Vec<Peeled>, block: &[u32], start_of: &[u
 }
 
 #[allow(clippy::too_many_arguments)]
-fn line_event(cat: &Catalog, p: &mut Peeled, locs: &mut [CaptureLocations], lit_seen: &mut [bool],
+fn line_event(cat: &Catalog, p: &mut Peeled, locs: &mut [Locs], lit_seen: &mut [bool],
               hints: &[Id], tz: &Zoner, nid: usize) -> Event {
     let raw = std::mem::take(&mut p.raw);
     let p = &*p;
@@ -168,7 +170,7 @@ fn line_event(cat: &Catalog, p: &mut Peeled, locs: &mut [CaptureLocations], lit_
                     continue;
                 }
             }
-            if pat.matcher.regex.captures_read(&mut locs[pi], body).is_some() {
+            if pat.matcher.regex.read(&mut locs[pi], body, p.ascii) {
                 claimed = Some(pi);
                 break;
             }
@@ -179,6 +181,7 @@ fn line_event(cat: &Catalog, p: &mut Peeled, locs: &mut [CaptureLocations], lit_
         end_line: p.no,
         offset: p.offset,
         raw: String::new(),
+        ascii: p.ascii,
         message: p.body,
         src: Src::Raw,
         level: None,
@@ -240,7 +243,8 @@ fn block_event(cat: &Catalog, lines: &[Peeled], members: &[usize], bi: u32, hint
         at.push(raw.len() as u32);
         raw.push_str(&lines[i].raw);
     }
-    let said = (0..members.len()).rev().find(|&k| !cat.marker.is_match(lines[members[k]].body()));
+    let ascii = members.iter().all(|&i| lines[i].ascii);
+    let said = (0..members.len()).rev().find(|&k| !cat.marker.is_match(lines[members[k]].body(), lines[members[k]].ascii));
     let k = if b.message_first { 0 } else { said.unwrap_or(0) };
     let body = lines[members[k]].body;
     let message = (at[k] + body.0, at[k] + body.1);
@@ -254,9 +258,11 @@ fn block_event(cat: &Catalog, lines: &[Peeled], members: &[usize], bi: u32, hint
     }
     let (mut ts, mut ts_kind, mut ts_text) = (None, None, None);
     if let Some((re, gi, layout)) = &b.ts {
-        if let Some(t) = re.captures(&raw).and_then(|c| c.get(*gi)) {
-            ts_text = Some(t.as_str().to_string());
-            ts = layout.parse(t.as_str(), tz);
+        let mut l = re.locations();
+        if let Some((a, z)) = if re.read(&mut l, &raw, ascii) { l.get(*gi) } else { None } {
+            let t = &raw[a..z];
+            ts_text = Some(t.to_string());
+            ts = layout.parse(t, tz);
             ts_kind = Some(layout.kind);
         }
     }
@@ -265,6 +271,7 @@ fn block_event(cat: &Catalog, lines: &[Peeled], members: &[usize], bi: u32, hint
         end_line: last.no,
         offset: first.offset,
         raw,
+        ascii,
         message,
         src: Src::Block(bi),
         level: None,

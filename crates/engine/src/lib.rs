@@ -14,6 +14,7 @@ pub mod events;
 pub mod lines;
 pub mod out;
 pub mod peel;
+pub mod rx;
 pub mod spec;
 pub mod timefmt;
 
@@ -157,8 +158,7 @@ impl FileParser {
                 t = std::time::Instant::now();
             }
         };
-        let mut locs: Vec<regex::CaptureLocations> =
-            cat.envelopes.iter().map(|e| e.matcher.regex.capture_locations()).collect();
+        let mut locs: Vec<rx::Locs> = cat.envelopes.iter().map(|e| e.matcher.regex.locations()).collect();
         let mut peeled: Vec<Peeled> = batch
             .into_iter()
             .map(|l| peel::peel(&cat, &envs, &mut locs, l.no, l.offset, l.text, &self.tz))

@@ -4,6 +4,7 @@
 //! nothing closer to the message says otherwise (that is decided later).
 
 use crate::compile::{Catalog, Envelope};
+use crate::rx::Locs;
 use crate::timefmt::{TsKind, Zoner};
 
 pub const MAX_DEPTH: usize = 4;
@@ -20,6 +21,8 @@ pub struct Peeled {
     pub no: i64,
     pub offset: i64,
     pub raw: String,
+    /// whether `raw` is ASCII (the regexes' ASCII twins apply)
+    pub ascii: bool,
     pub body: Span,
     pub strong: [Option<Span>; MAX_ID],
     pub weak: [Option<Span>; MAX_ID],
@@ -53,7 +56,7 @@ pub fn sniff<'a, I: Iterator<Item = &'a str>>(cat: &Catalog, lines: I) -> Vec<us
         .enumerate()
         .filter(|(_, e)| e.file_scope)
         .filter(|(_, e)| {
-            let hits = head.iter().filter(|l| e.regex.is_match(l)).count();
+            let hits = head.iter().filter(|l| e.regex.is_match(l, l.is_ascii())).count();
             hits as f64 / head.len() as f64 >= SNIFF_SHARE
         })
         .map(|(i, _)| i)
@@ -66,12 +69,13 @@ fn candidate(env: &Envelope, body: &str) -> bool {
         && !env.deny.iter().any(|d| body.starts_with(d.as_str()))
 }
 
-pub fn peel(cat: &Catalog, envs: &[usize], locs: &mut [regex::CaptureLocations], no: i64, offset: i64, raw: String,
+pub fn peel(cat: &Catalog, envs: &[usize], locs: &mut [Locs], no: i64, offset: i64, raw: String,
             tz: &Zoner) -> Peeled {
     let mut p = Peeled {
         no,
         offset,
         body: (0, raw.len() as u32),
+        ascii: raw.is_ascii(),
         raw: String::new(),
         strong: [None; MAX_ID],
         weak: [None; MAX_ID],
@@ -88,7 +92,7 @@ pub fn peel(cat: &Catalog, envs: &[usize], locs: &mut [regex::CaptureLocations],
     p
 }
 
-fn peel_into(cat: &Catalog, envs: &[usize], locs: &mut [regex::CaptureLocations], raw: &str, p: &mut Peeled, tz: &Zoner) {
+fn peel_into(cat: &Catalog, envs: &[usize], locs: &mut [Locs], raw: &str, p: &mut Peeled, tz: &Zoner) {
     for _ in 0..MAX_DEPTH {
         let base = p.body.0;
         let body = &raw[p.body.0 as usize..p.body.1 as usize];
@@ -99,7 +103,7 @@ fn peel_into(cat: &Catalog, envs: &[usize], locs: &mut [regex::CaptureLocations]
                 continue;
             }
             let l = &mut locs[ei];
-            if env.matcher.regex.captures_read(l, body).is_none() {
+            if !env.matcher.regex.read(l, body, p.ascii) {
                 continue;
             }
             let l = &locs[ei];
