@@ -11,6 +11,7 @@ pub mod blocks;
 pub mod classify;
 pub mod compile;
 pub mod events;
+pub mod fasttime;
 pub mod lines;
 pub mod out;
 pub mod peel;

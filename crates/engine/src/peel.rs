@@ -13,6 +13,28 @@ pub const SNIFF_SHARE: f64 = 0.6;
 
 pub type Span = (u32, u32);
 
+/// The envelopes peeled off a line, outermost first (at most MAX_DEPTH).
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq, Hash)]
+pub struct Chain {
+    ids: [u16; MAX_DEPTH],
+    len: u8,
+}
+
+impl Chain {
+    fn push(&mut self, e: u16) {
+        self.ids[self.len as usize] = e;
+        self.len += 1;
+    }
+    #[inline]
+    pub fn as_slice(&self) -> &[u16] {
+        &self.ids[..self.len as usize]
+    }
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
 /// Identity columns a catalog may have (the spec's `identity`, checked at compile).
 pub const MAX_ID: usize = 16;
 
@@ -29,7 +51,7 @@ pub struct Peeled {
     pub env_ts: Option<i64>,
     pub env_ts_kind: Option<TsKind>,
     pub env_ts_text: Option<Span>,
-    pub envelopes: Vec<u16>,
+    pub envelopes: Chain,
     pub kept: Vec<(usize, Span)>,
 }
 
@@ -82,7 +104,7 @@ pub fn peel(cat: &Catalog, envs: &[usize], locs: &mut [Locs], no: i64, offset: i
         env_ts: None,
         env_ts_kind: None,
         env_ts_text: None,
-        envelopes: Vec::new(),
+        envelopes: Chain::default(),
         kept: Vec::new(),
     };
     if !envs.is_empty() {
