@@ -36,7 +36,8 @@ pub fn streams(cat: &Catalog, lines: &[Peeled]) -> Vec<u32> {
 
 /// For each line, the block kind that took it (NO_BLOCK) and the line index
 /// where its block starts.
-pub fn find(cat: &Catalog, lines: &[Peeled], stream: &[u32]) -> (Vec<u32>, Vec<usize>) {
+/// `hits`: the literals found in each line (`cat.literals.words` per line).
+pub fn find(cat: &Catalog, lines: &[Peeled], stream: &[u32], hits: &[u64]) -> (Vec<u32>, Vec<usize>) {
     let n = lines.len();
     let mut block = vec![NO_BLOCK; n];
     let mut start_of = vec![usize::MAX; n];
@@ -45,17 +46,19 @@ pub fn find(cat: &Catalog, lines: &[Peeled], stream: &[u32]) -> (Vec<u32>, Vec<u
     }
     let n_streams = stream.iter().copied().max().map_or(0, |m| m as usize + 1);
     // Which block kinds a line can start: the kinds without a literal, and
-    // those whose literal one pass of the start-literal automaton finds.
+    // those whose literal the line holds.
     let nb = cat.blocks.len();
     let mut may = vec![false; n * nb];
-    for (i, p) in lines.iter().enumerate() {
+    let w = cat.literals.words;
+    for i in 0..n {
         let row = &mut may[i * nb..(i + 1) * nb];
         for (bi, b) in cat.blocks.iter().enumerate() {
             row[bi] = !b.has_literal;
         }
-        if let Some((ac, admits)) = &cat.start_literals {
-            for m in ac.find_overlapping_iter(p.body()) {
-                for &bi in &admits[m.pattern().as_usize()] {
+        let found = &hits[i * w..(i + 1) * w];
+        for (l, admits) in &cat.start_literals {
+            if crate::literals::has(found, *l) {
+                for &bi in admits {
                     row[bi] = true;
                 }
             }

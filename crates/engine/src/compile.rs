@@ -4,7 +4,7 @@
 use crate::spec::*;
 use crate::timefmt::Layout;
 use memchr::memmem::Finder;
-use aho_corasick::{AhoCorasick, AhoCorasickKind};
+use crate::literals::Literals;
 use crate::rx::{Locs, Rx};
 use std::collections::HashMap;
 
@@ -40,11 +40,6 @@ impl FirstChars {
     pub fn set(&self) -> Option<&[bool; 129]> {
         self.0.as_ref()
     }
-}
-
-/// An automaton for many literals, as a DFA: one table step per byte.
-fn ac(lits: &[String]) -> Result<AhoCorasick, String> {
-    AhoCorasick::builder().kind(Some(AhoCorasickKind::DFA)).build(lits).map_err(|e| format!("literals: {e}"))
 }
 
 pub fn rx(pattern: &str, what: &str) -> Result<Rx, String> {
@@ -212,14 +207,13 @@ pub struct Catalog {
     pub envelopes: Vec<Envelope>,
     pub kept_cols: Vec<String>,
     pub patterns: Vec<Pattern>,
-    /// every pattern literal, found in one Aho-Corasick pass over a body
-    pub literals: Option<AhoCorasick>,
-    pub n_literals: usize,
+    /// the literals of patterns and block starts, found in one pass over a body
+    pub literals: Literals,
     /// first byte class (0..=128) of a body -> candidate patterns in precedence order
     pub by_first: Vec<Vec<usize>>,
     pub blocks: Vec<Block>,
-    /// the literals of block starts, and for each the blocks it admits
-    pub start_literals: Option<(AhoCorasick, Vec<Vec<usize>>)>,
+    /// the literals of block starts (ids in `literals`), and for each the blocks it admits
+    pub start_literals: Vec<(usize, Vec<usize>)>,
     pub rules: Vec<Rule>,
     pub facts: Vec<Fact>,
     pub env_facts: Vec<usize>,
@@ -347,11 +341,6 @@ impl Catalog {
                 matcher: g,
             });
         }
-        let literals = if lits.is_empty() {
-            None
-        } else {
-            Some(ac(&lits)?)
-        };
         let by_first = (0..129)
             .map(|c| (0..patterns.len()).filter(|&i| patterns[i].first.set().map_or(true, |t| t[c])).collect())
             .collect();
@@ -380,19 +369,20 @@ impl Catalog {
                 ts,
             });
         }
-        let mut slits: Vec<String> = Vec::new();
-        let mut admits: Vec<Vec<usize>> = Vec::new();
+        let mut start_literals: Vec<(usize, Vec<usize>)> = Vec::new();
         for (bi, b) in spec.blocks.iter().enumerate() {
             for l in b.start_literals.iter().flatten() {
-                let k = slits.iter().position(|x| x == l).unwrap_or_else(|| {
-                    slits.push(l.clone());
-                    admits.push(Vec::new());
-                    slits.len() - 1
+                let id = lits.iter().position(|x| x == l).unwrap_or_else(|| {
+                    lits.push(l.clone());
+                    lits.len() - 1
                 });
-                admits[k].push(bi);
+                match start_literals.iter_mut().find(|(i, _)| *i == id) {
+                    Some((_, bs)) => bs.push(bi),
+                    None => start_literals.push((id, vec![bi])),
+                }
             }
         }
-        let start_literals = if slits.is_empty() { None } else { Some((ac(&slits)?, admits)) };
+        let literals = Literals::new(&lits)?;
         let mut rules = Vec::new();
         for r in &spec.rules {
             let f = format_of(&r.format, &mut formats);
@@ -473,7 +463,6 @@ impl Catalog {
             severities,
             envelopes,
             kept_cols,
-            n_literals: lits.len(),
             literals,
             by_first,
             patterns,

@@ -108,12 +108,12 @@ fn typed_id(cat: &Catalog, c: usize, raw: &str, v: Id) -> Id {
 
 /// The events of a batch of peeled lines (all of them: the caller has
 /// already deferred the lines of a block left open).
-pub fn build(cat: &Catalog, mut lines: Vec<Peeled>, block: &[u32], start_of: &[usize],
+pub fn build(cat: &Catalog, mut lines: Vec<Peeled>, block: &[u32], start_of: &[usize], hits: &[u64],
              hints: &[Id], tz: &Zoner) -> Vec<Event> {
     let nid = cat.identity.len();
     let mut out: Vec<Event> = Vec::with_capacity(lines.len());
     let mut locs: Vec<Locs> = cat.patterns.iter().map(|p| p.matcher.regex.locations()).collect();
-    let mut lit_seen = vec![false; cat.n_literals];
+    let w = cat.literals.words;
     // Blocks: one event per (block, start, envelope identity), in order of first line.
     let mut groups: Vec<(usize, Vec<usize>)> = Vec::new(); // (first line index, members)
     {
@@ -147,36 +147,26 @@ pub fn build(cat: &Catalog, mut lines: Vec<Peeled>, block: &[u32], start_of: &[u
         if lines[i].body().trim().is_empty() {
             continue;
         }
-        out.push(line_event(cat, &mut lines[i], &mut locs, &mut lit_seen, hints, tz, nid));
+        out.push(line_event(cat, &mut lines[i], &mut locs, &hits[i * w..(i + 1) * w], hints, tz, nid));
     }
     out
 }
 
 #[allow(clippy::too_many_arguments)]
-fn line_event(cat: &Catalog, p: &mut Peeled, locs: &mut [Locs], lit_seen: &mut [bool],
+fn line_event(cat: &Catalog, p: &mut Peeled, locs: &mut [Locs], found: &[u64],
               hints: &[Id], tz: &Zoner, nid: usize) -> Event {
     let raw = std::mem::take(&mut p.raw);
     let (b0, b1) = (p.body.0 as usize, p.body.1 as usize);
     let body = &raw[b0..b1];
     // Candidates: the patterns that can start with the body's first
-    // character, and whose literal occurs in it (one Aho-Corasick pass, only
-    // when a candidate has a literal); the first that matches claims the line.
+    // character, and whose literal occurs in it (`found`: the literals of the
+    // body); the first that matches claims the line.
     let mut claimed: Option<usize> = None;
     if let Some(&b) = body.as_bytes().first() {
-        let mut lits_done = false;
         for &pi in &cat.by_first[if b < 128 { b as usize } else { 128 }] {
             let pat = &cat.patterns[pi];
             if let Some(ids) = &pat.literal_ids {
-                if !lits_done {
-                    lit_seen.iter_mut().for_each(|x| *x = false);
-                    if let Some(ac) = &cat.literals {
-                        for m in ac.find_overlapping_iter(body) {
-                            lit_seen[m.pattern().as_usize()] = true;
-                        }
-                    }
-                    lits_done = true;
-                }
-                if !ids.iter().any(|&l| lit_seen[l]) {
+                if !ids.iter().any(|&l| crate::literals::has(found, l)) {
                     continue;
                 }
             }

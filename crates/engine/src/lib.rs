@@ -13,6 +13,7 @@ pub mod compile;
 pub mod events;
 pub mod fasttime;
 pub mod lines;
+pub mod literals;
 pub mod out;
 pub mod peel;
 pub mod rx;
@@ -164,9 +165,14 @@ impl FileParser {
             .into_iter()
             .map(|l| peel::peel(&cat, &envs, &mut locs, l.no, l.offset, l.text, &self.tz))
             .collect();
+        let w = cat.literals.words;
+        let mut hits = vec![0u64; peeled.len() * w];
+        for (p, row) in peeled.iter().zip(hits.chunks_mut(w)) {
+            cat.literals.scan(p.body(), row);
+        }
         lap("peel");
         let stream = blocks::streams(&cat, &peeled);
-        let (block, start_of) = blocks::find(&cat, &peeled, &stream);
+        let (block, start_of) = blocks::find(&cat, &peeled, &stream, &hits);
         lap("blocks");
         let mut keep = peeled.len();
         if !last {
@@ -181,7 +187,7 @@ impl FileParser {
                     .collect();
             }
         }
-        let mut events = events::build(&cat, peeled, &block[..keep], &start_of[..keep], &self.hints, &self.tz);
+        let mut events = events::build(&cat, peeled, &block[..keep], &start_of[..keep], &hits[..keep * w], &self.hints, &self.tz);
         lap("extract");
         events::carry(&cat, &mut events);
         self.prev_ts = events::times(&mut events, self.prev_ts, &mut self.framer.stats.implausible);
