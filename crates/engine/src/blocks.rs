@@ -36,7 +36,8 @@ pub fn streams(cat: &Catalog, lines: &[Peeled]) -> Vec<u32> {
 
 /// For each line, the block kind that took it (NO_BLOCK) and the line index
 /// where its block starts.
-pub fn find(cat: &Catalog, lines: &[Peeled], stream: &[u32]) -> (Vec<u32>, Vec<usize>) {
+/// `hits`: the literals found in each line (`cat.literals.words` per line).
+pub fn find(cat: &Catalog, lines: &[Peeled], stream: &[u32], hits: &[u64]) -> (Vec<u32>, Vec<usize>) {
     let n = lines.len();
     let mut block = vec![NO_BLOCK; n];
     let mut start_of = vec![usize::MAX; n];
@@ -45,17 +46,19 @@ pub fn find(cat: &Catalog, lines: &[Peeled], stream: &[u32]) -> (Vec<u32>, Vec<u
     }
     let n_streams = stream.iter().copied().max().map_or(0, |m| m as usize + 1);
     // Which block kinds a line can start: the kinds without a literal, and
-    // those whose literal one pass of the start-literal automaton finds.
+    // those whose literal the line holds.
     let nb = cat.blocks.len();
     let mut may = vec![false; n * nb];
-    for (i, p) in lines.iter().enumerate() {
+    let w = cat.literals.words;
+    for i in 0..n {
         let row = &mut may[i * nb..(i + 1) * nb];
         for (bi, b) in cat.blocks.iter().enumerate() {
             row[bi] = !b.has_literal;
         }
-        if let Some((ac, admits)) = &cat.start_literals {
-            for m in ac.find_overlapping_iter(p.body()) {
-                for &bi in &admits[m.pattern().as_usize()] {
+        let found = &hits[i * w..(i + 1) * w];
+        for (l, admits) in &cat.start_literals {
+            if crate::literals::has(found, *l) {
+                for &bi in admits {
                     row[bi] = true;
                 }
             }
@@ -63,7 +66,7 @@ pub fn find(cat: &Catalog, lines: &[Peeled], stream: &[u32]) -> (Vec<u32>, Vec<u
     }
     for (bi, b) in cat.blocks.iter().enumerate() {
         let starts: Vec<bool> =
-            (0..n).map(|i| may[i * nb + bi] && block[i] == NO_BLOCK && b.start.is_match(lines[i].body())).collect();
+            (0..n).map(|i| may[i * nb + bi] && block[i] == NO_BLOCK && b.start.is_match(lines[i].body(), lines[i].ascii)).collect();
         if !starts.iter().any(|&s| s) {
             continue; // no free start line for this kind
         }
@@ -78,7 +81,8 @@ pub fn find(cat: &Catalog, lines: &[Peeled], stream: &[u32]) -> (Vec<u32>, Vec<u
             let free = block[i] == NO_BLOCK;
             let s = starts[i];
             let body = lines[i].body();
-            let cont = || free && !s && !prev_end[st] && b.cont.is_match(body);
+            let ascii = lines[i].ascii;
+            let cont = || free && !s && !prev_end[st] && b.cont.is_match(body, ascii);
             match seg[st] {
                 Some((head, len)) if cont() => {
                     seg[st] = Some((head, len + 1));
@@ -95,7 +99,7 @@ pub fn find(cat: &Catalog, lines: &[Peeled], stream: &[u32]) -> (Vec<u32>, Vec<u
                     }
                 }
             }
-            prev_end[st] = seg[st].is_some() && free && b.end.as_ref().map_or(false, |r| r.is_match(body));
+            prev_end[st] = seg[st].is_some() && free && b.end.as_ref().map_or(false, |r| r.is_match(body, ascii));
         }
     }
     (block, start_of)
@@ -112,7 +116,7 @@ pub fn open_start(cat: &Catalog, lines: &[Peeled], stream: &[u32], block: &[u32]
         .filter(|&&i| block[i] != NO_BLOCK)
         .filter(|&&i| {
             let b = &cat.blocks[block[i] as usize];
-            b.end.as_ref().map_or(true, |r| !r.is_match(lines[i].body()))
+            b.end.as_ref().map_or(true, |r| !r.is_match(lines[i].body(), lines[i].ascii))
         })
         .map(|&i| start_of[i])
         .min()

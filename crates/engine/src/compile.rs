@@ -4,8 +4,8 @@
 use crate::spec::*;
 use crate::timefmt::Layout;
 use memchr::memmem::Finder;
-use aho_corasick::{AhoCorasick, AhoCorasickKind};
-use regex::{Regex, RegexBuilder};
+use crate::literals::Literals;
+use crate::rx::{Locs, Rx};
 use std::collections::HashMap;
 
 /// Which first bytes of a text a regex can start a match with. Bytes >= 0x80
@@ -42,13 +42,8 @@ impl FirstChars {
     }
 }
 
-/// An automaton for many literals, as a DFA: one table step per byte.
-fn ac(lits: &[String]) -> Result<AhoCorasick, String> {
-    AhoCorasick::builder().kind(Some(AhoCorasickKind::DFA)).build(lits).map_err(|e| format!("literals: {e}"))
-}
-
-pub fn rx(pattern: &str, what: &str) -> Result<Regex, String> {
-    Regex::new(pattern).map_err(|e| format!("{what}: regex does not compile: {e}"))
+pub fn rx(pattern: &str, what: &str) -> Result<Rx, String> {
+    Rx::new(pattern, false, what)
 }
 
 /// Index standing for the tail group of a split regex (the text after the prefix).
@@ -56,7 +51,7 @@ pub const TAIL: usize = usize::MAX - 1;
 
 /// A regex as matched: whole, or split into its prefix and a tail group.
 pub struct Matcher {
-    pub regex: Regex,
+    pub regex: Rx,
     tail: Option<String>,
     pre: usize,
 }
@@ -87,7 +82,7 @@ impl Matcher {
     }
     /// Span of group `gi` after a successful captures_read on `text`.
     #[inline]
-    pub fn get(&self, locs: &regex::CaptureLocations, gi: usize, text: &str) -> Option<(usize, usize)> {
+    pub fn get(&self, locs: &Locs, gi: usize, text: &str) -> Option<(usize, usize)> {
         if gi == TAIL {
             locs.get(self.pre).map(|(_, e)| (e, text.len()))
         } else {
@@ -101,8 +96,8 @@ pub struct Group {
 }
 
 impl Group {
-    fn of(r: &Regex) -> Group {
-        Group { names: r.capture_names().enumerate().filter_map(|(i, n)| n.map(|n| (i, n.to_string()))).collect() }
+    fn of(r: &Rx) -> Group {
+        Group { names: r.unicode().capture_names().enumerate().filter_map(|(i, n)| n.map(|n| (i, n.to_string()))).collect() }
     }
     pub fn index(&self, name: &str) -> Option<usize> {
         self.names.iter().find(|(_, n)| n == name).map(|(i, _)| *i)
@@ -113,7 +108,7 @@ pub struct Envelope {
     pub name: String,
     pub file_scope: bool,
     /// the whole regex (sniffing tests it on raw lines)
-    pub regex: Regex,
+    pub regex: Rx,
     pub matcher: Matcher,
     pub first: FirstChars,
     pub literals: Vec<Finder<'static>>,
@@ -145,20 +140,20 @@ pub struct Pattern {
 pub struct Block {
     pub key: String,
     pub format: usize,
-    pub start: Regex,
+    pub start: Rx,
     /// whether `start` has literals (then it is tried only where one occurs)
     pub has_literal: bool,
-    pub cont: Regex,
-    pub end: Option<Regex>,
+    pub cont: Rx,
+    pub end: Option<Rx>,
     pub message_first: bool,
     pub max_lines: usize,
     pub kind: Option<usize>,
     pub program: Option<std::sync::Arc<str>>,
-    pub ts: Option<(Regex, usize, Layout)>,
+    pub ts: Option<(Rx, usize, Layout)>,
 }
 
 pub struct Rule {
-    pub regex: Regex,
+    pub regex: Rx,
     pub kind: usize,
     pub on: Option<String>,
     pub raw: bool,
@@ -175,7 +170,7 @@ pub enum FType {
 
 pub struct Fact {
     pub table: usize,
-    pub regex: Regex,
+    pub regex: Rx,
     pub on: Option<String>,
     pub multi: bool,
     /// None: reads the message; Some(kept column): an envelope's capture
@@ -212,14 +207,13 @@ pub struct Catalog {
     pub envelopes: Vec<Envelope>,
     pub kept_cols: Vec<String>,
     pub patterns: Vec<Pattern>,
-    /// every pattern literal, found in one Aho-Corasick pass over a body
-    pub literals: Option<AhoCorasick>,
-    pub n_literals: usize,
+    /// the literals of patterns and block starts, found in one pass over a body
+    pub literals: Literals,
     /// first byte class (0..=128) of a body -> candidate patterns in precedence order
     pub by_first: Vec<Vec<usize>>,
     pub blocks: Vec<Block>,
-    /// the literals of block starts, and for each the blocks it admits
-    pub start_literals: Option<(AhoCorasick, Vec<Vec<usize>>)>,
+    /// the literals of block starts (ids in `literals`), and for each the blocks it admits
+    pub start_literals: Vec<(usize, Vec<usize>)>,
     pub rules: Vec<Rule>,
     pub facts: Vec<Fact>,
     pub env_facts: Vec<usize>,
@@ -228,7 +222,7 @@ pub struct Catalog {
     pub formats: Vec<Format>,
     /// pattern key -> (carried columns, ended columns)
     pub carry: HashMap<String, (Vec<usize>, Vec<usize>)>,
-    pub marker: Regex,
+    pub marker: Rx,
     /// index of the `program` identity column
     pub program_col: usize,
 }
@@ -347,11 +341,6 @@ impl Catalog {
                 matcher: g,
             });
         }
-        let literals = if lits.is_empty() {
-            None
-        } else {
-            Some(ac(&lits)?)
-        };
         let by_first = (0..129)
             .map(|c| (0..patterns.len()).filter(|&i| patterns[i].first.set().map_or(true, |t| t[c])).collect())
             .collect();
@@ -380,19 +369,20 @@ impl Catalog {
                 ts,
             });
         }
-        let mut slits: Vec<String> = Vec::new();
-        let mut admits: Vec<Vec<usize>> = Vec::new();
+        let mut start_literals: Vec<(usize, Vec<usize>)> = Vec::new();
         for (bi, b) in spec.blocks.iter().enumerate() {
             for l in b.start_literals.iter().flatten() {
-                let k = slits.iter().position(|x| x == l).unwrap_or_else(|| {
-                    slits.push(l.clone());
-                    admits.push(Vec::new());
-                    slits.len() - 1
+                let id = lits.iter().position(|x| x == l).unwrap_or_else(|| {
+                    lits.push(l.clone());
+                    lits.len() - 1
                 });
-                admits[k].push(bi);
+                match start_literals.iter_mut().find(|(i, _)| *i == id) {
+                    Some((_, bs)) => bs.push(bi),
+                    None => start_literals.push((id, vec![bi])),
+                }
             }
         }
-        let start_literals = if slits.is_empty() { None } else { Some((ac(&slits)?, admits)) };
+        let literals = Literals::new(&lits)?;
         let mut rules = Vec::new();
         for r in &spec.rules {
             let f = format_of(&r.format, &mut formats);
@@ -428,11 +418,7 @@ impl Catalog {
         let mut env_facts = Vec::new();
         for f in &spec.facts {
             let w = format!("fact {} of {}", f.table, f.format);
-            let regex = if f.multi {
-                RegexBuilder::new(&f.regex).multi_line(true).build().map_err(|e| format!("{w}: {e}"))?
-            } else {
-                rx(&f.regex, &w)?
-            };
+            let regex = Rx::new(&f.regex, f.multi, &w)?;
             let t = tables.iter().position(|t| t.name == f.table).ok_or_else(|| format!("{w}: no table"))?;
             let g = Group::of(&regex);
             let cols: Vec<(usize, usize)> = g
@@ -477,7 +463,6 @@ impl Catalog {
             severities,
             envelopes,
             kept_cols,
-            n_literals: lits.len(),
             literals,
             by_first,
             patterns,
@@ -490,7 +475,7 @@ impl Catalog {
             kinds,
             formats,
             carry,
-            marker: Regex::new(r"^\s*[\^~ ]*$").unwrap(),
+            marker: rx(r"^\s*[\^~ ]*$", "marker")?,
             program_col: spec.identity.iter().position(|c| c == "program").ok_or("catalog spec: no program column")?,
         })
     }

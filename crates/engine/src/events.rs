@@ -3,10 +3,10 @@
 
 use crate::blocks::NO_BLOCK;
 use crate::compile::Catalog;
-use crate::peel::{Peeled, MAX_ID};
+use crate::peel::{Chain, Peeled, MAX_ID};
 use std::sync::Arc;
 use crate::timefmt::{TsKind, Zoner};
-use regex::CaptureLocations;
+use crate::rx::Locs;
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub enum Src {
@@ -59,20 +59,24 @@ pub struct Event {
     pub end_line: i64,
     pub offset: i64,
     pub raw: String,
+    /// whether `raw` is ASCII
+    pub ascii: bool,
     /// the message: a span of `raw`
     pub message: (u32, u32),
     pub src: Src,
-    pub level: Option<String>,
+    /// spans of `raw`: the level, the time texts
+    pub level: Option<(u32, u32)>,
     pub ts: Option<i64>,
     pub ts_kind: Option<TsKind>,
-    pub ts_text: Option<String>,
+    pub ts_text: Option<(u32, u32)>,
     pub env_ts: Option<i64>,
     pub env_ts_kind: Option<TsKind>,
-    pub env_ts_text: Option<String>,
-    pub envelopes: Vec<u16>,
+    pub env_ts_text: Option<(u32, u32)>,
+    pub envelopes: Chain,
     /// identity after coalescing (envelope, line, weak envelope, path)
     pub ids: [Id; MAX_ID],
-    pub kept: Vec<(usize, String)>,
+    /// (kept column, span of `raw`)
+    pub kept: Vec<(usize, (u32, u32))>,
 }
 
 impl Event {
@@ -80,11 +84,21 @@ impl Event {
     pub fn message(&self) -> &str {
         &self.raw[self.message.0 as usize..self.message.1 as usize]
     }
+    #[inline]
+    pub fn span(&self, s: (u32, u32)) -> &str {
+        &self.raw[s.0 as usize..s.1 as usize]
+    }
 }
 
 /// The coalesced value of identity column `c`: envelope, line, weak envelope, path hint.
 fn coalesce(cat: &Catalog, c: usize, raw: &str, cands: [Id; 4]) -> Id {
     let v = cands.into_iter().find(|v| !v.is_none()).unwrap_or_default();
+    typed_id(cat, c, raw, v)
+}
+
+/// `v` as column `c` holds it (an integer column parses it).
+#[inline]
+fn typed_id(cat: &Catalog, c: usize, raw: &str, v: Id) -> Id {
     if cat.int_identity[c] {
         Id::int_of(v.text(raw), true)
     } else {
@@ -94,12 +108,12 @@ fn coalesce(cat: &Catalog, c: usize, raw: &str, cands: [Id; 4]) -> Id {
 
 /// The events of a batch of peeled lines (all of them: the caller has
 /// already deferred the lines of a block left open).
-pub fn build(cat: &Catalog, mut lines: Vec<Peeled>, block: &[u32], start_of: &[usize],
+pub fn build(cat: &Catalog, mut lines: Vec<Peeled>, block: &[u32], start_of: &[usize], hits: &[u64],
              hints: &[Id], tz: &Zoner) -> Vec<Event> {
     let nid = cat.identity.len();
     let mut out: Vec<Event> = Vec::with_capacity(lines.len());
-    let mut locs: Vec<CaptureLocations> = cat.patterns.iter().map(|p| p.matcher.regex.capture_locations()).collect();
-    let mut lit_seen = vec![false; cat.n_literals];
+    let mut locs: Vec<Locs> = cat.patterns.iter().map(|p| p.matcher.regex.locations()).collect();
+    let w = cat.literals.words;
     // Blocks: one event per (block, start, envelope identity), in order of first line.
     let mut groups: Vec<(usize, Vec<usize>)> = Vec::new(); // (first line index, members)
     {
@@ -133,42 +147,30 @@ pub fn build(cat: &Catalog, mut lines: Vec<Peeled>, block: &[u32], start_of: &[u
         if lines[i].body().trim().is_empty() {
             continue;
         }
-        out.push(line_event(cat, &mut lines[i], &mut locs, &mut lit_seen, hints, tz, nid));
+        out.push(line_event(cat, &mut lines[i], &mut locs, &hits[i * w..(i + 1) * w], hints, tz, nid));
     }
     out
 }
 
 #[allow(clippy::too_many_arguments)]
-fn line_event(cat: &Catalog, p: &mut Peeled, locs: &mut [CaptureLocations], lit_seen: &mut [bool],
+fn line_event(cat: &Catalog, p: &mut Peeled, locs: &mut [Locs], found: &[u64],
               hints: &[Id], tz: &Zoner, nid: usize) -> Event {
     let raw = std::mem::take(&mut p.raw);
-    let p = &*p;
     let (b0, b1) = (p.body.0 as usize, p.body.1 as usize);
     let body = &raw[b0..b1];
-    let span = |s: (u32, u32)| raw[s.0 as usize..s.1 as usize].to_string();
     // Candidates: the patterns that can start with the body's first
-    // character, and whose literal occurs in it (one Aho-Corasick pass, only
-    // when a candidate has a literal); the first that matches claims the line.
+    // character, and whose literal occurs in it (`found`: the literals of the
+    // body); the first that matches claims the line.
     let mut claimed: Option<usize> = None;
     if let Some(&b) = body.as_bytes().first() {
-        let mut lits_done = false;
         for &pi in &cat.by_first[if b < 128 { b as usize } else { 128 }] {
             let pat = &cat.patterns[pi];
             if let Some(ids) = &pat.literal_ids {
-                if !lits_done {
-                    lit_seen.iter_mut().for_each(|x| *x = false);
-                    if let Some(ac) = &cat.literals {
-                        for m in ac.find_overlapping_iter(body) {
-                            lit_seen[m.pattern().as_usize()] = true;
-                        }
-                    }
-                    lits_done = true;
-                }
-                if !ids.iter().any(|&l| lit_seen[l]) {
+                if !ids.iter().any(|&l| crate::literals::has(found, l)) {
                     continue;
                 }
             }
-            if pat.matcher.regex.captures_read(&mut locs[pi], body).is_some() {
+            if pat.matcher.regex.read(&mut locs[pi], body, p.ascii) {
                 claimed = Some(pi);
                 break;
             }
@@ -179,6 +181,7 @@ fn line_event(cat: &Catalog, p: &mut Peeled, locs: &mut [CaptureLocations], lit_
         end_line: p.no,
         offset: p.offset,
         raw: String::new(),
+        ascii: p.ascii,
         message: p.body,
         src: Src::Raw,
         level: None,
@@ -187,26 +190,26 @@ fn line_event(cat: &Catalog, p: &mut Peeled, locs: &mut [CaptureLocations], lit_
         ts_text: None,
         env_ts: p.env_ts,
         env_ts_kind: p.env_ts_kind,
-        env_ts_text: p.env_ts_text.map(span),
-        envelopes: p.envelopes.clone(),
+        env_ts_text: p.env_ts_text,
+        envelopes: p.envelopes,
         ids: Default::default(),
-        kept: p.kept.iter().map(|(c, s)| (*c, span(*s))).collect(),
+        kept: std::mem::take(&mut p.kept),
     };
     let mut line_ids: [Id; MAX_ID] = Default::default();
     if let Some(pi) = claimed {
         let pat = &cat.patterns[pi];
         let l = &locs[pi];
-        let cap = |gi: usize| pat.matcher.get(l, gi, body).map(|(a, b)| &body[a..b]);
+        let cap = |gi: usize| pat.matcher.get(l, gi, body).map(|(a, b)| ((b0 + a) as u32, (b0 + b) as u32));
         ev.src = Src::Pattern(pi as u32);
-        ev.level = pat.level.and_then(cap).map(str::to_string);
+        ev.level = pat.level.and_then(cap);
         if let Some((a, b)) = pat.message.and_then(|gi| pat.matcher.get(l, gi, body)) {
             ev.message = ((b0 + a) as u32, (b0 + b) as u32);
         }
         if let Some((gi, layout)) = &pat.ts {
             let text = cap(*gi);
             ev.ts_kind = Some(layout.kind);
-            ev.ts_text = text.map(str::to_string);
-            ev.ts = text.and_then(|t| layout.parse(t, tz));
+            ev.ts_text = text;
+            ev.ts = text.and_then(|(a, b)| layout.parse(&raw[a as usize..b as usize], tz));
         }
         for &(gi, col) in &pat.ids {
             if let Some((a, b)) = pat.matcher.get(l, gi, body) {
@@ -217,10 +220,20 @@ fn line_event(cat: &Catalog, p: &mut Peeled, locs: &mut [CaptureLocations], lit_
             line_ids[cat.program_col] = Id::Text(prog.clone());
         }
     }
-    let sp = |s: Option<(u32, u32)>| s.map_or(Id::None, |(a, b)| Id::Span(a, b));
     for c in 0..nid {
-        let cands = [sp(p.strong[c]), std::mem::take(&mut line_ids[c]), sp(p.weak[c]), hints[c].clone()];
-        ev.ids[c] = coalesce(cat, c, &raw, cands);
+        // coalesce() without building the candidates (a hint is an Arc: cloned only when it is the value)
+        let v = if let Some((a, b)) = p.strong[c] {
+            Id::Span(a, b)
+        } else if !line_ids[c].is_none() {
+            std::mem::take(&mut line_ids[c])
+        } else if let Some((a, b)) = p.weak[c] {
+            Id::Span(a, b)
+        } else if hints[c].is_none() {
+            continue;
+        } else {
+            hints[c].clone()
+        };
+        ev.ids[c] = typed_id(cat, c, &raw, v);
     }
     ev.raw = raw;
     ev
@@ -240,11 +253,12 @@ fn block_event(cat: &Catalog, lines: &[Peeled], members: &[usize], bi: u32, hint
         at.push(raw.len() as u32);
         raw.push_str(&lines[i].raw);
     }
-    let said = (0..members.len()).rev().find(|&k| !cat.marker.is_match(lines[members[k]].body()));
+    let ascii = members.iter().all(|&i| lines[i].ascii);
+    let said = (0..members.len()).rev().find(|&k| !cat.marker.is_match(lines[members[k]].body(), lines[members[k]].ascii));
     let k = if b.message_first { 0 } else { said.unwrap_or(0) };
     let body = lines[members[k]].body;
     let message = (at[k] + body.0, at[k] + body.1);
-    let env = members.iter().map(|&i| &lines[i]).find(|p| p.env_ts.is_some());
+    let env = (0..members.len()).find(|&k| lines[members[k]].env_ts.is_some());
     // The first member's raw text starts the block's: its spans hold.
     let sp = |s: Option<(u32, u32)>| s.map_or(Id::None, |(a, b)| Id::Span(a, b));
     let mut ids: [Id; MAX_ID] = Default::default();
@@ -254,9 +268,11 @@ fn block_event(cat: &Catalog, lines: &[Peeled], members: &[usize], bi: u32, hint
     }
     let (mut ts, mut ts_kind, mut ts_text) = (None, None, None);
     if let Some((re, gi, layout)) = &b.ts {
-        if let Some(t) = re.captures(&raw).and_then(|c| c.get(*gi)) {
-            ts_text = Some(t.as_str().to_string());
-            ts = layout.parse(t.as_str(), tz);
+        let mut l = re.locations();
+        if let Some((a, z)) = if re.read(&mut l, &raw, ascii) { l.get(*gi) } else { None } {
+            let t = &raw[a..z];
+            ts_text = Some((a as u32, z as u32));
+            ts = layout.parse(t, tz);
             ts_kind = Some(layout.kind);
         }
     }
@@ -265,16 +281,18 @@ fn block_event(cat: &Catalog, lines: &[Peeled], members: &[usize], bi: u32, hint
         end_line: last.no,
         offset: first.offset,
         raw,
+        ascii,
         message,
         src: Src::Block(bi),
         level: None,
         ts,
         ts_kind,
         ts_text,
-        env_ts: env.and_then(|p| p.env_ts),
-        env_ts_kind: env.and_then(|p| p.env_ts_kind),
-        env_ts_text: env.and_then(|p| p.env_ts_text.map(|s| p.span(s).to_string())),
-        envelopes: first.envelopes.clone(),
+        env_ts: env.and_then(|k| lines[members[k]].env_ts),
+        env_ts_kind: env.and_then(|k| lines[members[k]].env_ts_kind),
+        // the member's span, moved to where its raw text starts in the block's
+        env_ts_text: env.and_then(|k| lines[members[k]].env_ts_text.map(|s| (at[k] + s.0, at[k] + s.1))),
+        envelopes: first.envelopes,
         ids,
         kept: Vec::new(),
     }
@@ -368,7 +386,7 @@ pub fn times(events: &mut [Event], mut prev: Option<i64>, implausible: &mut u64)
             if e.ts.is_none() || env_kind.rank() < own_rank {
                 e.ts = Some(t);
                 e.ts_kind = Some(if env_kind == TsKind::YearInferred { TsKind::YearInferred } else { TsKind::Envelope });
-                e.ts_text = e.env_ts_text.clone();
+                e.ts_text = e.env_ts_text;
             }
         }
         match e.ts {

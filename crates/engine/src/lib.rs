@@ -11,10 +11,13 @@ pub mod blocks;
 pub mod classify;
 pub mod compile;
 pub mod events;
+pub mod fasttime;
 pub mod lines;
+pub mod literals;
 pub mod out;
 pub mod par;
 pub mod peel;
+pub mod rx;
 pub mod spec;
 pub mod timefmt;
 
@@ -182,20 +185,25 @@ impl FileParser {
             }
         };
         let cut = par::even(batch.len(), threads);
-        let mut peeled: Vec<Peeled> = par::map(par::split_at(batch, &cut), |lines: Vec<Line>| {
-            let mut locs: Vec<regex::CaptureLocations> =
-                cat.envelopes.iter().map(|e| e.matcher.regex.capture_locations()).collect();
-            lines
-                .into_iter()
-                .map(|l| peel::peel(cat, &envs, &mut locs, l.no, l.offset, l.text, tz))
-                .collect::<Vec<Peeled>>()
-        })
-        .into_iter()
-        .flatten()
-        .collect();
+        let w = cat.literals.words;
+        let (mut peeled, mut hits) = (Vec::new(), Vec::new());
+        for (p, h) in par::map(par::split_at(batch, &cut), |lines: Vec<Line>| {
+            let mut locs: Vec<rx::Locs> = cat.envelopes.iter().map(|e| e.matcher.regex.locations()).collect();
+            let peeled: Vec<Peeled> =
+                lines.into_iter().map(|l| peel::peel(cat, &envs, &mut locs, l.no, l.offset, l.text, tz)).collect();
+            // the pattern and block-start literals of each line, in one pass
+            let mut hits = vec![0u64; peeled.len() * w];
+            for (p, row) in peeled.iter().zip(hits.chunks_mut(w.max(1))) {
+                cat.literals.scan(p.body(), row);
+            }
+            (peeled, hits)
+        }) {
+            peeled.extend(p);
+            hits.extend(h);
+        }
         lap("peel");
         let stream = blocks::streams(cat, &peeled);
-        let (block, start_of) = blocks::find(cat, &peeled, &stream);
+        let (block, start_of) = blocks::find(cat, &peeled, &stream, &hits);
         lap("blocks");
         let mut keep = peeled.len();
         if !last {
@@ -210,9 +218,12 @@ impl FileParser {
             }
         }
         let cut = par::cuts(&block[..keep], &start_of[..keep], threads);
+        let hits = &hits;
         let mut events: Vec<events::Event> = par::map(
             par::split_at(peeled, &cut).into_iter().zip(cut.windows(2)).collect(),
-            |(lines, w): (Vec<Peeled>, &[usize])| events::build(cat, lines, &block[w[0]..w[1]], &start_of[w[0]..w[1]], hints, tz),
+            |(lines, r): (Vec<Peeled>, &[usize])| {
+                events::build(cat, lines, &block[r[0]..r[1]], &start_of[r[0]..r[1]], &hits[r[0] * w..r[1] * w], hints, tz)
+            },
         )
         .into_iter()
         .flatten()

@@ -32,7 +32,12 @@ pub fn event_schema(cat: &Catalog) -> Arc<Schema> {
 }
 
 fn text_col<'a>(events: &'a [Event], f: impl Fn(usize, &'a Event) -> Option<&'a str>) -> ArrayRef {
-    let mut b = StringBuilder::with_capacity(events.len(), events.len() * 16);
+    sized_text_col(events, events.len() * 16, f)
+}
+
+/// A text column whose values take about `bytes` (reserved once, not grown).
+fn sized_text_col<'a>(events: &'a [Event], bytes: usize, f: impl Fn(usize, &'a Event) -> Option<&'a str>) -> ArrayRef {
+    let mut b = StringBuilder::with_capacity(events.len(), bytes);
     for (i, e) in events.iter().enumerate() {
         b.append_option(f(i, e));
     }
@@ -52,14 +57,14 @@ pub fn events_batch(cat: &Catalog, file_id: i64, file: &str, events: &[Event], c
     let mut joined: rustc_hash::FxHashMap<&[u16], String> = Default::default();
     for e in events {
         if !e.envelopes.is_empty() && !joined.contains_key(e.envelopes.as_slice()) {
-            let names: Vec<&str> = e.envelopes.iter().map(|&i| cat.envelopes[i as usize].name.as_str()).collect();
+            let names: Vec<&str> = e.envelopes.as_slice().iter().map(|&i| cat.envelopes[i as usize].name.as_str()).collect();
             joined.insert(e.envelopes.as_slice(), names.join(">"));
         }
     }
     let mut cols: Vec<ArrayRef> = vec![
         int_col(events, |e| Some((file_id << 32) + e.line)),
         int_col(events, |_| Some(file_id)),
-        text_col(events, |_, _| Some(file)),
+        sized_text_col(events, events.len() * file.len(), |_, _| Some(file)),
         int_col(events, |e| Some(e.line)),
         int_col(events, |e| Some(e.end_line)),
         int_col(events, |e| Some(e.offset)),
@@ -68,7 +73,7 @@ pub fn events_batch(cat: &Catalog, file_id: i64, file: &str, events: &[Event], c
     events.iter().for_each(|e| ts.append_option(e.ts));
     cols.push(Arc::new(ts.finish()));
     cols.push(text_col(events, |_, e| e.ts_kind.map(|k| k.as_str())));
-    cols.push(text_col(events, |_, e| e.ts_text.as_deref()));
+    cols.push(text_col(events, |_, e| e.ts_text.map(|s| e.span(s))));
     cols.push(text_col(events, |_, e| {
         Some(format_of(cat, e.src).map_or("raw", |f| cat.formats[f].name.as_str()))
     }));
@@ -85,12 +90,14 @@ pub fn events_batch(cat: &Catalog, file_id: i64, file: &str, events: &[Event], c
             cols.push(text_col(events, |_, e| e.ids[c].text(&e.raw)));
         }
     }
-    cols.push(text_col(events, |_, e| e.level.as_deref()));
+    cols.push(text_col(events, |_, e| e.level.map(|s| e.span(s))));
     cols.push(text_col(events, |i, _| Some(cat.severities[classes[i].severity as usize].as_str())));
     cols.push(text_col(events, |i, _| classes[i].kind.map(|k| cat.kinds[k].name.as_str())));
-    cols.push(text_col(events, |i, _| Some(classes[i].role.as_str())));
-    cols.push(text_col(events, |_, e| Some(e.message())));
-    cols.push(text_col(events, |_, e| Some(e.raw.as_str())));
+    cols.push(text_col(events, |i, _| Some(classes[i].role)));
+    let message_bytes = events.iter().map(|e| (e.message.1 - e.message.0) as usize).sum();
+    cols.push(sized_text_col(events, message_bytes, |_, e| Some(e.message())));
+    let raw_bytes = events.iter().map(|e| e.raw.len()).sum();
+    cols.push(sized_text_col(events, raw_bytes, |_, e| Some(e.raw.as_str())));
     RecordBatch::try_new(event_schema(cat), cols).expect("events batch matches its schema")
 }
 

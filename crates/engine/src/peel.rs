@@ -4,6 +4,7 @@
 //! nothing closer to the message says otherwise (that is decided later).
 
 use crate::compile::{Catalog, Envelope};
+use crate::rx::Locs;
 use crate::timefmt::{TsKind, Zoner};
 
 pub const MAX_DEPTH: usize = 4;
@@ -11,6 +12,28 @@ pub const SNIFF_LINES: usize = 200;
 pub const SNIFF_SHARE: f64 = 0.6;
 
 pub type Span = (u32, u32);
+
+/// The envelopes peeled off a line, outermost first (at most MAX_DEPTH).
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq, Hash)]
+pub struct Chain {
+    ids: [u16; MAX_DEPTH],
+    len: u8,
+}
+
+impl Chain {
+    fn push(&mut self, e: u16) {
+        self.ids[self.len as usize] = e;
+        self.len += 1;
+    }
+    #[inline]
+    pub fn as_slice(&self) -> &[u16] {
+        &self.ids[..self.len as usize]
+    }
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
 
 /// Identity columns a catalog may have (the spec's `identity`, checked at compile).
 pub const MAX_ID: usize = 16;
@@ -20,13 +43,15 @@ pub struct Peeled {
     pub no: i64,
     pub offset: i64,
     pub raw: String,
+    /// whether `raw` is ASCII (the regexes' ASCII twins apply)
+    pub ascii: bool,
     pub body: Span,
     pub strong: [Option<Span>; MAX_ID],
     pub weak: [Option<Span>; MAX_ID],
     pub env_ts: Option<i64>,
     pub env_ts_kind: Option<TsKind>,
     pub env_ts_text: Option<Span>,
-    pub envelopes: Vec<u16>,
+    pub envelopes: Chain,
     pub kept: Vec<(usize, Span)>,
 }
 
@@ -75,7 +100,7 @@ pub fn sniff<'a, I: Iterator<Item = &'a str> + Clone>(cat: &Catalog, lines: I) -
         .enumerate()
         .filter(|(_, e)| e.file_scope)
         .filter(|(_, e)| {
-            let hits = head.iter().filter(|l| e.regex.is_match(l)).count();
+            let hits = head.iter().filter(|l| e.regex.is_match(l, l.is_ascii())).count();
             hits as f64 / head.len() as f64 >= SNIFF_SHARE
         })
         .map(|(i, _)| i)
@@ -88,19 +113,20 @@ fn candidate(env: &Envelope, body: &str) -> bool {
         && !env.deny.iter().any(|d| body.starts_with(d.as_str()))
 }
 
-pub fn peel(cat: &Catalog, envs: &[usize], locs: &mut [regex::CaptureLocations], no: i64, offset: i64, raw: String,
+pub fn peel(cat: &Catalog, envs: &[usize], locs: &mut [Locs], no: i64, offset: i64, raw: String,
             tz: &Zoner) -> Peeled {
     let mut p = Peeled {
         no,
         offset,
         body: (0, raw.len() as u32),
+        ascii: raw.is_ascii(),
         raw: String::new(),
         strong: [None; MAX_ID],
         weak: [None; MAX_ID],
         env_ts: None,
         env_ts_kind: None,
         env_ts_text: None,
-        envelopes: Vec::new(),
+        envelopes: Chain::default(),
         kept: Vec::new(),
     };
     if !envs.is_empty() {
@@ -110,7 +136,7 @@ pub fn peel(cat: &Catalog, envs: &[usize], locs: &mut [regex::CaptureLocations],
     p
 }
 
-fn peel_into(cat: &Catalog, envs: &[usize], locs: &mut [regex::CaptureLocations], raw: &str, p: &mut Peeled, tz: &Zoner) {
+fn peel_into(cat: &Catalog, envs: &[usize], locs: &mut [Locs], raw: &str, p: &mut Peeled, tz: &Zoner) {
     for _ in 0..MAX_DEPTH {
         let base = p.body.0;
         let body = &raw[p.body.0 as usize..p.body.1 as usize];
@@ -121,7 +147,7 @@ fn peel_into(cat: &Catalog, envs: &[usize], locs: &mut [regex::CaptureLocations]
                 continue;
             }
             let l = &mut locs[ei];
-            if env.matcher.regex.captures_read(l, body).is_none() {
+            if !env.matcher.regex.read(l, body, p.ascii) {
                 continue;
             }
             let l = &locs[ei];

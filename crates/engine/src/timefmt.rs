@@ -5,12 +5,15 @@
 //! `%d %H`, torch's c10 logger writing the month unpadded ("E519" is May 19),
 //! year-less times parsed in a placeholder leap year (moved after ingest).
 
+use crate::fasttime::Fast;
 use crate::spec::TimeSpec;
 use chrono::{DateTime, LocalResult, NaiveDateTime, TimeZone};
 use chrono_tz::Tz;
 
 /// Year-less times are parsed in this leap year (so Feb 29 parses).
 pub const PLACEHOLDER_YEAR: i32 = 2000;
+/// PLACEHOLDER_YEAR as text (the fast path writes it without formatting).
+const PLACEHOLDER_TEXT: &[u8] = b"2000";
 
 /// Times outside these years (UTC microseconds: 1990-01-01 .. 2100-01-01) are
 /// taken for garbage (a year 0001 or 9999 in a log) and not used.
@@ -58,6 +61,8 @@ pub struct Layout {
     comma: Fix, // "17:10:08,943" under a %.f layout
     t_sep: Fix, // "2026-03-02T03:12" under a %d %H layout
     month_pad: bool,
+    /// the layout compiled for the fast path (None: chrono reads every text)
+    fast: Option<Fast>,
     pub kind: TsKind,
 }
 
@@ -113,11 +118,71 @@ impl Layout {
         } else {
             TsKind::Exact
         };
-        Layout { layout, zone, infer_year, comma, t_sep, month_pad, kind }
+        let fast = Fast::compile(&layout, zone == Zone::Offset);
+        Layout { layout, zone, infer_year, comma, t_sep, month_pad, fast, kind }
     }
 
     /// UTC microseconds of `text`, None when it does not parse.
     pub fn parse(&self, text: &str, tz: &Zoner) -> Option<i64> {
+        if let Some(f) = &self.fast {
+            if let Some(t) = self.parse_fast(f, text, tz) {
+                return Some(t);
+            }
+        }
+        self.parse_chrono(text, tz)
+    }
+
+    /// `parse_chrono`'s normalisations on a stack buffer, then the fast
+    /// steps; None when chrono must decide.
+    fn parse_fast(&self, f: &Fast, text: &str, tz: &Zoner) -> Option<i64> {
+        const ROOM: usize = 64;
+        let t = text.trim().as_bytes();
+        if !t.is_ascii() || t.len() >= ROOM {
+            return None;
+        }
+        let mut buf = [0u8; ROOM + 16];
+        let year = PLACEHOLDER_TEXT;
+        let start = if self.infer_year { year.len() + 1 } else { 0 };
+        let mut n = start + t.len();
+        buf[start..n].copy_from_slice(t);
+        fix_first(&mut buf[start..n], self.comma, b',', b'.');
+        fix_first(&mut buf[start..n], self.t_sep, b'T', b' ');
+        if self.month_pad {
+            let b = &buf[start..n];
+            if b.len() >= 3 && b[..3].iter().all(u8::is_ascii_digit) && (b.len() == 3 || !is_word(b[3])) {
+                buf.copy_within(start..n, start + 1);
+                buf[start] = b'0';
+                n += 1;
+            }
+        }
+        if self.infer_year {
+            buf[..year.len()].copy_from_slice(year);
+            buf[year.len()] = b' ';
+        }
+        let s = &buf[..n];
+        let ends_z = s.last() == Some(&b'Z');
+        match self.zone {
+            Zone::Offset => {
+                let p = if ends_z {
+                    let mut z = [0u8; ROOM + 24];
+                    z[..n - 1].copy_from_slice(&s[..n - 1]);
+                    z[n - 1..n + 5].copy_from_slice(b"+00:00");
+                    f.parse(&z[..n + 5])?
+                } else {
+                    f.parse(s)?
+                };
+                Some(p.naive.and_utc().timestamp_micros() - p.offset as i64 * 1_000_000)
+            }
+            Zone::Utc => Some(f.parse(s)?.naive.and_utc().timestamp_micros()),
+            Zone::Naive if ends_z && !self.layout.ends_with('Z') => {
+                Some(f.parse(&s[..n - 1])?.naive.and_utc().timestamp_micros())
+            }
+            Zone::Naive => tz.to_utc(f.parse(s)?.naive),
+        }
+    }
+
+    /// chrono reads the normalised text with the layout.
+    fn parse_chrono(&self, text: &str, tz: &Zoner) -> Option<i64> {
         let mut s: String = text.trim().to_string();
         s = replace_first(&s, self.comma, b',', b'.');
         s = replace_first(&s, self.t_sep, b'T', b' ');
@@ -158,6 +223,22 @@ fn parse_naive(s: &str, layout: &str) -> Option<NaiveDateTime> {
 
 fn is_word(c: u8) -> bool {
     c.is_ascii_alphanumeric() || c == b'_' || c >= 0x80
+}
+
+/// `replace_first` in place (the same byte is replaced: ASCII for ASCII).
+fn fix_first(b: &mut [u8], fix: Fix, from: u8, to: u8) {
+    if let Some(i) = find_fix(b, fix, from) {
+        b[i] = to;
+    }
+}
+
+fn find_fix(b: &[u8], fix: Fix, from: u8) -> Option<usize> {
+    match fix {
+        Fix::No => None,
+        Fix::First => memchr::memchr(from, b),
+        Fix::BetweenDigits => (1..b.len().saturating_sub(1))
+            .find(|&i| b[i] == from && b[i - 1].is_ascii_digit() && b[i + 1].is_ascii_digit()),
+    }
 }
 
 fn replace_first(s: &str, fix: Fix, from: u8, to: u8) -> String {
@@ -288,6 +369,110 @@ mod tests {
         let z = Zoner::new("Asia/Shanghai").unwrap();
         assert_eq!(iso(l.parse("2026-03-02T03:17:41.2Z", &z).unwrap()), "2026-03-02T03:17:41.200000");
         assert_eq!(iso(l.parse("2026-03-02T03:17:41.2", &z).unwrap()), "2026-03-01T19:17:41.200000");
+    }
+
+    /// The fast path answers exactly what chrono answers, or leaves the text
+    /// to chrono; and it does answer the common shapes.
+    #[test]
+    fn fast_path_agrees_with_chrono() {
+        let layouts = [
+            ("%Y-%m-%d %H:%M:%S,%3f", "naive", "given"),
+            ("%m%d %H:%M:%S%.f", "naive", "infer"),
+            ("%Y-%m-%dT%H:%M:%S", "naive", "given"),
+            ("%Y-%m-%dT%H:%M:%S%.f%#z", "offset", "given"),
+            ("%Y-%m-%dT%H:%M:%S%.f%:z", "offset", "given"),
+            ("%Y-%m-%dT%H:%M:%S,%6f%:z", "offset", "given"),
+            ("%a, %d %b %Y %H:%M:%S %z", "offset", "given"),
+            ("%d %b %Y %H:%M:%S %z", "offset", "given"),
+            ("%Y-%m-%dT%H:%M:%S%.f", "naive", "given"),
+            ("%Y-%m-%dT%H:%M:%S%.fZ", "utc", "given"),
+            ("%Y-%m-%d %H:%M:%S", "naive", "given"),
+            ("%Y-%m-%d %H:%M:%S%.f", "naive", "given"),
+            ("%Y/%m/%d %H:%M:%S%.f", "naive", "given"),
+            ("%m/%d/%Y %H:%M:%S", "naive", "given"),
+            ("%m-%d %H:%M:%S", "naive", "infer"),
+            ("%b %d %H:%M:%S%.f", "naive", "infer"),
+            ("%Y-%m-%d_%H:%M:%S", "naive", "given"),
+            ("%Y-%m-%d %H:%M", "naive", "given"),
+            ("%s", "utc", "given"),
+        ];
+        let mut texts: Vec<String> = [
+            // ISO and Python logging shapes
+            "2026-03-02 17:10:08,943", "2026-03-02T17:10:08.943", "2026-03-02 17:10:08", "2026-03-02T17:10:08",
+            "2026-03-02T03:17:41.2+01:00", "2026-03-02T03:17:41.2Z", "2026-03-02T03:17:41Z", "2026-03-02T03:17:41-07:30",
+            "2026-03-02T03:17:41.123456+0100", "2026-03-02T03:17:41,123456+01:00", "2026-03-02T03:17:41.2+01",
+            "2026-03-02T03:17:41.2+24:00", "2026-03-02T03:17:41.2+01:60", "2026-03-02T03:17:41.2 +01:00",
+            "2026/03/02 17:10:08.5", "03/02/2026 17:10:08", "2026-03-02_17:10:08", "2026-03-02 17:10",
+            // fractions of 1..12 digits, a dot without digits
+            "2026-03-02T17:10:08.1", "2026-03-02T17:10:08.12", "2026-03-02T17:10:08.123",
+            "2026-03-02T17:10:08.1234", "2026-03-02T17:10:08.12345", "2026-03-02T17:10:08.123456",
+            "2026-03-02T17:10:08.1234567", "2026-03-02T17:10:08.12345678", "2026-03-02T17:10:08.123456789",
+            "2026-03-02T17:10:08.1234567891", "2026-03-02T17:10:08.123456789123", "2026-03-02T17:10:08.",
+            "2026-03-02 17:10:08,94", "2026-03-02 17:10:08,9431", "2026-03-02 17:10:08.943",
+            // calendar edges: leap years, Feb 29/30, month 13, day 0/32, 24:00, 23:60, leap second
+            "2024-02-29 00:00:00", "2023-02-29 00:00:00", "2000-02-29 12:00:00", "1900-02-29 12:00:00",
+            "2026-02-30 00:00:00", "2026-04-31 00:00:00", "2026-12-31 23:59:59", "2026-13-01 00:00:00",
+            "2026-00-10 00:00:00", "2026-01-00 00:00:00", "2026-01-32 00:00:00", "2026-03-02 24:00:00",
+            "2026-03-02 23:60:00", "2026-03-02 23:59:60", "2026-03-02 23:59:60.5",
+            // bad digits, short fields, padding, signs, trailing text
+            "2026-0a-02 17:10:08", "2026-3-2 7:1:8", "26-03-02 17:10:08", "20260-03-02 17:10:08",
+            "+2026-03-02 17:10:08", "-2026-03-02 17:10:08", "2026-03-02 17:10:08 ", " 2026-03-02 17:10:08",
+            "2026-03-02  17:10:08", "2026-03-02\t17:10:08", "2026-03-02 17:10:08x", "2026-03-02 17:10:08.5x",
+            "2026-03-02", "", "x", "2026-03-02 17:10:08Z", "2026-03-02T17:10:08.5Z",
+            // glog / klog, syslog, year-less
+            "0302 03:00:00.123456", "302 03:00:00.000000000", "1108 10:52:31.512781555", "101 13:40:12.26",
+            "1231 23:59:59.999999", "0229 01:02:03.5", "0230 01:02:03.5", "1301 01:02:03", "302x 03:00:00",
+            "Mar  2 07:56:01", "Mar 02 07:56:01.250", "mar 2 07:56:01", "MAR 12 07:56:01", "Feb 29 00:00:00",
+            "Feb 30 00:00:00", "Mrz 2 07:56:01", "March 2 07:56:01", "Dec 31 23:59:59.999", "03-02 07:56:01",
+            // RFC 2822
+            "Thu, 05 Mar 2026 03:12:09 +0100", "Thu, 05 Mar 2026 03:12:09 -0000", "Fri, 05 Mar 2026 03:12:09 +0100",
+            "05 Mar 2026 03:12:09 +01:00", "5 Mar 2026 03:12:09 +0100", "05 Mar 2026 03:12:09 GMT",
+            // non-ASCII and epoch seconds
+            "2026-03-02 17:10:08\u{a0}", "２026-03-02 17:10:08", "1772420000",
+        ]
+        .iter()
+        .map(|s| s.replace("\\t", "\t").replace("\\u{a0}", "\u{a0}"))
+        .collect();
+        // every digit of a few shapes replaced by every other digit
+        for base in ["2024-02-29T23:59:59.999999+05:30", "0229 23:59:59.999", "Feb 29 23:59:59"] {
+            for i in 0..base.len() {
+                if base.as_bytes()[i].is_ascii_digit() {
+                    for d in b'0'..=b'9' {
+                        let mut b = base.as_bytes().to_vec();
+                        b[i] = d;
+                        texts.push(String::from_utf8(b).unwrap());
+                    }
+                }
+            }
+        }
+        let zones = [Zoner::Utc, Zoner::new("America/New_York").unwrap(), Zoner::new("Europe/Berlin").unwrap()];
+        let mut answered = 0;
+        for (layout, zone, year) in layouts {
+            let l = Layout::new(&spec(layout, zone, year));
+            for t in &texts {
+                for tz in &zones {
+                    let slow = l.parse_chrono(t, tz);
+                    if let Some(f) = &l.fast {
+                        if let Some(fast) = l.parse_fast(f, t, tz) {
+                            answered += 1;
+                            assert_eq!(Some(fast), slow, "{layout} ({zone}, {year}) on {t:?} in {tz:?}");
+                        }
+                    }
+                    assert_eq!(l.parse(t, tz), slow, "{layout} on {t:?}");
+                }
+            }
+        }
+        assert!(answered > 500, "the fast path answered only {answered} times");
+        for (layout, zone, year) in [("%Y-%m-%d %H:%M:%S", "naive", "given"), ("%b %d %H:%M:%S%.f", "naive", "infer"),
+                                     ("%Y-%m-%dT%H:%M:%S%.f%:z", "offset", "given"), ("%m%d %H:%M:%S%.f", "naive", "infer")] {
+            assert!(Layout::new(&spec(layout, zone, year)).fast.is_some(), "{layout}");
+        }
+        // no year to read (chrono refuses), no offset where the zone wants one
+        assert!(Layout::new(&spec("%b %d %H:%M:%S", "naive", "given")).fast.is_none());
+        for (layout, zone) in [("%a, %d %b %Y %H:%M:%S %z", "offset"), ("%Y-%m-%d %H:%M", "naive"), ("%s", "utc"), ("%Y-%m-%d %H:%M:%S", "offset")] {
+            assert!(Layout::new(&spec(layout, zone, "given")).fast.is_none(), "{layout}");
+        }
+        assert_eq!(PLACEHOLDER_TEXT, PLACEHOLDER_YEAR.to_string().as_bytes());
     }
 
     #[test]
