@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 
 from . import __version__
-from .formats import FormatError, load_catalog
 from .store import DEFAULT_DB
 
 EPILOG = """\
@@ -26,6 +25,7 @@ The store is a plain DuckDB file: `duckdb inc.duckdb` works too (schema in READM
 
 
 def _catalog(args):
+    from .formats import FormatError, load_catalog  # here: readers (tui, sql) start without it
     try:
         cat = load_catalog(getattr(args, "formats", None) or [], check_samples="drop")
     except FormatError as exc:
@@ -187,6 +187,7 @@ def cmd_sql(args) -> int:
 # ---------------------------------------------------------------- formats
 
 def cmd_formats(args) -> int:
+    from .formats import FormatError, load_catalog
     from .samples import check_catalog, run_text
     if args.action == "list":
         cat = load_catalog(args.formats or [], check_samples=False)
