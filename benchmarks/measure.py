@@ -234,7 +234,8 @@ res = []
 for q in queries:
     t0 = time.perf_counter()
     # no progress bar: a query over 2 s would draw it on stdout, into the JSON
-    con = duckdb.connect(db, read_only=True, config={"enable_progress_bar": False})
+    con = duckdb.connect(db, read_only=True)
+    con.execute("SET enable_progress_bar = false")
     rows = con.execute(q).fetchall()
     con.close()
     res.append({"s": time.perf_counter() - t0, "rows": len(rows), "first": [str(v) for v in rows[0]] if rows else []})

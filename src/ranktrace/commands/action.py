@@ -32,17 +32,6 @@ def _clean(text: str, n: int = MAX_REASON) -> str:
     return s[:n]
 
 
-def _platforms(con) -> set[str]:
-    """Which schedulers the store shows: slurm (job ids, Slurm formats), k8s (pods, kubelet...)."""
-    r = con.execute("""
-        SELECT count(*) FILTER (WHERE job_id IS NOT NULL OR format IN ('sacct', 'scontrol', 'slurm_daemon',
-                                'slurm_jobcomp', 'slurm_srun', 'slurm_stepd')) AS slurm,
-               count(*) FILTER (WHERE pod IS NOT NULL OR format IN ('kubelet_klog', 'kubectl_describe',
-                                'kubectl_get', 'containerd', 'nvidia_device_plugin')) AS k8s
-        FROM events""").fetchone()
-    return {p for p, n in zip(("slurm", "k8s"), r) if n}
-
-
 def plan(con, *, node: str | None = None, since: dt.datetime | None = None,
          platform: str = "auto") -> dict:
     """The node actions the store calls for. `node`: the logs are this node's (lines without a
@@ -52,13 +41,13 @@ def plan(con, *, node: str | None = None, since: dt.datetime | None = None,
     from ..correlate import diagnose
     from ..correlate.detectors.base import query
     from ..correlate.detectors.gpu import xid_catalog
-    from ..correlate.util import iso
+    from ..correlate.util import iso, platforms
     d = diagnose(con)
     v = d["verdict"]
     cat = xid_catalog()
     plats = {"slurm", "k8s"} if platform == "auto" else {platform}
     if platform == "auto":
-        plats = _platforms(con) or {"slurm", "k8s"}
+        plats = platforms(con) or {"slurm", "k8s"}
     per_node: dict[str, dict] = {}
     skipped: list[dict] = []
     for r in query(con, "xid"):

@@ -46,9 +46,12 @@ def _cascade_summary(cascade: list[dict]) -> str:
     for c in cascade:
         kinds[c["kind"] or "?"] = kinds.get(c["kind"] or "?", 0) + 1
     hosts = sorted({c["host"] for c in cascade if c["host"]})
+    pods = sorted({c["pod"] for c in cascade if not c["host"] and c.get("pod")})
     first, last = cascade[0]["time"], cascade[-1]["time"]
     span = f" from {first} to {last}" if first and last else ""
-    return (f"{len(cascade)} process(es) on {len(hosts)} host(s) failed after it{span}: "
+    where = " and ".join(([f"{len(hosts)} host(s)"] if hosts else []) + ([f"{len(pods)} pod(s)"] if pods else [])) \
+        or "0 host(s)"
+    return (f"{len(cascade)} process(es) on {where} failed after it{span}: "
             + ", ".join(f"{n}x {k}" for k, n in sorted(kinds.items(), key=lambda kv: -kv[1])))
 
 
@@ -96,7 +99,8 @@ def render_text(d: dict, color: bool = False) -> str:
     out.append("")
     out.append(f"{B}CASCADE{X}  {_cascade_summary(d['cascade'])}")
     for c in d["cascade"][:6]:
-        out.append(f"  {c['time'] or '(no time)':<25} {c['host'] or '?':<14} rank {c['rank'] if c['rank'] is not None else '?':<4} "
+        who = c["host"] or (f"pod {c['pod']}" if c.get("pod") else "?")
+        out.append(f"  {c['time'] or '(no time)':<25} {who:<14} rank {c['rank'] if c['rank'] is not None else '?':<4} "
                    f"{c['kind'] or '?':<18} {_rel(c['file'], base)}:{c['line']}")
     if len(d["cascade"]) > 6:
         out.append(f"  ... {len(d['cascade']) - 6} more")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 
 from .detectors.base import query
-from .util import iso, short
+from .util import iso, rows, short
 
 RUNNING = {"Running", "Completed", "Error", "Terminating", "OOMKilled"}   # statuses of a pod that did start
 
@@ -79,7 +79,12 @@ def apply(con, doc: dict) -> None:
         imp.update(gpus=st["gpus_idle"], gpu_hours=st["gpu_hours"], **{"from": st["from"], "to": st["to"]},
                    seconds=st["seconds"], basis=f"GPUs held by the {st['pods_running']} placed of {st['pods_total']} "
                                                 f"pods (nvidia.com/gpu: {st['gpus_per_pod']} each)")
-    if not st or not st["blocked"] or v.get("kind") not in ("rendezvous_timeout", "unknown"):
+    if not st or not st["blocked"]:
+        return
+    if v.get("kind") == "scheduling" and v.get("pod") in {b["pod"] for b in st["blocked"]}:
+        _timeouts_followed(con, doc)
+        return
+    if v.get("kind") not in ("rendezvous_timeout", "unknown"):
         return
     b = st["blocked"][0]
     old = dict(v)
@@ -95,3 +100,26 @@ def apply(con, doc: dict) -> None:
     doc["next_steps"] = [f"kubectl describe pod {b['pod']}   # why it is not placed",
                          "kubectl describe podgroup / kubectl get workloads   # the gang scheduler's view (Volcano, Kueue)",
                          "kubectl describe nodes | grep -A5 'Allocated resources'   # who holds the GPUs"]
+
+
+def _timeouts_followed(con, doc: dict) -> None:
+    """The verdict already names the pod that was never placed: the placed
+    pods' rendezvous timeouts followed from it. They are its cascade, and
+    their hypothesis supports it instead of outranking it (a 0.90
+    'alternative' beside a 0.60 verdict, and "CASCADE none seen" beside three
+    RendezvousTimeoutErrors)."""
+    v = doc["verdict"]
+    rdzv = [h for h in doc.get("hypotheses") or [] if h.get("kind") == "rendezvous_timeout"]
+    for h in rdzv:
+        if not (h.get("why") or "").startswith("followed from"):
+            h["why"] = f"followed from pod {v['pod']} never placed: {h.get('why') or ''}"[:600]
+    v["confidence"] = round(max([0.8, v.get("confidence") or 0.0] + [h.get("score") or 0.0 for h in rdzv]), 2)
+    have = {(c.get("file"), c.get("line")) for c in doc.get("cascade") or []}
+    for r in rows(con, """
+            SELECT ats, host, pod, rank, kind, file, line FROM aligned_events WHERE kind = 'rdzv_timeout'
+            QUALIFY row_number() OVER (PARTITION BY host, pod, rank ORDER BY ats NULLS LAST, file, line) = 1
+            ORDER BY ats NULLS LAST, file, line LIMIT 20"""):
+        if (r["file"], r["line"]) not in have:
+            doc.setdefault("cascade", []).append({"time": iso(r["ats"]), "host": r["host"], "pod": r["pod"],
+                                                  "rank": r["rank"], "kind": r["kind"], "file": r["file"],
+                                                  "line": r["line"]})

@@ -89,3 +89,21 @@ def ensure_kind_catalog(con: duckdb.DuckDBPyConnection) -> None:
     if kinds:
         con.executemany("INSERT INTO kind_catalog VALUES (?, ?, ?)",
                         [[k.name, k.role, k.failure] for k in kinds.values()])
+
+
+def on(host: str | None) -> str:
+    """' on HOST' for a sentence about a rank or a launcher; '' when the host is unknown."""
+    return f" on {host}" if host else ""
+
+
+def platforms(con) -> set[str]:
+    """Which schedulers the store shows: slurm (job ids, Slurm formats), k8s (pods, kubelet...)."""
+    r = con.execute("""
+        SELECT count(*) FILTER (WHERE job_id IS NOT NULL OR format IN ('sacct', 'scontrol', 'slurm_daemon',
+                                'slurm_jobcomp', 'slurm_srun', 'slurm_stepd')) AS slurm,
+               count(*) FILTER (WHERE pod IS NOT NULL OR format IN ('kubelet_klog', 'kubectl_describe',
+                                'containerd', 'nvidia_device_plugin')
+                                -- a lone '{' of any JSON dump is no sign of Kubernetes
+                                OR (format = 'kubectl_get' AND pattern <> 'kubectl_get.json_punct')) AS k8s
+        FROM events""").fetchone()
+    return {p for p, n in zip(("slurm", "k8s"), r) if n}

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 
 import duckdb
 
@@ -29,7 +30,7 @@ from .impact import impact as _impact
 from .stranded import apply as _stranded
 from .survival import demote_survived
 from .topology import topology as _topology
-from .util import ensure_kind_catalog, iso, rows, short, sql_file
+from .util import ensure_kind_catalog, iso, platforms, rows, short, sql_file
 
 JOB_LEVEL = {"time_limit", "cancelled", "rendezvous_timeout", "scheduling"}
 NODE_LEVEL = {"node_failure"}
@@ -208,7 +209,24 @@ def _cascade(con, t0, exclude_rank, exclude_host) -> list[dict]:
 
 # ---------------------------------------------------------------- next steps
 
-def next_steps(kind: str, v: dict, job_id: str | None, extra: dict) -> list[str]:
+# What a step needs to be worth suggesting: a command of that scheduler.
+STEP_PLATFORM = (("slurm", re.compile(r"\b(?:sacct|seff|scontrol|sinfo|srun)\b")), ("k8s", re.compile(r"\bkubectl\b")))
+
+
+def for_platforms(steps: list[str], plats: set[str]) -> list[str]:
+    """The steps whose commands the incident's platforms have (no `sacct` for a
+    torchrun run on bare hosts, no `kubectl` for a Slurm job)."""
+    return [s for s in steps if all(p in plats or not rx.search(s) for p, rx in STEP_PLATFORM)]
+
+
+def next_steps(kind: str, v: dict, job_id: str | None, extra: dict, plats: set[str] | None = None) -> list[str]:
+    """What to run next; `plats` (util.platforms) leaves out the schedulers the
+    store does not show (None: keep every step)."""
+    steps = _next_steps(kind, v, job_id, extra)
+    return steps if plats is None else for_platforms(steps, plats)
+
+
+def _next_steps(kind: str, v: dict, job_id: str | None, extra: dict) -> list[str]:
     host, pid, pod, rank = v.get("host") or "NODE", v.get("pid"), v.get("pod"), v.get("rank")
     job = job_id or "JOB"
     steps: list[str] = []
@@ -232,7 +250,8 @@ def next_steps(kind: str, v: dict, job_id: str | None, extra: dict) -> list[str]
         steps += [f"ssh {host} py-spy dump --pid {pid or 'PID'}   # where rank {rank if rank is not None else '?'} is stuck",
                   "TORCH_NCCL_DUMP_ON_TIMEOUT=1 TORCH_DISTRIBUTED_DEBUG=DETAIL  # flight recorder on the next run"]
     elif kind == "node_failure":
-        steps += [f"scontrol show node {host}", "sinfo -R", f"kubectl describe node {host}  # on Kubernetes"]
+        steps += [f"ssh {host} 'uptime; journalctl -k -b -1 | tail -50'   # did it reboot, and why",
+                  f"scontrol show node {host}", "sinfo -R", f"kubectl describe node {host}"]
     elif kind == "killed":
         steps += [f"ssh {host} 'dmesg -T | grep -iE \"oom|killed process\"'   # OOM killer or a person?",
                   f"sacct -j {job} --format=JobID,State,ExitCode,MaxRSS"]
@@ -241,7 +260,8 @@ def next_steps(kind: str, v: dict, job_id: str | None, extra: dict) -> list[str]
                   "python -X faulthandler ...  # Python stack at the crash"]
     elif kind == "rendezvous_timeout":
         miss = ", ".join(extra.get("missing") or []) or "the missing node"
-        steps += [f"check that {miss} started its launcher (srun -w {miss} hostname)",
+        steps += [f"ssh {miss} pgrep -af 'torchrun|torch.distributed'   # did {miss} start its launcher?",
+                  f"srun -w {miss} hostname   # does Slurm reach {miss}?",
                   "nc -z RDZV_HOST RDZV_PORT   # is the rendezvous store reachable?"]
     elif kind == "network_error":
         steps += [f"ssh {host} ibstat; ssh {host} ibv_devinfo", "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET  # rerun"]
@@ -315,7 +335,7 @@ def diagnose(con: duckdb.DuckDBPyConnection, *, offsets: dict[str, float] | None
         # nothing failed: nothing was lost either (impact counts from the first failure)
         return {"verdict": v, "hypotheses": [], "evidence": evidence, "cascade": [], "clock": clock,
                 "missing": missing,
-                "next_steps": next_steps(v["kind"], v, None, {}) if v["kind"] != "none" else [],
+                "next_steps": next_steps(v["kind"], v, None, {}, platforms(con)) if v["kind"] != "none" else [],
                 "impact": None, "gang": None, "control_plane": None, "topology": None,
                 "stranded": None}
 
@@ -474,7 +494,7 @@ def diagnose(con: duckdb.DuckDBPyConnection, *, offsets: dict[str, float] | None
         h.pop("_c")
     doc = {"verdict": v, "hypotheses": hyps[:8], "evidence": evidence,
            "cascade": [{k: c[k] for k in ("time", "host", "rank", "kind", "file", "line")} for c in cascade],
-           "clock": clock, "missing": missing, "next_steps": next_steps(v["kind"], v, job_id, extra)}
+           "clock": clock, "missing": missing, "next_steps": next_steps(v["kind"], v, job_id, extra, platforms(con))}
     _controlplane(con, doc)   # may re-attribute a NotReady node to a saturated control plane
     doc.update(impact=_impact(con, v), gang=_gang(con, v))
     doc["topology"] = _topology(con, doc)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
+from ..util import on
 from .base import Finding, query
 
 
@@ -119,7 +120,7 @@ def silent_ranks(con) -> list[Finding]:
     for r in silent:
         behind = (max_step is not None and r["last_step"] is not None and r["last_step"] < max_step)
         out.append(Finding(detector="silent_ranks", kind="unknown", score=score + (0.1 if behind else 0.0),
-                           why=f"rank {r['rank']} on {r['host']} wrote no error while {len(complaining)} peers reported "
+                           why=f"rank {r['rank']}{on(r['host'])} wrote no error while {len(complaining)} peers reported "
                                f"failures; its last line is at step {r['last_step']}"
                                + (f" (others reached {max_step})" if behind else ""),
                            rank=r["rank"], host=r["host"], time=r["last_ats"],

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from ..hostlist import compress_ranges, expand_ranges
-from ..util import rows
+from ..util import on, rows
 from .base import SIGNALS, Finding, query, signal_kind
 
 
@@ -45,11 +45,11 @@ def worker_exits(con) -> list[Finding]:
             first = r["ats"] is not None and t0 is not None and r["ats"] == first_host_time.get(r["host"])
             if first and r["ats"] == t0 and sig != 15:
                 score += 0.1
-            why = f"the launcher on {r['host']} reports local_rank {r['local_rank']} (pid {r['pid']}) died of {name}"
+            why = f"the launcher{on(r['host'])} reports local_rank {r['local_rank']} (pid {r['pid']}) died of {name}"
         else:
             if sig == 15:   # a sibling SIGTERMed by its agent: teardown (alive until then: a hang?)
                 out.append(Finding(detector="worker_exits", kind="killed", score=0.02,
-                                   why=f"rank {r['rank']} on {r['host']} was SIGTERMed by its launcher (teardown)",
+                                   why=f"rank {r['rank']}{on(r['host'])} was SIGTERMed by its launcher (teardown)",
                                    rank=r["rank"], local_rank=r["local_rank"], host=r["host"], pid=r["pid"],
                                    evidence=[r["event_id"]], extra={"source": r["source"], "signal": 15}))
                 continue
@@ -59,7 +59,7 @@ def worker_exits(con) -> list[Finding]:
             score = weight + (0.3 if kind else 0.0)
             kind = kind or "exception"
             why = (f"torchrun {'Root Cause' if r['source'] == 'root_cause' else 'Failures'} entry (weak: per node, "
-                   f"1 s resolution) names rank {r['rank']} on {r['host']} ({name})")
+                   f"1 s resolution) names rank {r['rank']}{on(r['host'])} ({name})")
         out.append(Finding(detector="worker_exits", kind=kind, score=min(score, 0.95), why=why,
                            rank=r["rank"], local_rank=r["local_rank"], host=r["host"], pid=r["pid"],
                            time=r["ats"] if r["source"] == "agent" else None, evidence=[r["event_id"]],

@@ -69,8 +69,12 @@ def rendezvous(con) -> list[Finding]:
     need = max(counts) if counts else None
     present = {h for (h,) in con.execute(
         "SELECT DISTINCT host FROM aligned_groups WHERE host IS NOT NULL").fetchall()}
-    joined = {r["host"] for r in rs if r["what"] in ("joined", "rdzv_timeout", "rdzv_complete", "store_fail") and r["host"]}
+    spoke = [r for r in rs if r["what"] in ("joined", "rdzv_timeout", "rdzv_complete", "store_fail")]
+    joined = {r["host"] for r in spoke if r["host"]}
     seen = joined or present
+    # who took part, for the count: a pod whose node is unknown counts as itself
+    # (three placed pods' logs were "1 of 4 expected nodes" with one node's kubelet journal)
+    took_part = {r["host"] or f"pod {r['pod']}" for r in spoke if r["host"] or r["pod"]} or seen
     ev = [fails[0]["event_id"]] + [r["event_id"] for r in rs if r["what"] in ("nodelist", "min_nodes", "nnodes")][:2]
     store = any(r["what"] == "store_fail" for r in fails) and not any(r["what"] == "rdzv_timeout" for r in fails)
     if expected:
@@ -92,9 +96,9 @@ def rendezvous(con) -> list[Finding]:
     if store:
         why = "the rendezvous store could not be reached (its host never started or is unreachable)"
     if need is not None:
-        why += f"; {len(seen)} of {need} expected nodes showed up ({need - len(seen)} missing, names unknown)"
+        why += f"; {len(took_part)} of {need} expected nodes showed up ({need - len(took_part)} missing, names unknown)"
     else:
         why += "; the expected node set is unknown (no node list / nnodes in the logs)"
     return [Finding(detector="rendezvous", kind="rendezvous_timeout", score=0.7, why=why, time=fails[0]["ats"],
                     evidence=ev, direct=True,
-                    extra={"missing_count": (need - len(seen)) if need else None, "job_level": True})]
+                    extra={"missing_count": (need - len(took_part)) if need else None, "job_level": True})]
