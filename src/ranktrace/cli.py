@@ -224,6 +224,9 @@ def cmd_formats(args) -> int:
         for row in out.events.iter_rows(named=True):
             shown = {k: v for k, v in row.items() if v is not None and k not in ("raw", "file", "file_id",
                                                                                    "event_id", "byte_offset")}
+            if shown.get("ts_kind") == "year_inferred" and shown.get("ts") is not None:
+                # the engine's placeholder year is no answer: ingest infers it from the bundle
+                shown["ts"] = shown["ts"].strftime("(year inferred at ingest)-%m-%d %H:%M:%S.%f")
             print(json.dumps(shown, default=str, indent=2))
         for table, facts in out.facts.items():
             for r in facts.drop("event_id", "file_id").iter_rows(named=True):

@@ -122,3 +122,12 @@ def test_a_stream_over_the_limit_is_refused_by_name(tmp_path, catalog, monkeypat
     s = ingest(["-"], str(tmp_path / "s.duckdb"), catalog, warn=warned.append,
                stdin=io.BytesIO(b"2026-03-02 03:17:41 INFO x\n" * 100))
     assert s.files == [] and any("<stdin>" in w and "refused" in w for w in warned), warned
+
+
+def test_an_empty_directory_says_why_nothing_was_ingested(tmp_path, capsys):
+    from ranktrace.cli import main
+    (tmp_path / "empty").mkdir()
+    rc = main(["ingest", str(tmp_path / "empty"), "--db", str(tmp_path / "s.duckdb")])
+    err = capsys.readouterr().err
+    assert rc == 1
+    assert f"{tmp_path / 'empty'}: no files to read in this directory" in err

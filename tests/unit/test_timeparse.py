@@ -40,3 +40,17 @@ def test_yearless_glog_time_is_year_inferred_in_the_placeholder_year(catalog):
 def test_untimed_line_takes_the_previous_time(catalog):
     ev = run_text(catalog, "2022-12-13T18:33:43Z stdout F a\nplain words here").events.sort("line").rows(named=True)
     assert ev[1]["ts"] == ev[0]["ts"] and ev[1]["ts_kind"] in ("interpolated", "envelope")
+
+
+@pytest.mark.parametrize("line", [
+    "2026-11-29T17:32:34.731400000Z stderr F I1129 17:32:34.721000 13686 torch/distributed/launcher/api.py:254] x",
+    "2026-11-29T17:32:34.731400Z trn-node01 kernel: NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.",
+])
+def test_a_trailing_z_is_utc_whatever_the_local_zone(catalog, line):
+    """Issue 15: a trailing Z was read as local time. With --tz America/New_York
+    (UTC-5 in November) the time stays 17:32:34 UTC."""
+    import datetime as dt
+    from ranktrace.ingest import core
+    ev, _ = core.parse_text(catalog, line + "\n", tz="America/New_York")
+    ts = ev["ts"][0]
+    assert ts.replace(microsecond=0) == dt.datetime(2026, 11, 29, 17, 32, 34), ev.select("ts", "ts_kind", "format").rows()

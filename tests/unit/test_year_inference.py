@@ -45,3 +45,16 @@ def test_lanes_summary_matches_the_events(tmp_path, ingest_to):
                             GROUP BY ALL ORDER BY ALL""").fetchall()
     lanes = con.execute("SELECT host, rank, events, first_ts, last_ts FROM lanes ORDER BY ALL").fetchall()
     assert lanes == direct and len(lanes) == 3
+
+
+def test_formats_explain_never_shows_the_placeholder_year(capsys):
+    """A year-less line explained alone has no bundle to take its year from:
+    it says so instead of showing the engine's placeholder year 2000."""
+    import json
+    from ranktrace.cli import main
+    assert main(["formats", "explain", "Mar  2 03:00:01 node1 kernel: NVRM: Xid (PCI:0000:3b:00): 79, "
+                 "GPU has fallen off the bus."]) == 0
+    out = capsys.readouterr().out
+    first = json.loads(out[:out.index("}") + 1])
+    assert first["ts_kind"] == "year_inferred"
+    assert first["ts"] == "(year inferred at ingest)-03-02 03:00:01.000000" and "2000" not in first["ts"]

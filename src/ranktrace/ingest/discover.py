@@ -533,6 +533,10 @@ def discover(paths: list[str], warn: Callable[[str], None], *, hints: list[PathH
             # Shown as the given directory's name and below: the same bundle
             # gives the same paths wherever it lies.
             roots = [(f, str(Path(p.resolve().name) / f.relative_to(p))) for f in sorted(set(files))]
+            if not roots:
+                warn(f"{arg}: no files to read in this directory"
+                     + (" (only a sample bundle's answers, which are never ingested)"
+                        if any(_is_answer(x) for x in _walk(p, lambda _: None)) else ""))
         else:
             roots = [(p, arg)]
         for f, display in roots:
