@@ -118,7 +118,11 @@ class Writer:
         self.facts = {t: rest for t, parts in self.facts.items() if (rest := self._insert(t, parts, whole_groups))}
 
     def _insert(self, table: str, parts: list[pl.DataFrame], whole_groups: bool) -> list[pl.DataFrame]:
-        """Insert the head of `parts` (whole row groups, or all); returns the rest."""
+        """Insert the head of `parts` (whole row groups, or all); returns the rest.
+        The parts go in by file (stable): parsers interleave their files' batches,
+        and a row group that alternates between files every batch compresses
+        worse (1 MB batches of two files: store +15%)."""
+        parts = sorted(parts, key=lambda p: p["file_id"][0] if len(p) else -1)
         df = pl.concat(parts, how="diagonal_relaxed", rechunk=False)
         n = len(df) - len(df) % self.row_group if whole_groups else len(df)
         if n == 0:
