@@ -79,7 +79,9 @@ def bench_ingest(corpus: Path, store_dir: Path, lnav: str) -> dict:
     (home / "warm-up.log").write_text("warm-up\n")
     measure.lnav_index(lnav, [home / "warm-up.log"], home)   # lnav's first start writes its config files
     ln, ln_files, ln_lines = measure.lnav_index(lnav, files, home)
-    store_dir.mkdir(parents=True, exist_ok=True)
+    # a fresh store: ingest skips the files a kept store holds already (run_all --keep, twice)
+    shutil.rmtree(store_dir, ignore_errors=True)
+    store_dir.mkdir(parents=True)
     db = store_dir / "inc.duckdb"
     ing = measure.run([ranktrace_exe(), "ingest", str(corpus), "--db", str(db), "-q"]).check()
     con = duckdb.connect(str(db), read_only=True)
