@@ -25,18 +25,23 @@ def _files(d: Path) -> list[str]:
     return sorted(str(p.relative_to(d.parent)) for p in d.rglob("*") if p.is_file() and p.name not in TRUTH_FILES)
 
 
-@pytest.mark.skipif(not BUNDLES, reason="no sample_logs/*/expected_verdict.json yet")
-@pytest.mark.parametrize("bundle", BUNDLES, ids=[b.name for b in BUNDLES])
-def test_bundle_verdict(bundle, tmp_path, catalog, monkeypatch):
-    want = json.loads((bundle / "expected_verdict.json").read_text())["verdict"]
+def _diagnose_bundle(bundle: Path, tmp_path, catalog, monkeypatch) -> dict:
+    """The diagnosis of a bundle ingested as a user runs `ranktrace ingest bundle/`."""
     db = str(tmp_path / "s.duckdb")
     monkeypatch.chdir(bundle.parent)
     ingest(_files(bundle), db, catalog)
     con = duckdb.connect(db, read_only=True)
     try:
-        got = diagnose(con)
+        return diagnose(con)
     finally:
         con.close()
+
+
+@pytest.mark.skipif(not BUNDLES, reason="no sample_logs/*/expected_verdict.json yet")
+@pytest.mark.parametrize("bundle", BUNDLES, ids=[b.name for b in BUNDLES])
+def test_bundle_verdict(bundle, tmp_path, catalog, monkeypatch):
+    want = json.loads((bundle / "expected_verdict.json").read_text())["verdict"]
+    got = _diagnose_bundle(bundle, tmp_path, catalog, monkeypatch)
     v = got["verdict"]
     ok = v["kind"] == want["kind"]
     if want.get("rank") is not None:
@@ -91,14 +96,7 @@ def test_a_rendezvous_of_pods_counts_the_pods_that_came(tmp_path, catalog, monke
     for a fourth: 3 of 4 showed up, not "1 of 4" (the one node named in the
     logs was the kubelet journal of the pod that never started)."""
     bundle = REPO / "sample_logs" / "k8s_gpu_admission_rdzv"
-    db = str(tmp_path / "s.duckdb")
-    monkeypatch.chdir(bundle.parent)
-    ingest(_files(bundle), db, catalog)
-    con = duckdb.connect(db, read_only=True)
-    try:
-        got = diagnose(con)
-    finally:
-        con.close()
+    got = _diagnose_bundle(bundle, tmp_path, catalog, monkeypatch)
     rdzv = [h for h in got["hypotheses"] if h["kind"] == "rendezvous_timeout"]
     assert rdzv and "3 of 4 expected nodes showed up (1 missing" in rdzv[0]["why"], rdzv
     # the placed pods' timeouts followed from the pod never placed: its cascade, not a rival
