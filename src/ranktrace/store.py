@@ -17,7 +17,7 @@ import duckdb
 from .resources import data_dir
 
 if TYPE_CHECKING:  # polars is imported where it is used: readers (tui, sql) start faster without it
-    import polars as pl
+    import pyarrow as pa
 
     from .formats import Catalog
 
@@ -211,9 +211,10 @@ def sha256_file(opener, chunk: int = 8 << 20) -> str:
     return h.hexdigest()
 
 
-def insert_events(con: duckdb.DuckDBPyConnection, events: pl.DataFrame) -> None:
-    arrow = events.to_arrow()  # noqa: F841 - referenced by name in SQL
-    con.execute("INSERT INTO events BY NAME SELECT * FROM arrow")
+def insert_table(con: duckdb.DuckDBPyConnection, table: str, rows: pa.Table) -> None:
+    """Arrow rows into `table`, by column name (a column they lack is NULL)."""
+    arrow = rows  # noqa: F841 - referenced by name in SQL
+    con.execute(f'INSERT INTO "{table}" BY NAME SELECT * FROM arrow')
 
 
 def insert_rows(con: duckdb.DuckDBPyConnection, table: str, rows: list[list]) -> None:
@@ -223,11 +224,6 @@ def insert_rows(con: duckdb.DuckDBPyConnection, table: str, rows: list[list]) ->
     import polars as pl
     arrow = pl.DataFrame(rows, schema=names, orient="row", infer_schema_length=None).to_arrow()  # noqa: F841
     con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM arrow")
-
-
-def insert_facts(con: duckdb.DuckDBPyConnection, table: str, facts: pl.DataFrame) -> None:
-    arrow = facts.to_arrow()  # noqa: F841
-    con.execute(f'INSERT INTO "{table}" BY NAME SELECT * FROM arrow')
 
 
 def refresh_summaries(con: duckdb.DuckDBPyConnection) -> None:

@@ -224,7 +224,7 @@ def test_a_file_failing_after_its_rows_went_in_leaves_nothing(tmp_path, catalog)
     def as_file(fid):
         fix = lambda df: df.with_columns(file_id=df["file_id"] * 0 + fid,
                                          event_id=(df["event_id"] % (1 << 32)) + (fid << 32))
-        return fix(out.events), {t: fix(f) for t, f in out.facts.items()}
+        return fix(out.events).to_arrow(), {t: fix(f).to_arrow() for t, f in out.facts.items()}
 
     w = Writer(con, group_rows=15, row_group=8)
     ev, facts = as_file(1)

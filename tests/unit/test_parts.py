@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import duckdb
-import polars as pl
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -201,7 +201,7 @@ def test_part_writer_writes_row_groups_as_it_goes_and_drops_a_failed_file(tmp_pa
     w = PartWriter(tmp_path / "parts", catalog, con, host="nodeA", row_group=4)
 
     def events(fid, n):
-        return pl.DataFrame({"event_id": [(fid << 32) | i for i in range(1, n + 1)], "file_id": [fid] * n,
+        return pa.table({"event_id": [(fid << 32) | i for i in range(1, n + 1)], "file_id": [fid] * n,
                              "file": [f"f{fid}"] * n, "line": list(range(1, n + 1)),
                              "end_line": list(range(1, n + 1)), "ts_kind": ["none"] * n, "format": ["raw"] * n,
                              "severity": ["info"] * n, "role": ["info"] * n, "raw": ["x"] * n})
@@ -223,7 +223,7 @@ def test_part_writer_writes_row_groups_as_it_goes_and_drops_a_failed_file(tmp_pa
 def test_an_aborted_part_leaves_nothing_for_merge(tmp_path, catalog):
     con = store.open_store(":memory:", catalog)
     w = PartWriter(tmp_path / "parts", catalog, con, host="nodeB", row_group=2)
-    w.add(1, pl.DataFrame({"event_id": [1 << 32 | 1] * 3, "file_id": [1] * 3, "file": ["f"] * 3, "line": [1] * 3,
+    w.add(1, pa.table({"event_id": [1 << 32 | 1] * 3, "file_id": [1] * 3, "file": ["f"] * 3, "line": [1] * 3,
                            "end_line": [1] * 3, "ts_kind": ["none"] * 3, "format": ["raw"] * 3,
                            "severity": ["info"] * 3, "role": ["info"] * 3, "raw": ["x"] * 3}), {})
     assert w.counts["events"] == 2      # a row group was written out already

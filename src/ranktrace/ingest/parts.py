@@ -30,12 +30,12 @@ import socket
 import tempfile
 from pathlib import Path
 
-import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .. import __version__, store
 from ..formats import Catalog, format_dirs
+from .rows import Pending, file_ids
 
 PART_FORMAT = 1                   # the layout of a part directory; bump on any change
 MANIFEST = "manifest.json"
@@ -83,14 +83,14 @@ def table_schemas(con, cat: Catalog) -> dict[str, pa.Schema]:
     return {t: con.sql(f'FROM "{t}" LIMIT 0').to_arrow_table().schema for t in tables}
 
 
-def conform(df: pl.DataFrame, schema: pa.Schema, table: str) -> pa.Table:
-    """`df` with exactly the table's columns and types (missing ones null).
+def conform(rows: pa.Table, schema: pa.Schema, table: str) -> pa.Table:
+    """`rows` with exactly the table's columns and types (missing ones null).
     A column the table does not have is a bug upstream, as in INSERT BY NAME."""
-    extra = sorted(set(df.columns) - set(schema.names))
+    extra = sorted(set(rows.column_names) - set(schema.names))
     if extra:
         raise ValueError(f"{table}: columns {extra} are not in the table")
-    t = df.to_arrow()
-    cols = [t[f.name].cast(f.type) if f.name in t.column_names else pa.nulls(len(t), f.type) for f in schema]
+    cols = [rows[f.name].cast(f.type) if f.name in rows.column_names else pa.nulls(len(rows), f.type)
+            for f in schema]
     return pa.Table.from_arrays(cols, schema=schema)
 
 
@@ -113,22 +113,22 @@ class PartWriter:
         self.tmp = Path(tempfile.mkdtemp(prefix=f"{_safe(self.host)}-", dir=incoming))
         self.path: str | None = None          # the finished part, after close()
         self.writers: dict[str, pq.ParquetWriter] = {}
-        self.buffers: dict[str, list[pl.DataFrame]] = {}
-        self.buffered: dict[str, int] = {}
+        self.pending: dict[str, Pending] = {}
         self.counts: dict[str, int] = {}      # rows written out per table
         self.flushed: dict[str, set[int]] = {}  # table -> files with rows written out
         self.dirty: dict[str, set[int]] = {}    # table -> failed files whose rows are written out
         self.file_rows: list[list] = []
 
-    def add(self, file_id: int, events: pl.DataFrame, facts: dict[str, pl.DataFrame]) -> None:
-        for table, df in [("events", events), *facts.items()]:
-            if not len(df):
+    def add(self, file_id: int, events: pa.RecordBatch | pa.Table,
+            facts: dict[str, pa.RecordBatch | pa.Table]) -> None:
+        for table, rows in [("events", events), *facts.items()]:
+            if not rows.num_rows:
                 continue
             if table not in self.schemas:
                 raise ValueError(f"{table}: not a table of this catalog")
-            self.buffers.setdefault(table, []).append(df)
-            self.buffered[table] = self.buffered.get(table, 0) + len(df)
-            if self.buffered[table] >= self.row_group:
+            pending = self.pending.setdefault(table, Pending())
+            pending.add(rows)
+            if pending.rows >= self.row_group:
                 self._flush(table, whole_groups=True)
 
     def done(self, file_id: int, row: list | None) -> None:
@@ -136,10 +136,8 @@ class PartWriter:
         if row is not None:
             self.file_rows.append(row)
             return
-        keep = pl.col("file_id") != file_id
-        for table, parts in self.buffers.items():
-            self.buffers[table] = [k for p in parts if len(k := p.filter(keep))]
-            self.buffered[table] = sum(len(p) for p in self.buffers[table])
+        for pending in self.pending.values():
+            pending.discard(file_id)
         for table, fids in self.flushed.items():
             if file_id in fids:
                 self.dirty.setdefault(table, set()).add(file_id)
@@ -148,7 +146,7 @@ class PartWriter:
         """Write what is left, the files rows and the manifest; then move the
         part into place (replacing a part of the same content)."""
         try:
-            for table in list(self.buffers):
+            for table in list(self.pending):
                 self._flush(table, whole_groups=False)
             for table in self.schemas:
                 if table != "files" and table not in self.writers:
@@ -184,7 +182,7 @@ class PartWriter:
             except Exception:
                 pass
         self.writers.clear()
-        self.buffers.clear()
+        self.pending.clear()
         shutil.rmtree(self.tmp, ignore_errors=True)
 
     def _manifest(self, files: pa.Table) -> dict:
@@ -215,19 +213,12 @@ class PartWriter:
     def _flush(self, table: str, whole_groups: bool) -> None:
         """Write the buffered rows of `table`: whole row groups (the rest
         stays buffered), or all of them."""
-        parts = self.buffers.get(table) or []
-        if not parts:
+        head = self.pending[table].take(self.row_group, whole_groups)
+        if head is None:
             return
-        df = pl.concat(parts, how="diagonal_relaxed", rechunk=False)
-        n = len(df) - len(df) % self.row_group if whole_groups else len(df)
-        if n:
-            head = df.head(n)
-            self._writer(table).write_table(conform(head, self.schemas[table], table), row_group_size=self.row_group)
-            self.counts[table] += n
-            self.flushed.setdefault(table, set()).update(head["file_id"].unique().to_list())
-        rest = df.tail(len(df) - n) if n < len(df) else None
-        self.buffers[table] = [rest] if rest is not None else []
-        self.buffered[table] = 0 if rest is None else len(rest)
+        self._writer(table).write_table(conform(head, self.schemas[table], table), row_group_size=self.row_group)
+        self.counts[table] += head.num_rows
+        self.flushed.setdefault(table, set()).update(file_ids(head))
 
     def _drop_files(self, table: str, fids: set[int]) -> None:
         """Take the rows of files that failed after some of their rows were

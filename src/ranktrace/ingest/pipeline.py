@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Callable, Iterator
 
-import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from .. import store
 from ..formats import Catalog
@@ -94,10 +95,11 @@ class Claims:
 
 @dataclass
 class Parsed:
-    """One batch of a file, parsed (what parse_file yields as it goes)."""
+    """One batch of a file, parsed (what parse_file yields as it goes): the
+    engine's Arrow batches, as they came."""
     file_id: int
-    events: pl.DataFrame
-    facts: dict[str, pl.DataFrame]
+    events: pa.RecordBatch
+    facts: dict[str, pa.RecordBatch]
 
 
 @dataclass
@@ -132,8 +134,7 @@ def parse_file(ref: FileRef, cat: Catalog, claims: Claims, *, tz: str = "UTC", p
                 while True:
                     nxt = read.read_some(stream, chunk_bytes, damage) if pending else b""
                     parser.feed(pending, not nxt)
-                    for out in core.batches(parser):
-                        events, facts = core.frames(*out)
+                    for events, facts in core.batches(parser):
                         _count(events, res)
                         yield Parsed(file_id, events, facts)
                     stats = parser.stats()
@@ -255,10 +256,10 @@ class _Prepend:
         return len(data)
 
 
-def _count(ev: pl.DataFrame, res: FileResult) -> None:
-    res.events += len(ev)
-    for fmt, n in ev.group_by("format").len().iter_rows():
-        res.formats[fmt] += n
+def _count(ev: pa.RecordBatch, res: FileResult) -> None:
+    res.events += ev.num_rows
+    for vc in pc.value_counts(ev["format"]).to_pylist():
+        res.formats[vc["values"]] += vc["counts"]
     res.unparsed = res.formats.get("raw", 0)
 
 

@@ -17,22 +17,18 @@ again before the commit.
 
 from __future__ import annotations
 
-import polars as pl
+import pyarrow as pa
 
 from .. import store
+from .rows import Pending, file_ids
 
 ROW_GROUP = 122_880               # DuckDB's rows per row group
 GROUP_ROWS = ROW_GROUP            # insert once this many events are waiting (3 groups: +230 MB RSS, no faster)
 COMMIT_ROWS = 12 * ROW_GROUP      # commit (at a file boundary) once this many went in
-# Frames of small files are copied into one every COMPACT_PARTS: an engine batch
-# of a one-line file holds ~80 KB of buffers, 10k of them 1.3 GB before the first INSERT.
-COMPACT_PARTS = 256
 COMMIT_FILES = 10_000             # or this many files: their rows wait for the commit (~3 KB each)
 # Events waiting hold at most this many bytes, whatever their rows: 300 lines of
 # 1 MiB are 300 rows, far from a row group, and 1.2 GB of raw and message text.
 GROUP_BYTES = 64 << 20
-
-FILE_ROW_SQL = "INSERT INTO files VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
 
 
 class Writer:
@@ -43,28 +39,27 @@ class Writer:
 
     def _reset(self) -> None:
         """Nothing buffered, nothing open, no transaction."""
-        self.events: list[pl.DataFrame] = []
-        self.facts: dict[str, list[pl.DataFrame]] = {}
-        self.buffered = 0            # events waiting for the next INSERT
-        self.buffered_bytes = 0      # and their size
+        self.pending: dict[str, Pending] = {"events": Pending()}   # events, then fact tables
         self.written = 0             # rows inserted in the open transaction
         self.open: set[int] = set()  # files with rows in, not finished
         self.inserted: dict[int, set[str]] = {}  # file -> tables it has rows in (open transaction)
         self.file_rows: list[list] = []
         self.in_txn = False
 
-    def add(self, file_id: int, events: pl.DataFrame, facts: dict[str, pl.DataFrame]) -> None:
+    @property
+    def buffered(self) -> int:
+        """Events waiting for the next INSERT."""
+        return self.pending["events"].rows
+
+    def add(self, file_id: int, events: pa.RecordBatch | pa.Table,
+            facts: dict[str, pa.RecordBatch | pa.Table]) -> None:
         self.open.add(file_id)
-        if len(events):
-            self.events = _append(self.events, events)
-            self.buffered += len(events)
-            self.buffered_bytes += events.estimated_size()
+        self.pending["events"].add(events)
         for table, f in facts.items():
-            if len(f):
-                self.facts[table] = _append(self.facts.get(table, []), f)
+            self.pending.setdefault(table, Pending()).add(f)
         if self.buffered >= self.group_rows:
             self._flush()
-        if self.buffered_bytes >= GROUP_BYTES:
+        if self.pending["events"].nbytes >= GROUP_BYTES:
             self._flush(whole_groups=False)   # long lines: a part-full row group is the lesser cost
 
     def done(self, file_id: int, row: list | None) -> None:
@@ -109,52 +104,19 @@ class Writer:
     def _flush(self, whole_groups: bool = True) -> None:
         """Insert what is buffered: whole row groups of each table, the rest
         stays buffered; everything when not `whole_groups`."""
-        if not self.events and not self.facts:
-            return
-        self._begin()
-        self.events = self._insert("events", self.events, whole_groups)
-        self.buffered = sum(len(e) for e in self.events)
-        self.buffered_bytes = sum(e.estimated_size() for e in self.events)
-        self.facts = {t: rest for t, parts in self.facts.items() if (rest := self._insert(t, parts, whole_groups))}
-
-    def _insert(self, table: str, parts: list[pl.DataFrame], whole_groups: bool) -> list[pl.DataFrame]:
-        """Insert the head of `parts` (whole row groups, or all); returns the rest.
-        The parts go in by file (stable): parsers interleave their files' batches,
-        and a row group that alternates between files every batch compresses
-        worse (1 MB batches of two files: store +15%)."""
-        parts = sorted(parts, key=lambda p: p["file_id"][0] if len(p) else -1)
-        df = pl.concat(parts, how="diagonal_relaxed", rechunk=False)
-        n = len(df) - len(df) % self.row_group if whole_groups else len(df)
-        if n == 0:
-            return [df] if len(df) else []
-        head = df.head(n)
-        if table == "events":
-            store.insert_events(self.con, head)
-            self.written += n
-        else:
-            store.insert_facts(self.con, table, head)
-        for fid in head["file_id"].unique().to_list():
-            self.inserted.setdefault(fid, set()).add(table)
-        return [df.tail(len(df) - n)] if n < len(df) else []
+        for table, pending in self.pending.items():
+            head = pending.take(self.row_group, whole_groups)
+            if head is None:
+                continue
+            self._begin()
+            store.insert_table(self.con, table, head)
+            if table == "events":
+                self.written += head.num_rows
+            for fid in file_ids(head):
+                self.inserted.setdefault(fid, set()).add(table)
 
     def _discard(self, file_id: int) -> None:
-        keep = pl.col("file_id") != file_id
-        kept = [e.filter(keep) for e in self.events]
-        self.buffered = sum(len(e) for e in kept)
-        self.buffered_bytes = sum(e.estimated_size() for e in kept)
-        self.events = [e for e in kept if len(e)]
-        self.facts = {t: [f.filter(keep) for f in parts] for t, parts in self.facts.items()}
+        for pending in self.pending.values():
+            pending.discard(file_id)
         for table in sorted(self.inserted.pop(file_id, ())):
             self.con.execute(f'DELETE FROM "{table}" WHERE file_id = ?', [file_id])
-
-
-def _append(parts: list[pl.DataFrame], df: pl.DataFrame) -> list[pl.DataFrame]:
-    """parts + [df]; the last COMPACT_PARTS small frames copied into one
-    (through Arrow: polars' concat of string views keeps every source's
-    buffers alive; 20k one-line files: +240 MB that way, +50 MB so)."""
-    parts.append(df)
-    tail = [p for p in parts[-COMPACT_PARTS:] if len(p) < 1024]
-    if len(tail) == COMPACT_PARTS and len(parts) >= COMPACT_PARTS:
-        merged = pl.concat(parts[-COMPACT_PARTS:], how="diagonal_relaxed", rechunk=True)
-        parts[-COMPACT_PARTS:] = [pl.from_arrow(merged.to_arrow())]
-    return parts
