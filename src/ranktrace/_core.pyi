@@ -21,6 +21,8 @@ class FileParser:
         lines), or None when nothing is left until the next feed."""
     def stats(self) -> dict[str, int | bool]:
         """bytes, lines, invalid_utf8, nul_bytes, truncated_lines, crlf, cr_only,
-        implausible (times outside 1990-2099, ignored)."""
+        implausible (times outside 1990-2099, ignored); and how lines were read
+        (crates/engine/src/shape.rs): shape_hits (the structure of a shape met
+        before), shapes (new shapes), own_reads (read from their own bytes)."""
     def file_envelopes(self) -> list[str]:
         """File-scoped envelopes found in the file's head (after the first feed)."""

@@ -31,6 +31,9 @@ fn main() {
             }
         }
         lines += p.stats().lines;
+        if std::env::var_os("RANKTRACE_MEMO_STATS").is_some() {
+            eprintln!("{f}: {:?}", p.memo_stats());
+        }
     }
     let (dt, dc) = (t.elapsed().as_secs_f64(), cpu_seconds() - cpu);
     let mb = bytes as f64 / 1e6;

@@ -36,8 +36,9 @@ pub fn streams(cat: &Catalog, lines: &[Peeled]) -> Vec<u32> {
 
 /// For each line, the block kind that took it (NO_BLOCK) and the line index
 /// where its block starts.
-/// `hits`: the literals found in each line (`cat.literals.words` per line).
-pub fn find(cat: &Catalog, lines: &[Peeled], stream: &[u32], hits: &[u64]) -> (Vec<u32>, Vec<usize>) {
+/// `start_bits`: the block kinds each line starts (`cat.start_words` per line,
+/// shape.rs), were it free.
+pub fn find(cat: &Catalog, lines: &[Peeled], stream: &[u32], start_bits: &[u64]) -> (Vec<u32>, Vec<usize>) {
     let n = lines.len();
     let mut block = vec![NO_BLOCK; n];
     let mut start_of = vec![usize::MAX; n];
@@ -45,28 +46,10 @@ pub fn find(cat: &Catalog, lines: &[Peeled], stream: &[u32], hits: &[u64]) -> (V
         return (block, start_of);
     }
     let n_streams = stream.iter().copied().max().map_or(0, |m| m as usize + 1);
-    // Which block kinds a line can start: the kinds without a literal, and
-    // those whose literal the line holds.
-    let nb = cat.blocks.len();
-    let mut may = vec![false; n * nb];
-    let w = cat.literals.words;
-    for i in 0..n {
-        let row = &mut may[i * nb..(i + 1) * nb];
-        for (bi, b) in cat.blocks.iter().enumerate() {
-            row[bi] = !b.has_literal;
-        }
-        let found = &hits[i * w..(i + 1) * w];
-        for (l, admits) in &cat.start_literals {
-            if crate::literals::has(found, *l) {
-                for &bi in admits {
-                    row[bi] = true;
-                }
-            }
-        }
-    }
+    let w = cat.start_words;
     for (bi, b) in cat.blocks.iter().enumerate() {
         let starts: Vec<bool> =
-            (0..n).map(|i| may[i * nb + bi] && block[i] == NO_BLOCK && b.start.is_match(lines[i].body(), lines[i].ascii)).collect();
+            (0..n).map(|i| block[i] == NO_BLOCK && crate::literals::has(&start_bits[i * w..(i + 1) * w], bi)).collect();
         if !starts.iter().any(|&s| s) {
             continue; // no free start line for this kind
         }

@@ -80,6 +80,21 @@ impl Matcher {
         }
         v
     }
+    /// Every group's span after a successful read of `text`, the tail group
+    /// last (what `cached` reads).
+    pub fn spans(&self, locs: &Locs, text: &str) -> Vec<Option<(u32, u32)>> {
+        let n = self.regex.unicode().captures_len();
+        let span = |m: Option<(usize, usize)>| m.map(|(a, b)| (a as u32, b as u32));
+        (0..n).map(|gi| span(locs.get(gi))).chain([span(self.get(locs, TAIL, text))]).collect()
+    }
+
+    /// Span of group `gi` in `spans` (as made by `spans`).
+    #[inline]
+    pub fn cached(&self, spans: &[Option<(u32, u32)>], gi: usize) -> Option<(usize, usize)> {
+        let s = if gi == TAIL { spans[spans.len() - 1] } else { spans[gi] };
+        s.map(|(a, b)| (a as usize, b as usize))
+    }
+
     /// Span of group `gi` after a successful captures_read on `text`.
     #[inline]
     pub fn get(&self, locs: &Locs, gi: usize, text: &str) -> Option<(usize, usize)> {
@@ -225,6 +240,10 @@ pub struct Catalog {
     pub marker: Rx,
     /// index of the `program` identity column
     pub program_col: usize,
+    /// u64 words of a line's block-start bits
+    pub start_words: usize,
+    /// the byte classes of line shapes (shape.rs)
+    pub shapes: crate::shape::Shapes,
 }
 
 impl Catalog {
@@ -457,7 +476,8 @@ impl Catalog {
             });
         }
         let int_identity = spec.identity.iter().map(|c| spec.int_identity.contains(c)).collect();
-        Ok(Catalog {
+        let start_words = blocks.len().div_ceil(64).max(1);
+        let mut cat = Catalog {
             identity: spec.identity.clone(),
             int_identity,
             severities,
@@ -477,7 +497,11 @@ impl Catalog {
             carry,
             marker: rx(r"^\s*[\^~ ]*$", "marker")?,
             program_col: spec.identity.iter().position(|c| c == "program").ok_or("catalog spec: no program column")?,
-        })
+            start_words,
+            shapes: Default::default(),
+        };
+        cat.shapes = crate::shape::shapes(&cat)?;
+        Ok(cat)
     }
 
     pub fn format_index(&self, name: &str) -> Option<usize> {

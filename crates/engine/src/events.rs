@@ -6,7 +6,6 @@ use crate::compile::Catalog;
 use crate::peel::{Chain, Peeled, MAX_ID};
 use std::sync::Arc;
 use crate::timefmt::{TsKind, Zoner};
-use crate::rx::Locs;
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub enum Src {
@@ -108,12 +107,10 @@ fn typed_id(cat: &Catalog, c: usize, raw: &str, v: Id) -> Id {
 
 /// The events of a batch of peeled lines (all of them: the caller has
 /// already deferred the lines of a block left open).
-pub fn build(cat: &Catalog, mut lines: Vec<Peeled>, block: &[u32], start_of: &[usize], hits: &[u64],
+pub fn build(cat: &Catalog, mut lines: Vec<Peeled>, block: &[u32], start_of: &[usize],
              hints: &[Id], tz: &Zoner) -> Vec<Event> {
     let nid = cat.identity.len();
     let mut out: Vec<Event> = Vec::with_capacity(lines.len());
-    let mut locs: Vec<Locs> = cat.patterns.iter().map(|p| p.matcher.regex.locations()).collect();
-    let w = cat.literals.words;
     // Blocks: one event per (block, start, envelope identity), in order of first line.
     let mut groups: Vec<(usize, Vec<usize>)> = Vec::new(); // (first line index, members)
     {
@@ -147,35 +144,14 @@ pub fn build(cat: &Catalog, mut lines: Vec<Peeled>, block: &[u32], start_of: &[u
         if lines[i].body().trim().is_empty() {
             continue;
         }
-        out.push(line_event(cat, &mut lines[i], &mut locs, &hits[i * w..(i + 1) * w], hints, tz, nid));
+        out.push(line_event(cat, &mut lines[i], hints, tz, nid));
     }
     out
 }
 
-#[allow(clippy::too_many_arguments)]
-fn line_event(cat: &Catalog, p: &mut Peeled, locs: &mut [Locs], found: &[u64],
-              hints: &[Id], tz: &Zoner, nid: usize) -> Event {
+fn line_event(cat: &Catalog, p: &mut Peeled, hints: &[Id], tz: &Zoner, nid: usize) -> Event {
     let raw = std::mem::take(&mut p.raw);
-    let (b0, b1) = (p.body.0 as usize, p.body.1 as usize);
-    let body = &raw[b0..b1];
-    // Candidates: the patterns that can start with the body's first
-    // character, and whose literal occurs in it (`found`: the literals of the
-    // body); the first that matches claims the line.
-    let mut claimed: Option<usize> = None;
-    if let Some(&b) = body.as_bytes().first() {
-        for &pi in &cat.by_first[if b < 128 { b as usize } else { 128 }] {
-            let pat = &cat.patterns[pi];
-            if let Some(ids) = &pat.literal_ids {
-                if !ids.iter().any(|&l| crate::literals::has(found, l)) {
-                    continue;
-                }
-            }
-            if pat.matcher.regex.read(&mut locs[pi], body, p.ascii) {
-                claimed = Some(pi);
-                break;
-            }
-        }
-    }
+    let b0 = p.body.0 as usize;
     let mut ev = Event {
         line: p.no,
         end_line: p.no,
@@ -196,14 +172,13 @@ fn line_event(cat: &Catalog, p: &mut Peeled, locs: &mut [Locs], found: &[u64],
         kept: std::mem::take(&mut p.kept),
     };
     let mut line_ids: [Id; MAX_ID] = Default::default();
-    if let Some(pi) = claimed {
-        let pat = &cat.patterns[pi];
-        let l = &locs[pi];
-        let cap = |gi: usize| pat.matcher.get(l, gi, body).map(|(a, b)| ((b0 + a) as u32, (b0 + b) as u32));
-        ev.src = Src::Pattern(pi as u32);
+    if let Some(claim) = &p.claim {
+        let pat = &cat.patterns[claim.pattern as usize];
+        let cap = |gi: usize| pat.matcher.cached(&claim.spans, gi).map(|(a, b)| ((b0 + a) as u32, (b0 + b) as u32));
+        ev.src = Src::Pattern(claim.pattern);
         ev.level = pat.level.and_then(cap);
-        if let Some((a, b)) = pat.message.and_then(|gi| pat.matcher.get(l, gi, body)) {
-            ev.message = ((b0 + a) as u32, (b0 + b) as u32);
+        if let Some(m) = pat.message.and_then(cap) {
+            ev.message = m;
         }
         if let Some((gi, layout)) = &pat.ts {
             let text = cap(*gi);
@@ -212,8 +187,8 @@ fn line_event(cat: &Catalog, p: &mut Peeled, locs: &mut [Locs], found: &[u64],
             ev.ts = text.and_then(|(a, b)| layout.parse(&raw[a as usize..b as usize], tz));
         }
         for &(gi, col) in &pat.ids {
-            if let Some((a, b)) = pat.matcher.get(l, gi, body) {
-                line_ids[col] = Id::Span((b0 + a) as u32, (b0 + b) as u32);
+            if let Some((a, b)) = cap(gi) {
+                line_ids[col] = Id::Span(a, b);
             }
         }
         if let Some(prog) = &pat.program {

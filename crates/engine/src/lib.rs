@@ -18,6 +18,7 @@ pub mod out;
 pub mod par;
 pub mod peel;
 pub mod rx;
+pub mod shape;
 pub mod spec;
 pub mod timefmt;
 
@@ -66,6 +67,10 @@ pub struct FileParser {
     ready: std::collections::VecDeque<Output>,
     /// threads per batch, when fixed (RANKTRACE_ENGINE_THREADS; tests)
     threads: Option<usize>,
+    /// the line shapes seen, one memo per thread of a batch
+    memos: Vec<shape::Memo>,
+    /// whether lines of a shape met before take its structure (RANKTRACE_ENGINE_MEMO=0: no; tests)
+    memo: bool,
     eof: bool,
     done: bool,
 }
@@ -93,6 +98,8 @@ impl FileParser {
             queued: Vec::new(),
             ready: Default::default(),
             threads: std::env::var("RANKTRACE_ENGINE_THREADS").ok().and_then(|v| v.parse().ok()),
+            memos: Vec::new(),
+            memo: std::env::var("RANKTRACE_ENGINE_MEMO").map_or(true, |v| v != "0"),
             eof: false,
             done: false,
         })
@@ -100,6 +107,15 @@ impl FileParser {
 
     pub fn stats(&self) -> &ReadStats {
         &self.framer.stats
+    }
+
+    /// How the lines were read (shape.rs): of a shape met before, new, own.
+    pub fn memo_stats(&self) -> shape::MemoStats {
+        self.memos.iter().fold(Default::default(), |a, m| shape::MemoStats {
+            hits: a.hits + m.stats.hits,
+            new: a.new + m.stats.new,
+            own: a.own + m.stats.own,
+        })
     }
 
     /// Names of the file-scoped envelopes the file was found to carry.
@@ -185,25 +201,30 @@ impl FileParser {
             }
         };
         let cut = par::even(batch.len(), threads);
-        let w = cat.literals.words;
-        let (mut peeled, mut hits) = (Vec::new(), Vec::new());
-        for (p, h) in par::map(par::split_at(batch, &cut), |lines: Vec<Line>| {
-            let mut locs: Vec<rx::Locs> = cat.envelopes.iter().map(|e| e.matcher.regex.locations()).collect();
-            let peeled: Vec<Peeled> =
-                lines.into_iter().map(|l| peel::peel(cat, &envs, &mut locs, l.no, l.offset, l.text, tz)).collect();
-            // the pattern and block-start literals of each line, in one pass
-            let mut hits = vec![0u64; peeled.len() * w];
-            for (p, row) in peeled.iter().zip(hits.chunks_mut(w.max(1))) {
-                cat.literals.scan(p.body(), row);
-            }
-            (peeled, hits)
+        let w = cat.start_words;
+        let memo_on = self.memo;
+        if self.memos.len() < threads {
+            self.memos.resize_with(threads, Default::default);
+        }
+        let (mut peeled, mut starts) = (Vec::new(), Vec::new());
+        let parts: Vec<(Vec<Line>, &mut shape::Memo)> = par::split_at(batch, &cut).into_iter().zip(self.memos.iter_mut()).collect();
+        for (p, s) in par::map(parts, |(lines, memo): (Vec<Line>, &mut shape::Memo)| {
+            let mut reader = shape::Reader::new(cat, &envs, tz, memo_on);
+            // the block kinds each line may start
+            let mut starts = vec![0u64; lines.len() * w];
+            let peeled: Vec<Peeled> = lines
+                .into_iter()
+                .zip(starts.chunks_mut(w))
+                .map(|(l, row)| reader.read(memo, l.no, l.offset, l.text, row))
+                .collect();
+            (peeled, starts)
         }) {
             peeled.extend(p);
-            hits.extend(h);
+            starts.extend(s);
         }
         lap("peel");
         let stream = blocks::streams(cat, &peeled);
-        let (block, start_of) = blocks::find(cat, &peeled, &stream, &hits);
+        let (block, start_of) = blocks::find(cat, &peeled, &stream, &starts);
         lap("blocks");
         let mut keep = peeled.len();
         if !last {
@@ -218,11 +239,10 @@ impl FileParser {
             }
         }
         let cut = par::cuts(&block[..keep], &start_of[..keep], threads);
-        let hits = &hits;
         let mut events: Vec<events::Event> = par::map(
             par::split_at(peeled, &cut).into_iter().zip(cut.windows(2)).collect(),
             |(lines, r): (Vec<Peeled>, &[usize])| {
-                events::build(cat, lines, &block[r[0]..r[1]], &start_of[r[0]..r[1]], &hits[r[0] * w..r[1] * w], hints, tz)
+                events::build(cat, lines, &block[r[0]..r[1]], &start_of[r[0]..r[1]], hints, tz)
             },
         )
         .into_iter()

@@ -13,6 +13,7 @@ use aho_corasick::{Anchored, MatchKind};
 
 pub struct Literals {
     dfa: Option<DFA>,
+    lits: Vec<String>,
     /// u64 words of a line's bit set
     pub words: usize,
 }
@@ -21,10 +22,15 @@ impl Literals {
     pub fn new(lits: &[String]) -> Result<Literals, String> {
         let words = lits.len().div_ceil(64).max(1);
         if lits.is_empty() {
-            return Ok(Literals { dfa: None, words });
+            return Ok(Literals { dfa: None, lits: vec![], words });
         }
         let dfa = DFA::builder().match_kind(MatchKind::Standard).build(lits).map_err(|e| format!("literals: {e}"))?;
-        Ok(Literals { dfa: Some(dfa), words })
+        Ok(Literals { dfa: Some(dfa), lits: lits.to_vec(), words })
+    }
+
+    /// The literals, by id.
+    pub fn strings(&self) -> &[String] {
+        &self.lits
     }
 
     /// Marks in `row` (`words` long, zeroed) every literal that occurs in `text`.

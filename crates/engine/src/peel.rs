@@ -3,7 +3,7 @@
 //! identity, the outermost envelope winning; `weak` identity only where
 //! nothing closer to the message says otherwise (that is decided later).
 
-use crate::compile::{Catalog, Envelope};
+use crate::compile::Catalog;
 use crate::rx::Locs;
 use crate::timefmt::{TsKind, Zoner};
 
@@ -38,6 +38,32 @@ impl Chain {
 /// Identity columns a catalog may have (the spec's `identity`, checked at compile).
 pub const MAX_ID: usize = 16;
 
+/// The time groups the envelopes of a line captured, outermost first: the
+/// line's envelope time is the first of them that parses.
+#[derive(Clone, Copy, Default, Debug)]
+pub struct EnvTimes {
+    at: [(Span, u16); MAX_DEPTH],
+    len: u8,
+}
+
+impl EnvTimes {
+    fn push(&mut self, span: Span, env: usize) {
+        self.at[self.len as usize] = (span, env as u16);
+        self.len += 1;
+    }
+    pub fn as_slice(&self) -> &[(Span, u16)] {
+        &self.at[..self.len as usize]
+    }
+}
+
+/// The pattern that claimed a line and its groups' spans in the body
+/// (`Matcher::spans`); shared by the lines of one shape.
+#[derive(Clone, Debug)]
+pub struct Claim {
+    pub pattern: u32,
+    pub spans: std::sync::Arc<[Option<Span>]>,
+}
+
 /// A line after peeling: spans point into `raw`.
 pub struct Peeled {
     pub no: i64,
@@ -53,9 +79,31 @@ pub struct Peeled {
     pub env_ts_text: Option<Span>,
     pub envelopes: Chain,
     pub kept: Vec<(usize, Span)>,
+    /// the first pattern (in precedence order) that matches the body
+    pub claim: Option<Claim>,
 }
 
 impl Peeled {
+    /// The structure of this line, for another line of the same shape (no
+    /// text, position or times: those are the other line's own).
+    pub fn same_shape(&self) -> Peeled {
+        Peeled {
+            no: 0,
+            offset: 0,
+            raw: String::new(),
+            ascii: self.ascii,
+            body: self.body,
+            strong: self.strong,
+            weak: self.weak,
+            env_ts: None,
+            env_ts_kind: None,
+            env_ts_text: None,
+            envelopes: self.envelopes,
+            kept: self.kept.clone(),
+            claim: self.claim.clone(),
+        }
+    }
+
     #[inline]
     pub fn body(&self) -> &str {
         &self.raw[self.body.0 as usize..self.body.1 as usize]
@@ -107,19 +155,33 @@ pub fn sniff<'a, I: Iterator<Item = &'a str> + Clone>(cat: &Catalog, lines: I) -
         .collect()
 }
 
-fn candidate(env: &Envelope, body: &str) -> bool {
-    env.first.admits(body)
-        && (env.literals.is_empty() || env.literals.iter().any(|f| f.find(body.as_bytes()).is_some()))
-        && !env.deny.iter().any(|d| body.starts_with(d.as_str()))
+/// Whether envelope `ei` may peel `body`: its first characters, literals and
+/// deny prefixes. `dirty`: set when a part that tells digits apart was asked
+/// (shape.rs).
+fn candidate(cat: &Catalog, ei: usize, body: &str, dirty: &mut bool) -> bool {
+    let (env, sens) = (&cat.envelopes[ei], &cat.shapes.sensitive);
+    *dirty |= sens.env_first[ei] && body.as_bytes().first().map_or(false, |b| b.is_ascii_digit());
+    if !env.first.admits(body) {
+        return false;
+    }
+    if !env.literals.is_empty() {
+        *dirty |= sens.env_literals[ei];
+        if !env.literals.iter().any(|f| f.find(body.as_bytes()).is_some()) {
+            return false;
+        }
+    }
+    *dirty |= sens.env_deny[ei];
+    !env.deny.iter().any(|d| body.starts_with(d.as_str()))
 }
 
-pub fn peel(cat: &Catalog, envs: &[usize], locs: &mut [Locs], no: i64, offset: i64, raw: String,
-            tz: &Zoner) -> Peeled {
+/// The structure of a line: its envelopes peeled (their identity, kept
+/// captures and time groups), nothing parsed yet.
+pub fn peel(cat: &Catalog, envs: &[usize], locs: &mut [Locs], raw: &str, ascii: bool, dirty: &mut bool) -> (Peeled, EnvTimes) {
     let mut p = Peeled {
-        no,
-        offset,
+        no: 0,
+        offset: 0,
         body: (0, raw.len() as u32),
-        ascii: raw.is_ascii(),
+        ascii,
         raw: String::new(),
         strong: [None; MAX_ID],
         weak: [None; MAX_ID],
@@ -128,24 +190,40 @@ pub fn peel(cat: &Catalog, envs: &[usize], locs: &mut [Locs], no: i64, offset: i
         env_ts_text: None,
         envelopes: Chain::default(),
         kept: Vec::new(),
+        claim: None,
     };
+    let mut times = EnvTimes::default();
     if !envs.is_empty() {
-        peel_into(cat, envs, locs, &raw, &mut p, tz);
+        peel_into(cat, envs, locs, raw, &mut p, &mut times, dirty);
     }
-    p.raw = raw;
-    p
+    (p, times)
 }
 
-fn peel_into(cat: &Catalog, envs: &[usize], locs: &mut [Locs], raw: &str, p: &mut Peeled, tz: &Zoner) {
+/// The envelope time of `p`: the first of its envelopes' time groups that parses.
+pub fn env_time(cat: &Catalog, p: &mut Peeled, times: &EnvTimes, tz: &Zoner) {
+    for &(span, ei) in times.as_slice() {
+        let (_, layout) = cat.envelopes[ei as usize].ts.as_ref().expect("a time group of an envelope with a time");
+        if let Some(t) = layout.parse(p.span(span), tz) {
+            p.env_ts = Some(t);
+            p.env_ts_kind = Some(layout.kind);
+            p.env_ts_text = Some(span);
+            return;
+        }
+    }
+}
+
+fn peel_into(cat: &Catalog, envs: &[usize], locs: &mut [Locs], raw: &str, p: &mut Peeled, times: &mut EnvTimes,
+             dirty: &mut bool) {
     for _ in 0..MAX_DEPTH {
         let base = p.body.0;
         let body = &raw[p.body.0 as usize..p.body.1 as usize];
         let mut peeled = false;
         for &ei in envs {
             let env = &cat.envelopes[ei];
-            if !candidate(env, body) {
+            if !candidate(cat, ei, body, dirty) {
                 continue;
             }
+            *dirty |= cat.shapes.sensitive.env_regex[ei];
             let l = &mut locs[ei];
             if !env.matcher.regex.read(l, body, p.ascii) {
                 continue;
@@ -172,15 +250,9 @@ fn peel_into(cat: &Catalog, envs: &[usize], locs: &mut [Locs], raw: &str, p: &mu
                     }
                 }
             }
-            if let Some((gi, layout)) = &env.ts {
-                if p.env_ts.is_none() {
-                    if let Some(m) = get(*gi) {
-                        if let Some(t) = layout.parse(&body[m.0..m.1], tz) {
-                            p.env_ts = Some(t);
-                            p.env_ts_kind = Some(layout.kind);
-                            p.env_ts_text = Some(sp(m));
-                        }
-                    }
+            if let Some((gi, _)) = &env.ts {
+                if let Some(m) = get(*gi) {
+                    times.push(sp(m), ei);
                 }
             }
             p.envelopes.push(ei as u16);

@@ -80,6 +80,10 @@ impl FileParser {
         d.set_item("crlf", s.crlf)?;
         d.set_item("cr_only", s.cr_only)?;
         d.set_item("implausible", s.implausible)?;
+        let m = self.inner.memo_stats();
+        d.set_item("shape_hits", m.hits)?;
+        d.set_item("shapes", m.new)?;
+        d.set_item("own_reads", m.own)?;
         Ok(d)
     }
 

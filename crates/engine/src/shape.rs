@@ -1,0 +1,409 @@
+//! shape: the byte classes of everything that reads a line's structure.
+//!
+//! Peeling, the literal scan, block starts and the first-pattern claim only
+//! ever ask of a line's bytes which class each is in: the classes of the
+//! catalog's automata (every envelope, pattern and block regex, as the
+//! ASCII twins run them), split further by every required literal, deny
+//! prefix and first-character table, and by ASCII whitespace (blank lines).
+//! Bytes in one class are never told apart by any of them (regex-automata
+//! computes the classes so that a DFA can step on classes instead of
+//! bytes; look-around such as `\b` splits them too). So two ASCII lines
+//! with the same class sequence, their *shape*, are peeled, scanned and
+//! claimed alike, with every capture at the same offsets; only the text in
+//! those spans differs. A log repeats few shapes (an NCCL line differs from
+//! the next in its digits), so the structure is worked out once per shape.
+
+use crate::compile::Catalog;
+use crate::peel::{self, Claim, EnvTimes, Peeled};
+use crate::rx::Locs;
+use crate::timefmt::Zoner;
+use regex_automata::nfa::thompson::{self, WhichCaptures, NFA};
+use regex_automata::util::syntax;
+use std::sync::Arc;
+
+/// Byte -> class id, for ASCII lines.
+#[derive(Clone)]
+pub struct Classes {
+    pub of: [u8; 256],
+    pub count: usize,
+}
+
+impl Default for Classes {
+    fn default() -> Classes {
+        Classes { of: [0; 256], count: 1 }
+    }
+}
+
+impl Classes {
+    /// The shape of an ASCII text: its length and its bytes' classes, into `out`.
+    #[inline]
+    pub fn shape(&self, text: &[u8], out: &mut Vec<u8>) {
+        out.clear();
+        out.extend_from_slice(&(text.len() as u32).to_le_bytes());
+        out.extend(text.iter().map(|&b| self.of[b as usize]));
+    }
+}
+
+/// Which parts of the catalog tell one digit from another (`[0-3]\d` in a
+/// day, a literal `mlx5`). They are left out of the classes, so that a
+/// shape stands for every line that differs from it in its digits only;
+/// a line whose reading asks any of them is read from its bytes.
+#[derive(Clone, Default)]
+pub struct Sensitive {
+    pub env_first: Vec<bool>,
+    pub env_literals: Vec<bool>,
+    pub env_deny: Vec<bool>,
+    pub env_regex: Vec<bool>,
+    pub pat_regex: Vec<bool>,
+    pub block_start: Vec<bool>,
+    /// whether the candidate patterns of a body depend on which digit starts it
+    pub by_first: bool,
+}
+
+/// The classes and what they leave out.
+#[derive(Clone, Default)]
+pub struct Shapes {
+    pub classes: Classes,
+    pub sensitive: Sensitive,
+    /// the required literals with a digit (`mlx5`): where they occur is
+    /// part of a line's shape, so that asking for them reads the shape
+    digit_literals: Vec<memchr::memmem::Finder<'static>>,
+}
+
+impl Shapes {
+    /// The shape of an ASCII line, into `out`: its bytes' classes, then
+    /// where each literal with a digit occurs in it.
+    pub fn key(&self, line: &[u8], out: &mut Vec<u8>) {
+        self.classes.shape(line, out);
+        for f in &self.digit_literals {
+            let at: Vec<u32> = f.find_iter(line).map(|i| i as u32).collect();
+            out.extend_from_slice(&(at.len() as u32).to_le_bytes());
+            at.iter().for_each(|i| out.extend_from_slice(&i.to_le_bytes()));
+        }
+    }
+}
+
+/// A literal as a regex.
+fn escape(lit: &str) -> String {
+    let mut s = String::with_capacity(lit.len() * 2);
+    for c in lit.chars() {
+        if c.is_ascii_punctuation() || c == ' ' {
+            s.push_str(&format!("\\x{:02X}", c as u32));
+        } else {
+            s.push(c);
+        }
+    }
+    s
+}
+
+/// A first-character table as a class of its ASCII bytes but digits (entry
+/// 128, any non-ASCII character, never applies to an ASCII line). Which
+/// digit a body starts with is asked of the table itself (`first_splits`).
+fn byte_set(set: &[bool; 129]) -> String {
+    let bytes: String =
+        (0..128u8).filter(|&b| set[b as usize] && !b.is_ascii_digit()).map(|b| format!("\\x{b:02X}")).collect();
+    if bytes.is_empty() {
+        "[^\\x00-\\x{10FFFF}]".into() // admits nothing: splits nothing
+    } else {
+        format!("[{bytes}]")
+    }
+}
+
+/// The classes of one regex as the engine runs it on ASCII lines: the ASCII
+/// twin when it has one, else the Unicode regex.
+fn byte_classes(pattern: &str) -> Result<[u8; 256], String> {
+    let build = |unicode: bool| {
+        NFA::compiler()
+            .syntax(syntax::Config::new().unicode(unicode).utf8(unicode))
+            .configure(thompson::Config::new().which_captures(WhichCaptures::None).shrink(false))
+            .build(pattern)
+    };
+    let nfa = build(false).or_else(|_| build(true)).map_err(|e| format!("shape classes of {pattern:?}: {e}"))?;
+    let mut of = [0u8; 256];
+    for b in 0..=255u8 {
+        of[b as usize] = nfa.byte_classes().get(b);
+    }
+    Ok(of)
+}
+
+/// Whether a first-character table admits some digits and not others.
+fn first_splits(set: Option<&[bool; 129]>) -> bool {
+    set.map_or(false, |t| (b'1'..=b'9').any(|b| t[b as usize] != t[b'0' as usize]))
+}
+
+fn splits_digits(of: &[u8; 256]) -> bool {
+    (b'1'..=b'9').any(|b| of[b as usize] != of[b'0' as usize])
+}
+
+/// Gathers the sources of the classes; `add` says whether a source tells digits apart.
+#[derive(Default)]
+struct Gather {
+    sig: Vec<Vec<u8>>,
+}
+
+impl Gather {
+    fn add(&mut self, regex: &str) -> Result<bool, String> {
+        let of = byte_classes(regex)?;
+        if splits_digits(&of) {
+            return Ok(true);
+        }
+        self.sig.resize(256, Vec::new());
+        for b in 0..256 {
+            self.sig[b].push(of[b]);
+        }
+        Ok(false)
+    }
+
+    /// Bytes that share a class in every source share one here.
+    fn classes(mut self) -> Classes {
+        self.sig.resize(256, Vec::new());
+        let mut ids: std::collections::HashMap<&[u8], u8> = Default::default();
+        let mut of = [0u8; 256];
+        for b in 0..256 {
+            let next = ids.len() as u8; // at most 256 classes: ids 0..=255
+            of[b] = *ids.entry(self.sig[b].as_slice()).or_insert(next);
+        }
+        Classes { of, count: ids.len() }
+    }
+}
+
+/// The catalog's shapes: the classes of everything that reads a line's
+/// structure, but for the parts that tell digits apart.
+pub fn shapes(cat: &Catalog) -> Result<Shapes, String> {
+    let mut g = Gather::default();
+    let mut s = Sensitive::default();
+    g.add(r"\s")?; // blank lines
+    for e in &cat.envelopes {
+        s.env_regex.push(g.add(e.matcher.regex.as_str())?);
+        let mut lits = false;
+        for f in &e.literals {
+            lits |= g.add(&escape(&String::from_utf8_lossy(f.needle())))?;
+        }
+        s.env_literals.push(lits);
+        let mut deny = false;
+        for d in &e.deny {
+            deny |= g.add(&escape(d))?;
+        }
+        s.env_deny.push(deny);
+        if let Some(set) = e.first.set() {
+            g.add(&byte_set(set))?;
+        }
+        s.env_first.push(first_splits(e.first.set()));
+    }
+    for p in &cat.patterns {
+        s.pat_regex.push(g.add(p.matcher.regex.as_str())?);
+    }
+    let digit_lists: Vec<&Vec<usize>> = (b'0'..=b'9').map(|b| &cat.by_first[b as usize]).collect();
+    s.by_first = digit_lists.iter().any(|l| *l != digit_lists[0]);
+    for p in &cat.patterns {
+        if let Some(set) = p.first.set() {
+            g.add(&byte_set(set))?;
+        }
+    }
+    for b in &cat.blocks {
+        s.block_start.push(g.add(b.start.as_str())?);
+    }
+    let mut digit_literals = Vec::new();
+    for l in cat.literals.strings() {
+        if g.add(&escape(l))? {
+            digit_literals.push(memchr::memmem::Finder::new(l.as_bytes()).into_owned());
+        }
+    }
+    Ok(Shapes { classes: g.classes(), sensitive: s, digit_literals })
+}
+
+/// Lines longer than this are read without the memo (long lines rarely repeat).
+pub const MAX_SHAPE: usize = 512;
+/// Shapes a memo holds before it starts again (bounded: ~1 MB a memo, one
+/// memo per parsing thread of a file).
+pub const MEMO_SHAPES: usize = 1024;
+
+/// What a line's shape decides: its peeled structure, envelope time groups,
+/// claim and block starts.
+struct Shape {
+    peeled: Peeled,
+    times: EnvTimes,
+    starts: Box<[u64]>,
+}
+
+/// The shapes of one file's lines seen so far (one per parsing thread).
+#[derive(Default)]
+pub struct Memo {
+    shapes: rustc_hash::FxHashMap<Box<[u8]>, Shape>,
+    pub stats: MemoStats,
+}
+
+/// Lines read through a memo: of a shape met before, of a new shape, or
+/// read from their bytes (a digit-telling part asked, non-ASCII, long).
+#[derive(Default, Clone, Copy, Debug)]
+pub struct MemoStats {
+    pub hits: u64,
+    pub new: u64,
+    pub own: u64,
+}
+
+/// Reads lines' structure: peel, block starts, claim (stage one of a batch).
+pub struct Reader<'a> {
+    cat: &'a Catalog,
+    /// whether lines take the structure of their shape (false: each is read from its bytes)
+    memo: bool,
+    envs: &'a [usize],
+    tz: &'a Zoner,
+    env_locs: Vec<Locs>,
+    pat_locs: Vec<Locs>,
+    found: Vec<u64>,
+    key: Vec<u8>,
+}
+
+impl<'a> Reader<'a> {
+    pub fn new(cat: &'a Catalog, envs: &'a [usize], tz: &'a Zoner, memo: bool) -> Reader<'a> {
+        Reader {
+            cat,
+            memo,
+            envs,
+            tz,
+            env_locs: cat.envelopes.iter().map(|e| e.matcher.regex.locations()).collect(),
+            pat_locs: cat.patterns.iter().map(|p| p.matcher.regex.locations()).collect(),
+            found: vec![0; cat.literals.words],
+            key: Vec::with_capacity(MAX_SHAPE),
+        }
+    }
+
+    /// Line `no` at `offset`, read; its block-start bits into `starts`
+    /// (`cat.start_words` long, zeroed). An ASCII line of a shape met
+    /// before takes that shape's structure, with its own times.
+    pub fn read(&mut self, memo: &mut Memo, no: i64, offset: i64, raw: String, starts: &mut [u64]) -> Peeled {
+        let ascii = raw.is_ascii();
+        let (mut p, times) = if self.memo && ascii && raw.len() <= MAX_SHAPE {
+            self.cat.shapes.key(raw.as_bytes(), &mut self.key);
+            match memo.shapes.get(self.key.as_slice()) {
+                Some(s) => {
+                    memo.stats.hits += 1;
+                    starts.copy_from_slice(&s.starts);
+                    (s.peeled.same_shape(), s.times)
+                }
+                None => {
+                    let mut dirty = false;
+                    let (p, times) = self.structure(&raw, ascii, starts, &mut dirty);
+                    if dirty {
+                        memo.stats.own += 1;
+                    } else {
+                        memo.stats.new += 1;
+                        if memo.shapes.len() >= MEMO_SHAPES {
+                            memo.shapes.clear();
+                        }
+                        let shape = Shape { peeled: p.same_shape(), times, starts: starts.into() };
+                        memo.shapes.insert(self.key.as_slice().into(), shape);
+                    }
+                    (p, times)
+                }
+            }
+        } else {
+            memo.stats.own += 1;
+            self.structure(&raw, ascii, starts, &mut false)
+        };
+        p.no = no;
+        p.offset = offset;
+        p.raw = raw;
+        peel::env_time(self.cat, &mut p, &times, self.tz);
+        p
+    }
+
+    /// Worked out from the line's bytes; `dirty` set when a part of the
+    /// catalog that tells digits apart was asked (the result is then this
+    /// line's only, not its shape's).
+    fn structure(&mut self, raw: &str, ascii: bool, starts: &mut [u64], dirty: &mut bool) -> (Peeled, EnvTimes) {
+        let cat = self.cat;
+        let sens = &cat.shapes.sensitive;
+        let (mut p, times) = peel::peel(cat, self.envs, &mut self.env_locs, raw, ascii, dirty);
+        let body = &raw[p.body.0 as usize..p.body.1 as usize];
+        self.found.iter_mut().for_each(|w| *w = 0);
+        cat.literals.scan(body, &mut self.found);
+        let has = |l: usize| crate::literals::has(&self.found, l);
+        for (bi, b) in cat.blocks.iter().enumerate() {
+            let may = !b.has_literal
+                || cat.start_literals.iter().any(|(l, bs)| bs.contains(&bi) && has(*l));
+            if may {
+                *dirty |= sens.block_start[bi];
+                if b.start.is_match(body, ascii) {
+                    starts[bi / 64] |= 1 << (bi % 64);
+                }
+            }
+        }
+        // The first pattern in precedence order that matches claims the line;
+        // candidates: those that can start with the body's first character
+        // and whose literal occurs in it.
+        if let Some(&b) = body.as_bytes().first() {
+            *dirty |= sens.by_first && b.is_ascii_digit();
+            for &pi in &cat.by_first[if b < 128 { b as usize } else { 128 }] {
+                let pat = &cat.patterns[pi];
+                if let Some(ids) = &pat.literal_ids {
+                    if !ids.iter().any(|&l| has(l)) {
+                        continue;
+                    }
+                }
+                *dirty |= sens.pat_regex[pi];
+                if pat.matcher.regex.read(&mut self.pat_locs[pi], body, ascii) {
+                    let spans = pat.matcher.spans(&self.pat_locs[pi], body);
+                    p.claim = Some(Claim { pattern: pi as u32, spans: Arc::from(spans) });
+                    break;
+                }
+            }
+        }
+        (p, times)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Sources that tell digits apart are left out of the classes; the
+    /// others split every byte they read differently.
+    #[test]
+    fn classes_keep_what_the_sources_read() {
+        let mut g = Gather::default();
+        assert!(g.add(r"^\[(?P<day>[0-3]\d)\]").unwrap(), "a day tells digits apart");
+        assert!(g.add(&escape("mlx5")).unwrap());
+        assert!(!g.add(r"^(?P<host>[\w.-]+):(?P<pid>\d+) \[\d+\] NCCL (?P<level>INFO|WARN)\b").unwrap());
+        assert!(!g.add(&escape("Watchdog caught")).unwrap());
+        assert!(!g.add(&byte_set(&{
+            let mut t = [false; 129];
+            t[b'[' as usize] = true;
+            t[b'1' as usize] = true; // a digit in a first-character table is asked of the table
+            t
+        }))
+        .unwrap());
+        let c = g.classes();
+        let key = |s: &str| {
+            let mut k = Vec::new();
+            c.shape(s.as_bytes(), &mut k);
+            k
+        };
+        // other digits, same shape
+        assert_eq!(key("trn-node01:40012 [4] NCCL INFO x"), key("trn-node07:49998 [0] NCCL INFO x"));
+        // what a source reads differently is a different shape
+        assert_ne!(key("trn-node01:40012 [4] NCCL INFO x"), key("trn-node01:40012 [4] NCCL WARN x"));
+        assert_ne!(key("a b"), key("a\tc")); // \w and \s, \b
+        assert_ne!(key("ab"), key("abc")); // lengths
+        assert_ne!(key("[x"), key("(x")); // a first-character table
+    }
+
+    /// Where a literal with a digit occurs is part of the key.
+    #[test]
+    fn a_literal_with_a_digit_is_found_where_it_is() {
+        let s = Shapes {
+            classes: Classes::default(),
+            sensitive: Sensitive::default(),
+            digit_literals: vec![memchr::memmem::Finder::new(b"mlx5").into_owned()],
+        };
+        let key = |t: &str| {
+            let mut k = Vec::new();
+            s.key(t.as_bytes(), &mut k);
+            k
+        };
+        assert_ne!(key("mlx5: x"), key("mlx6: x"));
+        assert_ne!(key("mlx5: mlx6"), key("mlx6: mlx5"));
+        assert_eq!(key("mlx5: mlx6"), key("mlx5: mlx7"));
+    }
+}
