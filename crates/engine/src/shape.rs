@@ -76,9 +76,15 @@ impl Shapes {
     pub fn key(&self, line: &[u8], out: &mut Vec<u8>) {
         self.classes.shape(line, out);
         for f in &self.digit_literals {
-            let at: Vec<u32> = f.find_iter(line).map(|i| i as u32).collect();
-            out.extend_from_slice(&(at.len() as u32).to_le_bytes());
-            at.iter().for_each(|i| out.extend_from_slice(&i.to_le_bytes()));
+            let count_at = out.len();
+            out.extend_from_slice(&[0; 4]);
+            let (mut n, mut from) = (0u32, 0usize);
+            while let Some(i) = f.find(&line[from..]) {
+                out.extend_from_slice(&((from + i) as u32).to_le_bytes());
+                n += 1;
+                from += i + 1;
+            }
+            out[count_at..count_at + 4].copy_from_slice(&n.to_le_bytes());
         }
     }
 }
