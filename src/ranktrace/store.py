@@ -241,10 +241,13 @@ def store_clock_offsets(con: duckdb.DuckDBPyConnection) -> list[dict]:
     ts) and says why in meta 'clock_error': it never fails the ingest."""
     db = con.execute("SELECT current_database()").fetchone()[0].replace('"', '""')
     table = f'"{db}".main.clock_offsets'   # never the temp table of a diagnosis
+    from .correlate.identity import forget_groups, store_groups
+    forget_groups(con)   # made anew below, from the events as they are now
     try:
         from .correlate.clock import estimate_offsets
         clock = estimate_offsets(con)
         err = None
+        store_groups(con)   # the groups the estimate read: readers need not group the lines again
     except Exception as exc:  # the estimate is a help for SQL users, not the ingest's job
         clock, err = [], f"{type(exc).__name__}: {exc}"
     con.execute(f"DELETE FROM {table}")

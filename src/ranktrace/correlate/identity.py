@@ -203,9 +203,52 @@ def build_base(con: duckdb.DuckDBPyConnection) -> None:
         WHERE pod IS NOT NULL AND format LIKE 'kube%' GROUP BY file_id HAVING count(DISTINCT pod) = 1
     """)
     con.execute("CREATE OR REPLACE TEMP VIEW events_keyed AS " + events_with_keys(con))
-    con.execute("CREATE OR REPLACE TEMP TABLE event_groups AS " + sql_file("align/event_groups.sql"))
+    if groups_stamp(con) == _stored_stamp(con):
+        con.execute(f"CREATE OR REPLACE TEMP TABLE event_groups AS SELECT * FROM main.{GROUPS_TABLE}")
+    else:
+        con.execute("CREATE OR REPLACE TEMP TABLE event_groups AS " + sql_file("align/event_groups.sql"))
     base_views(con, "event_groups", "_g")   # makes pod_host
     base_views(con, "events_keyed", "")
+
+
+# The groups of event_groups.sql, kept in the store by the ingest that made them
+# (store.refresh_summaries): the one pass over every line is then not made again
+# by every reader (a quarter of `diagnose` on a 10 M-line store). The stamp says
+# what they were made of: the events (their count, the files' ids and event
+# counts) and the exact SQL that grouped them; a reader whose SQL or store
+# differs makes them anew.
+GROUPS_TABLE = "event_groups_stored"
+GROUPS_STAMP = "event_groups_stamp"
+
+
+def groups_stamp(con: duckdb.DuckDBPyConnection) -> str:
+    """What temp table event_groups is made of, as it would be made now (after
+    temp view events_keyed exists)."""
+    import hashlib
+    view = con.execute("SELECT sql FROM duckdb_views() WHERE view_name = 'events_keyed' AND temporary").fetchone()
+    sql = (view[0] if view else "") + "\0" + sql_file("align/event_groups.sql")
+    n_events = con.execute("SELECT count(*) FROM events").fetchone()[0]
+    files = con.execute("SELECT count(*), sum(file_id), sum(events) FROM files").fetchone()
+    return hashlib.sha256(f"{sql}\0{n_events}\0{files}".encode()).hexdigest()
+
+
+def _stored_stamp(con: duckdb.DuckDBPyConnection) -> str | None:
+    if not table_exists(con, GROUPS_TABLE):
+        return None
+    got = con.execute("SELECT value FROM main.meta WHERE key = ?", [GROUPS_STAMP]).fetchone()
+    return got[0] if got else None
+
+
+def store_groups(con: duckdb.DuckDBPyConnection) -> None:
+    """Keep temp table event_groups (just made by build_base on this store) in the store."""
+    stamp = groups_stamp(con)
+    con.execute(f"CREATE OR REPLACE TABLE main.{GROUPS_TABLE} AS SELECT * FROM temp.event_groups")
+    con.execute("INSERT OR REPLACE INTO main.meta VALUES (?, ?)", [GROUPS_STAMP, stamp])
+
+
+def forget_groups(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute(f"DROP TABLE IF EXISTS main.{GROUPS_TABLE}")
+    con.execute("DELETE FROM main.meta WHERE key = ?", [GROUPS_STAMP])
 
 
 POD_PATH_RE = r"/pods/[a-z0-9-]+_([a-z0-9.-]+)_[0-9a-f-]{8,}/[a-z0-9-]+/\d+\.log"

@@ -1,0 +1,70 @@
+"""The groups of event_groups.sql are kept in the store by the ingest that made
+them (table event_groups_stored, stamped in meta): readers take them instead of
+grouping every line again, and only while the store and the SQL are as they
+were when they were made."""
+
+from __future__ import annotations
+
+import shutil
+
+import duckdb
+import pytest
+
+from ranktrace.correlate import diagnose
+from ranktrace.correlate.identity import GROUPS_TABLE, build_base, forget_groups, groups_stamp
+from ranktrace.ingest.pipeline import ingest
+
+from .test_sample_bundles import BUNDLES, _files
+
+
+def _diagnose(db: str) -> dict:
+    con = duckdb.connect(db, read_only=True)
+    try:
+        return diagnose(con)
+    finally:
+        con.close()
+
+
+def _groups(con) -> list[tuple]:
+    return sorted(con.execute("SELECT * FROM event_groups").fetchall(), key=repr)
+
+
+@pytest.mark.skipif(not BUNDLES, reason="no sample_logs/*/expected_verdict.json yet")
+def test_the_verdict_is_the_same_from_stored_groups_as_from_the_lines(tmp_path, catalog, monkeypatch):
+    # every third bundle (all of them: benchmarks/verdicts.py; CI time)
+    for bundle in BUNDLES[::3]:
+        db = str(tmp_path / f"{bundle.name}.duckdb")
+        monkeypatch.chdir(bundle.parent)
+        ingest(_files(bundle), db, catalog)
+        stored = _diagnose(db)
+        con = duckdb.connect(db)
+        forget_groups(con)
+        con.close()
+        assert _diagnose(db) == stored, bundle.name
+
+
+def test_groups_are_taken_from_the_store_only_while_it_is_unchanged(tmp_path, catalog, monkeypatch):
+    bundle = BUNDLES[0]
+    db = str(tmp_path / "s.duckdb")
+    monkeypatch.chdir(bundle.parent)
+    ingest(_files(bundle), db, catalog)
+    con = duckdb.connect(db, read_only=True)
+    stamp = con.execute("SELECT value FROM meta WHERE key = 'event_groups_stamp'").fetchone()[0]
+    stored = sorted(con.execute(f"SELECT * FROM {GROUPS_TABLE}").fetchall(), key=repr)
+    build_base(con)
+    assert groups_stamp(con) == stamp
+    assert _groups(con) == stored and len(stored) > 1
+    con.close()
+
+    # the same store with lines taken out: the stored groups no longer hold, and are not read
+    changed = str(tmp_path / "changed.duckdb")
+    shutil.copy(db, changed)
+    con = duckdb.connect(changed)
+    con.execute("DELETE FROM events WHERE line % 2 = 0")
+    build_base(con)
+    assert groups_stamp(con) != stamp
+    fresh = _groups(con)
+    assert fresh != stored
+    n_lines = con.execute("SELECT sum(n) FROM event_groups").fetchone()[0]
+    assert n_lines == con.execute("SELECT count(*) FROM events").fetchone()[0]
+    con.close()
