@@ -53,14 +53,6 @@ def inputs(corpus: str | None) -> list[tuple[Path, tuple[int, ...]]]:
     return out
 
 
-# How the engine read the lines, not what it read: builds may differ here.
-HOW_READ = ("shape_hits", "shapes", "own_reads")
-
-
-def _read_stats(stats: dict) -> dict:
-    return {k: v for k, v in stats.items() if k not in HOW_READ}
-
-
 def _load_core(so: str) -> None:
     """Make `so` the ranktrace._core that ranktrace.ingest.core imports."""
     spec = importlib.util.spec_from_file_location("ranktrace._core", so)
@@ -106,7 +98,7 @@ def dump(so: str, corpus: str | None, out: Path) -> None:
                         with pa.ipc.new_file(fh, tab.schema) as w:
                             w.write_table(tab)
                 meta = {"input": str(path), "chunk": chunk, "tz": tz, "tables": sorted(t for t, v in tables.items() if v is not None),
-                        "stats": _read_stats(parser.stats()), "file_envelopes": parser.file_envelopes()}
+                        "stats": core.read_stats(parser.stats()), "file_envelopes": parser.file_envelopes()}
                 (out / f"{name}.json").write_text(json.dumps(meta, sort_keys=True))
 
 

@@ -21,6 +21,16 @@ MAX_LINE = 1 << 20        # a longer line keeps its first MAX_LINE bytes (whole 
 CHUNK_BYTES = 1 << 20
 
 
+# FileParser.stats() keys that say how the engine read the lines (crates/engine/src/shape.rs),
+# not what it read: they depend on chunking and threads.
+HOW_READ = ("shape_hits", "shapes", "own_reads")
+
+
+def read_stats(stats: dict) -> dict:
+    """`stats` without HOW_READ: what was read, the same however the bytes were fed."""
+    return {k: v for k, v in stats.items() if k not in HOW_READ}
+
+
 def _ts(spec: TimeSpec | None) -> dict | None:
     if spec is None:
         return None
