@@ -16,7 +16,7 @@ import duckdb
 
 from .resources import data_dir
 
-if TYPE_CHECKING:  # polars is imported where it is used: readers (tui, sql) start faster without it
+if TYPE_CHECKING:  # pyarrow and polars are imported where used: readers (tui, sql) start faster without them
     import pyarrow as pa
 
     from .formats import Catalog

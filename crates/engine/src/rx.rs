@@ -52,11 +52,6 @@ impl Rx {
         &self.uni
     }
 
-    /// The pattern as written.
-    pub fn as_str(&self) -> &str {
-        self.uni.as_str()
-    }
-
     #[inline]
     pub fn has_twin(&self) -> bool {
         self.ascii.is_some()

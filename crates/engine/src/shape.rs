@@ -25,12 +25,11 @@ use std::sync::Arc;
 #[derive(Clone)]
 pub struct Classes {
     pub of: [u8; 256],
-    pub count: usize,
 }
 
 impl Default for Classes {
     fn default() -> Classes {
-        Classes { of: [0; 256], count: 1 }
+        Classes { of: [0; 256] }
     }
 }
 
@@ -141,35 +140,40 @@ fn splits_digits(of: &[u8; 256]) -> bool {
     (b'1'..=b'9').any(|b| of[b as usize] != of[b'0' as usize])
 }
 
-/// Gathers the sources of the classes; `add` says whether a source tells digits apart.
-#[derive(Default)]
+/// Gathers the sources of the classes: per byte, its class in each source
+/// that does not tell digits apart.
 struct Gather {
     sig: Vec<Vec<u8>>,
 }
 
+impl Default for Gather {
+    fn default() -> Gather {
+        Gather { sig: vec![Vec::new(); 256] }
+    }
+}
+
 impl Gather {
+    /// Adds the classes of `regex`; true (and nothing added) when it tells digits apart.
     fn add(&mut self, regex: &str) -> Result<bool, String> {
         let of = byte_classes(regex)?;
         if splits_digits(&of) {
             return Ok(true);
         }
-        self.sig.resize(256, Vec::new());
-        for b in 0..256 {
-            self.sig[b].push(of[b]);
+        for (b, sig) in self.sig.iter_mut().enumerate() {
+            sig.push(of[b]);
         }
         Ok(false)
     }
 
     /// Bytes that share a class in every source share one here.
-    fn classes(mut self) -> Classes {
-        self.sig.resize(256, Vec::new());
+    fn classes(self) -> Classes {
         let mut ids: std::collections::HashMap<&[u8], u8> = Default::default();
         let mut of = [0u8; 256];
-        for b in 0..256 {
+        for (b, sig) in self.sig.iter().enumerate() {
             let next = ids.len() as u8; // at most 256 classes: ids 0..=255
-            of[b] = *ids.entry(self.sig[b].as_slice()).or_insert(next);
+            of[b] = *ids.entry(sig.as_slice()).or_insert(next);
         }
-        Classes { of, count: ids.len() }
+        Classes { of }
     }
 }
 
@@ -180,7 +184,7 @@ pub fn shapes(cat: &Catalog) -> Result<Shapes, String> {
     let mut s = Sensitive::default();
     g.add(r"\s")?; // blank lines
     for e in &cat.envelopes {
-        s.env_regex.push(g.add(e.matcher.regex.as_str())?);
+        s.env_regex.push(g.add(e.matcher.regex.unicode().as_str())?);
         let mut lits = false;
         for f in &e.literals {
             lits |= g.add(&escape(&String::from_utf8_lossy(f.needle())))?;
@@ -197,17 +201,16 @@ pub fn shapes(cat: &Catalog) -> Result<Shapes, String> {
         s.env_first.push(first_splits(e.first.set()));
     }
     for p in &cat.patterns {
-        s.pat_regex.push(g.add(p.matcher.regex.as_str())?);
-    }
-    let digit_lists: Vec<&Vec<usize>> = (b'0'..=b'9').map(|b| &cat.by_first[b as usize]).collect();
-    s.by_first = digit_lists.iter().any(|l| *l != digit_lists[0]);
-    for p in &cat.patterns {
+        s.pat_regex.push(g.add(p.matcher.regex.unicode().as_str())?);
         if let Some(set) = p.first.set() {
             g.add(&byte_set(set))?;
         }
     }
+    // the first-character tables' digits: asked of by_first itself
+    let digit_lists: Vec<&Vec<usize>> = (b'0'..=b'9').map(|b| &cat.by_first[b as usize]).collect();
+    s.by_first = digit_lists.iter().any(|l| *l != digit_lists[0]);
     for b in &cat.blocks {
-        s.block_start.push(g.add(b.start.as_str())?);
+        s.block_start.push(g.add(b.start.unicode().as_str())?);
     }
     let mut digit_literals = Vec::new();
     for l in cat.literals.strings() {
