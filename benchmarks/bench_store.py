@@ -3,8 +3,9 @@
     python benchmarks/bench_store.py STORE.duckdb
 
 Reads the events of a store made by `ranktrace ingest` (for example
-`bench_ingest.py --keep`) into memory, then inserts them into fresh stores
-with the same schema, nothing else running:
+`bench_ingest.py --keep`) into memory, as the engine hands them over (rows
+and their classes), then inserts them into fresh stores with the same
+schema, nothing else running:
   - `one insert`: a single INSERT, all cores: the most DuckDB can do;
   - `writer`: as ranktrace's writer does (whole row groups per INSERT, one
     DuckDB thread, a commit every writer.COMMIT_ROWS rows);
@@ -16,7 +17,9 @@ Then the store layouts issue 12 asks to weigh, each storing every event once
 (one thread, whole row groups as the writer does), with CPU seconds and the
 input bytes stored per CPU-second: the ceiling of an ingest on one core
 whose parsing cost nothing:
-  - `wide`: today's events table, one wide row per line;
+  - `wide`: view `events` as a table, one wide row per line (schema 2);
+  - `rows + classes`: the store's tables: a line's own columns, and what
+    many lines share once per class (schema 3, crates/engine/src/classes.rs);
   - `split`: significant events (role other than info) wide, the bulk
     narrow (ids, line, time, host, rank, pid, raw; NARROW below);
   - `raw only`: event_id and raw: the least a store with every line's text
@@ -40,15 +43,16 @@ from ranktrace import store
 from ranktrace.ingest import writer
 
 
-def _insert_all(con, table, size: int, commit_rows: int | None) -> None:
+def _insert_all(con, table, classes, size: int, commit_rows: int | None) -> None:
     n = table.num_rows
     step = size or n
     in_txn = 0
+    con.execute("INSERT INTO event_classes BY NAME SELECT * FROM classes")
     for i in range(0, n, step):
         chunk = table.slice(i, step)  # noqa: F841 - referenced by name in SQL
         if not in_txn:
             con.begin()
-        con.execute("INSERT INTO events BY NAME SELECT * FROM chunk")
+        con.execute("INSERT INTO event_rows BY NAME SELECT * FROM chunk")
         in_txn += chunk.num_rows
         if commit_rows is None or in_txn >= commit_rows:
             con.commit()
@@ -57,13 +61,14 @@ def _insert_all(con, table, size: int, commit_rows: int | None) -> None:
         con.commit()
 
 
-def run(events, path: Path, *, size: int, threads: int | None, commit_rows: int | None) -> tuple[float, float]:
+def run(events, classes, path: Path, *, size: int, threads: int | None, commit_rows: int | None
+        ) -> tuple[float, float]:
     con = store.open_store(path)
     con.execute("SET preserve_insertion_order = false")
     if threads:
         con.execute(f"SET threads = {threads}")
     t0, c0 = time.perf_counter(), os.times()
-    _insert_all(con, events, size, commit_rows)
+    _insert_all(con, events, classes, size, commit_rows)
     con.execute("CHECKPOINT")
     c1, t1 = os.times(), time.perf_counter()
     got = con.execute("SELECT count(*) FROM events").fetchone()[0]
@@ -81,10 +86,12 @@ def _cpu() -> float:
     return t.user + t.system
 
 
-def layout_duckdb(events, path: Path, tables: list[tuple[str, list[str] | None, str | None]]) -> float:
+def layout_duckdb(events, path: Path, tables: list[tuple[str, list[str] | None, str | None]],
+                  extra: list[tuple[str, object]] = ()) -> float:
     """CPU seconds to store `events` as `tables`: (name, columns or None for
-    all, a filter on role or None). The rows are split before the clock
-    starts: a core would hand them over split."""
+    all, a filter on role or None), and the tables `extra` (name, Arrow
+    table) beside them. The rows are split before the clock starts: a core
+    would hand them over split."""
     import pyarrow.compute as pc
     parts = []
     for name, cols, role in tables:
@@ -92,6 +99,8 @@ def layout_duckdb(events, path: Path, tables: list[tuple[str, list[str] | None, 
             pc.equal(events["role"], "info") if role == "info" else pc.not_equal(events["role"], "info"))
         parts.append((name, (part.select(cols) if cols else part).combine_chunks()))
     con = duckdb.connect(str(path))
+    for name, rel in extra:  # noqa: B007 - rel is referenced by name in SQL
+        con.execute(f"CREATE TABLE {name} AS SELECT * FROM rel LIMIT 0")
     con.execute("SET threads = 1")
     con.execute("SET preserve_insertion_order = false")
     c0 = _cpu()
@@ -102,6 +111,8 @@ def layout_duckdb(events, path: Path, tables: list[tuple[str, list[str] | None, 
             chunk = part.slice(i, writer.ROW_GROUP)  # noqa: F841 - referenced by name in SQL
             con.execute(f"INSERT INTO {name} SELECT * FROM chunk")
         stored += part.num_rows
+    for name, rel in extra:  # noqa: B007 - rel is referenced by name in SQL
+        con.execute(f"INSERT INTO {name} SELECT * FROM rel")
     con.execute("CHECKPOINT")
     cpu = _cpu() - c0
     con.close()
@@ -117,9 +128,11 @@ def layout_parquet(events, path: Path, cols: list[str] | None) -> float:
     return _cpu() - c0
 
 
-def layouts(events, input_bytes: int, tmp: Path) -> None:
+def layouts(events, rows, classes, input_bytes: int, tmp: Path) -> None:
     cases = [
         ("wide", lambda p: layout_duckdb(events, p, [("events", None, None)])),
+        ("rows + classes", lambda p: layout_duckdb(rows, p, [("event_rows", None, None)],
+                                                   [("event_classes", classes)])),
         ("split", lambda p: layout_duckdb(events, p, [("significant", None, "significant"),
                                                       ("bulk", NARROW, "info")])),
         ("raw only", lambda p: layout_duckdb(events, p, [("lines", ["event_id", "raw"], None)])),
@@ -131,7 +144,7 @@ def layouts(events, input_bytes: int, tmp: Path) -> None:
         path = tmp / f"layout_{name.replace(' ', '_')}"
         cpu = fn(path)
         cpu = max(cpu, 0.01)  # os.times() ticks in 10 ms
-        print(f"{name:14s} {cpu:6.2f} s CPU {input_bytes / 1e6 / cpu:7.1f} MB/s per core {path.stat().st_size / 1e6:10.3f} MB")
+        print(f"{name:15s} {cpu:6.2f} s CPU {input_bytes / 1e6 / cpu:7.1f} MB/s per core {path.stat().st_size / 1e6:10.3f} MB")
 
 
 def main() -> int:
@@ -142,6 +155,8 @@ def main() -> int:
         sys.exit(f"{args.store}: no such store (make one with benchmarks/bench_ingest.py --keep)")
     src = duckdb.connect(str(args.store), read_only=True)
     events = src.sql("SELECT * FROM events").to_arrow_table()
+    rows = src.sql("SELECT * FROM event_rows").to_arrow_table()
+    classes = src.sql("SELECT * FROM event_classes").to_arrow_table()
     input_bytes = src.execute("SELECT sum(bytes) FROM files").fetchone()[0] or 0
     src.close()
     print(f"events      {events.num_rows:,} rows, {events.nbytes / 1e6:,.0f} MB in memory")
@@ -150,10 +165,10 @@ def main() -> int:
              ("300k inserts", dict(size=300_000, threads=2, commit_rows=300_000))]
     with tempfile.TemporaryDirectory(prefix="rt-bench-store-") as tmp:
         for name, kw in cases:
-            wall, cpu = run(events, Path(tmp) / f"{name.replace(' ', '_')}.duckdb", **kw)
+            wall, cpu = run(rows, classes, Path(tmp) / f"{name.replace(' ', '_')}.duckdb", **kw)
             print(f"{name:12s} {wall:6.2f} s wall {cpu:6.2f} s CPU  {events.num_rows / wall / 1e6:5.2f} M rows/s")
         if input_bytes:
-            layouts(events, input_bytes, Path(tmp))
+            layouts(events, rows, classes, input_bytes, Path(tmp))
     return 0
 
 

@@ -81,15 +81,21 @@ def dump(so: str, corpus: str | None, out: Path) -> None:
             for tz in ZONES:
                 name = hashlib.sha1(f"{path}|{chunk}|{tz}".encode()).hexdigest()[:16]
                 parser = core.file_parser(cat, 7, str(path), hints, tz)
-                events, facts = [], {}
+                events, classes, facts = [], [], {}
                 pieces = [data[i:i + chunk] for i in range(0, len(data), chunk)] or [b""]
                 for k, piece in enumerate(pieces):
                     parser.feed(piece, k + 1 == len(pieces))
-                    for ev, fa in core.batches(parser):
+                    for got in core.batches(parser):
+                        # builds before event classes give (events, facts)
+                        ev, cl, fa = got if len(got) == 3 else (got[0], None, got[1])
                         events.append(ev)
+                        classes += [cl] if cl is not None else []
                         for t, b in fa.items():
                             facts.setdefault(t, []).append(b)
-                tables = {"events": pa.Table.from_batches(events) if events else None}
+                whole = pa.Table.from_batches(events) if events else None
+                if whole is not None and classes:   # what a reader of view `events` sees
+                    whole = core.widen(whole, pa.Table.from_batches(classes))
+                tables = {"events": whole}
                 tables |= {f"fact_{t}": pa.Table.from_batches(bs) for t, bs in facts.items()}
                 for t, tab in tables.items():
                     if tab is None:

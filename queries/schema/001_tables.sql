@@ -32,28 +32,20 @@ CREATE TABLE IF NOT EXISTS files (
     UNIQUE (sha256, path)
 );
 
--- One row per event: a line, or a multi-line block (traceback, summary).
-CREATE TABLE IF NOT EXISTS events (
-    -- No PRIMARY KEY: its index doubles the cost of every insert, and the id
-    -- is unique by construction (file_id is unique in files, line in a file).
-    event_id    BIGINT NOT NULL,     -- file_id << 32 | line: stable across stores
+-- One row per event (a line, or a multi-line block: traceback, summary) is
+-- view `events` (002_views.sql): what is each line's own is in event_rows,
+-- what many lines of a file share (format, pattern, identity text, level,
+-- classification) is stored once in event_classes. Read `events`; its
+-- columns are documented here.
+CREATE TABLE IF NOT EXISTS event_classes (
+    class_id    BIGINT NOT NULL,     -- file_id << 32 | k: the k-th class of the file, first seen first
     file_id     BIGINT NOT NULL,
     file        VARCHAR NOT NULL,
-    line        BIGINT NOT NULL,     -- 1-based first line
-    end_line    BIGINT NOT NULL,     -- last line (= line for one-line events)
-    byte_offset BIGINT,
-    ts          TIMESTAMP,           -- UTC
     ts_kind     VARCHAR NOT NULL,    -- exact|local|year_inferred|envelope|interpolated|none
-    ts_text     VARCHAR,             -- the time as written in the log (kept when implausible: ts_kind interpolated)
     format      VARCHAR NOT NULL,    -- 'raw' when no format claimed the line
     pattern     VARCHAR,             -- format.pattern (or format.block)
     envelopes   VARCHAR,             -- peeled envelopes, outermost first, '>'-joined
     host        VARCHAR,
-    rank        INTEGER,
-    local_rank  INTEGER,
-    task        INTEGER,             -- the srun task (srun --label N:); under torchrun a node's agent
-    pid         BIGINT,
-    tid         BIGINT,
     job_id      VARCHAR,
     step_id     VARCHAR,
     pod         VARCHAR,
@@ -64,10 +56,25 @@ CREATE TABLE IF NOT EXISTS events (
     level       VARCHAR,             -- the level as written (W, WARN, error, ...)
     severity    VARCHAR NOT NULL,    -- debug|info|notice|warning|error|critical
     kind        VARCHAR,             -- event kind from parsers/kinds.toml
-    role        VARCHAR NOT NULL,    -- cause|symptom|lifecycle|info
-    message     VARCHAR,
-    raw         VARCHAR NOT NULL     -- the original line or block
+    role        VARCHAR NOT NULL     -- cause|symptom|lifecycle|info
 );
 
--- Stores written before the task column existed get it (NULL for old events).
-ALTER TABLE events ADD COLUMN IF NOT EXISTS task INTEGER;
+CREATE TABLE IF NOT EXISTS event_rows (
+    -- No PRIMARY KEY: its index doubles the cost of every insert, and the id
+    -- is unique by construction (file_id is unique in files, line in a file).
+    event_id    BIGINT NOT NULL,     -- file_id << 32 | line: stable across stores
+    file_id     BIGINT NOT NULL,
+    line        BIGINT NOT NULL,     -- 1-based first line
+    end_line    BIGINT NOT NULL,     -- last line (= line for one-line events)
+    byte_offset BIGINT,
+    ts          TIMESTAMP,           -- UTC
+    ts_text     VARCHAR,             -- the time as written in the log (kept when implausible: ts_kind interpolated)
+    rank        INTEGER,
+    local_rank  INTEGER,
+    task        INTEGER,             -- the srun task (srun --label N:); under torchrun a node's agent
+    pid         BIGINT,
+    tid         BIGINT,
+    message     VARCHAR,
+    raw         VARCHAR NOT NULL,    -- the original line or block
+    class_id    BIGINT NOT NULL      -- its row of event_classes
+);

@@ -3,6 +3,15 @@
 -- params: none
 -- returns: convenience views over the core tables (recreated on open).
 
+-- Every event with all its columns, in this order (001_tables.sql says what
+-- each is): a line's own columns joined to its class.
+CREATE OR REPLACE VIEW events AS
+SELECT r.event_id, r.file_id, c.file, r.line, r.end_line, r.byte_offset, r.ts, c.ts_kind, r.ts_text,
+       c.format, c.pattern, c.envelopes, c.host, r.rank, r.local_rank, r.task, r.pid, r.tid,
+       c.job_id, c.step_id, c.pod, c.namespace, c.container, c.gpu, c.program,
+       c.level, c.severity, c.kind, c.role, r.message, r.raw
+FROM event_rows r JOIN event_classes c USING (class_id);
+
 -- The kind catalogue of parsers/kinds.toml, loaded into table `kinds` at
 -- ingest; this view joins it for readers.
 CREATE OR REPLACE VIEW events_classified AS

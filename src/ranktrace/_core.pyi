@@ -1,8 +1,10 @@
 """ranktrace._core: the compiled ingest engine (crates/py). Typed boundary.
 
 Batches cross as pyarrow RecordBatches (Arrow C data interface, no copies).
-Event columns: those of the store's `events` table; fact batches: event_id,
-file_id and the table's columns."""
+Event batches: the columns of the store's `event_rows`; class batches: those
+of `event_classes` (a class leaves once, with the first batch that has it:
+crates/engine/src/classes.rs); fact batches: event_id, file_id and the
+table's columns."""
 
 import pyarrow as pa
 
@@ -16,13 +18,16 @@ class FileParser:
                  envelopes: list[str] | None, max_line: int) -> None: ...
     def feed(self, chunk: bytes, eof: bool) -> None:
         """Frame the lines `chunk` completes (all of them when `eof`: the last chunk)."""
-    def next_batch(self) -> tuple[pa.RecordBatch, dict[str, pa.RecordBatch]] | None:
-        """Events and facts of the next batch of framed lines (at most 65,536
-        lines), or None when nothing is left until the next feed."""
+    def next_batch(self) -> tuple[pa.RecordBatch, pa.RecordBatch, dict[str, pa.RecordBatch]] | None:
+        """Event rows, the classes new to the file, and facts of the next
+        batch of framed lines (at most 65,536 lines), or None when nothing is
+        left until the next feed."""
     def stats(self) -> dict[str, int | bool]:
         """bytes, lines, invalid_utf8, nul_bytes, truncated_lines, crlf, cr_only,
         implausible (times outside 1990-2099, ignored); and how lines were read
         (crates/engine/src/shape.rs): shape_hits (the structure of a shape met
         before), shapes (new shapes), own_reads (read from their own bytes)."""
+    def format_counts(self) -> list[tuple[str, int]]:
+        """Events so far per format name ('raw': claimed by none), formats with none left out."""
     def file_envelopes(self) -> list[str]:
         """File-scoped envelopes found in the file's head (after the first feed)."""

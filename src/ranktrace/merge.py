@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 
 from . import __version__, store
 from .formats import Catalog
-from .ingest.parts import INCOMING, MANIFEST, PART_FORMAT, catalog_fingerprint, sql_str
+from .ingest.parts import EVENT_TABLES, INCOMING, MANIFEST, PART_FORMAT, catalog_fingerprint, sql_str
 
 MERGE_DUCKDB_MEMORY = "512MB"
 
@@ -103,7 +103,7 @@ def check_part(part: Part, cat: Catalog, fingerprint: str | None = None) -> None
                         f"than this merge's ({fingerprint}): merge with the same --formats directories and "
                         f"parsers/ as the ingest, or {redo}")
     tables = m.get("tables") or {}
-    missing = [t for t in ("files", "events", *cat.fact_tables) if t not in tables]
+    missing = [t for t in ("files", *EVENT_TABLES, *cat.fact_tables) if t not in tables]
     if missing:
         raise PartError(f"{part.path}: the manifest lists no file for {missing}: the part is damaged; {redo}")
     for t, n in sorted((m.get("counts") or {}).items()):
@@ -180,17 +180,20 @@ def _merge_parts(con, parts: list[Part], cat: Catalog, out: MergeSummary) -> Non
         con.execute("CREATE OR REPLACE TEMP TABLE _part_ids (part INTEGER, old BIGINT, new BIGINT, "
                     "PRIMARY KEY (part, old))")
         con.executemany("INSERT INTO _part_ids VALUES (?, ?, ?)", mapping)
-        for table in ("files", "events", *sorted(cat.fact_tables)):
+        for table in ("files", *EVENT_TABLES, *sorted(cat.fact_tables)):
             # Which part a row comes from: its file's name, read_parquet(filename = true).
             names = ", ".join(f"({i}, {sql_str(parts[i].table(table))})" for i in used)
             files = ", ".join(sql_str(parts[i].table(table)) for i in used)
-            eid = "" if table == "files" else ", (m.new << 32) | (t.event_id & 4294967295) AS event_id"
+            # ids that hold the file id (file_id << 32 | n) move with it
+            moved = {"files": [], "event_classes": ["class_id"], "event_rows": ["event_id", "class_id"]}.get(
+                table, ["event_id"])
+            ids = "".join(f", (m.new << 32) | (t.{c} & 4294967295) AS {c}" for c in moved)
             n = con.execute(
-                f'INSERT INTO "{table}" BY NAME SELECT t.* EXCLUDE (filename) REPLACE (m.new AS file_id{eid}) '
+                f'INSERT INTO "{table}" BY NAME SELECT t.* EXCLUDE (filename) REPLACE (m.new AS file_id{ids}) '
                 f"FROM read_parquet([{files}], filename = true) t "
                 f"JOIN (VALUES {names}) p(part, name) ON t.filename = p.name "
                 f"JOIN _part_ids m ON m.part = p.part AND m.old = t.file_id").fetchone()[0]
-            if table == "events":
+            if table == "event_rows":
                 out.events += n
         for i in used:
             fallback = parts[i].manifest.get("fallback_time")

@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # pyarrow and polars are imported where used: readers (tui, s
 
 DEFAULT_DB = "ranktrace.duckdb"
 FACT_SQL_TYPES = {"str": "VARCHAR", "int": "BIGINT", "float": "DOUBLE"}
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"   # 3: events is a view over event_rows and event_classes
 # Year-less times are parsed in this leap year by the engine (crates/engine/src/timefmt.rs)
 # and moved to the inferred year after ingest.
 PLACEHOLDER_YEAR = 2000
@@ -170,8 +170,17 @@ def init_schema(con: duckdb.DuckDBPyConnection, cat: Catalog | None) -> None:
 def _init_schema(con: duckdb.DuckDBPyConnection, cat: Catalog | None) -> None:
     con.execute("CREATE TABLE IF NOT EXISTS kinds (kind VARCHAR PRIMARY KEY, role VARCHAR, "
                 "severity VARCHAR, failure VARCHAR, description VARCHAR)")
+    # Schema 2 kept one wide row per event in table `events`; it becomes rows and classes.
+    wide = con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'events' "
+                       "AND schema_name = 'main' AND NOT temporary").fetchone()[0]
+    if wide:
+        con.execute("DROP VIEW IF EXISTS events_classified")
+        con.execute("ALTER TABLE events RENAME TO events_schema2")
     for f in schema_files():
         con.execute(f.read_text())
+    if wide:
+        insert_events(con, "events_schema2")
+        con.execute("DROP TABLE events_schema2")
     con.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", [SCHEMA_VERSION])
     if cat is None:
         return
@@ -215,6 +224,42 @@ def insert_table(con: duckdb.DuckDBPyConnection, table: str, rows: pa.Table) -> 
     """Arrow rows into `table`, by column name (a column they lack is NULL)."""
     arrow = rows  # noqa: F841 - referenced by name in SQL
     con.execute(f'INSERT INTO "{table}" BY NAME SELECT * FROM arrow')
+
+
+def class_columns(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The columns of event_classes that say what a class is (all but its id)."""
+    return [r[0] for r in con.execute(
+        "SELECT column_name FROM duckdb_columns() WHERE table_name = 'event_classes' AND schema_name = 'main' "
+        "AND NOT internal AND column_name <> 'class_id' ORDER BY column_index").fetchall()]
+
+
+def insert_events(con: duckdb.DuckDBPyConnection, source: str) -> None:
+    """Events given whole, with the columns of view `events` (by name; one
+    missing is NULL), from relation `source`, into event_rows and
+    event_classes: what tests make by hand, and the events of a schema 2
+    store. A file's new classes are numbered after those it has, in the order
+    of their first line (the engine's order: crates/engine/src/classes.rs).
+    Ingest does not come here: the engine hands over rows and classes."""
+    cls = class_columns(con)
+    same = " AND ".join(f'w."{c}" IS NOT DISTINCT FROM c."{c}"' for c in cls)
+    cols = ", ".join(f'"{c}"' for c in cls)
+    con.execute("CREATE OR REPLACE TEMP TABLE _wide_events AS SELECT * FROM events LIMIT 0")
+    con.execute(f"INSERT INTO _wide_events BY NAME SELECT * FROM {source}")
+    con.execute(f"""
+        CREATE OR REPLACE TEMP TABLE _new_classes AS
+        WITH c AS (SELECT {cols}, min(line) AS first_line FROM _wide_events GROUP BY ALL),
+             had AS (SELECT file_id, max(class_id & 4294967295) + 1 AS next FROM event_classes GROUP BY file_id)
+        SELECT (file_id << 32) | (coalesce(had.next, 0) - 1
+                + row_number() OVER (PARTITION BY file_id ORDER BY first_line, {cols})) AS class_id, {cols}
+        FROM c LEFT JOIN had USING (file_id)""")
+    con.execute(f"INSERT INTO event_classes BY NAME SELECT * FROM _new_classes")
+    own = [r[0] for r in con.execute(
+        "SELECT column_name FROM duckdb_columns() WHERE table_name = 'event_rows' AND schema_name = 'main' "
+        "AND column_name <> 'class_id' ORDER BY column_index").fetchall()]
+    con.execute(f"INSERT INTO event_rows BY NAME SELECT {', '.join(f'w.{c}' for c in own)}, c.class_id "
+                f"FROM _wide_events w JOIN _new_classes c ON {same}")
+    con.execute("DROP TABLE _wide_events")
+    con.execute("DROP TABLE _new_classes")
 
 
 def insert_rows(con: duckdb.DuckDBPyConnection, table: str, rows: list[list]) -> None:
@@ -280,13 +325,13 @@ def infer_years(con: duckdb.DuckDBPyConnection) -> int | None:
     cand = {d: f"ts + to_years(r.y + ({d}) - year(ts))" for d in (-1, 0, 1)}
     dist = {d: f"abs(epoch({c}) - $ref)" for d, c in cand.items()}
     con.execute(f"""
-        UPDATE events SET ts = CASE
+        UPDATE event_rows SET ts = CASE
             WHEN {dist[0]} <= least({dist[-1]}, {dist[1]}) THEN {cand[0]}
             WHEN {dist[-1]} <= {dist[1]} THEN {cand[-1]}
             ELSE {cand[1]} END
-        FROM (SELECT year(to_timestamp($ref)) AS y) r
-        WHERE ts IS NOT NULL AND (ts_kind = 'year_inferred'
+        FROM (SELECT year(to_timestamp($ref)) AS y) r, event_classes c
+        WHERE c.class_id = event_rows.class_id AND ts IS NOT NULL AND (c.ts_kind = 'year_inferred'
               -- lines that inherited a year-less time from the line before
-              OR (ts_kind = 'interpolated' AND year(ts) = {PLACEHOLDER_YEAR}))
+              OR (c.ts_kind = 'interpolated' AND year(ts) = {PLACEHOLDER_YEAR}))
     """, {"ref": ref})
     return int(con.execute("SELECT year(to_timestamp(?))", [ref]).fetchone()[0])

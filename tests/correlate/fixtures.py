@@ -8,7 +8,7 @@ import itertools
 import duckdb
 
 from ranktrace.correlate.util import ensure_kind_catalog
-from ranktrace.store import init_schema
+from ranktrace.store import init_schema, insert_events
 
 T0 = dt.datetime(2026, 3, 2, 3, 0, 0)
 ROLE = {"progress": "info", "python_exception": "cause", "host_oom": "cause", "gpu_oom": "cause",
@@ -41,9 +41,12 @@ def store(events: list[dict], facts: dict[str, list[dict]] | None = None,
     init_schema(con, None)
     cols = [r[0] for r in con.execute("SELECT column_name FROM information_schema.columns "
                                       "WHERE table_name = 'events' ORDER BY ordinal_position").fetchall()]
-    for e in events:
-        row = [e.get(c) for c in cols]
-        con.execute(f"INSERT INTO events VALUES ({', '.join('?' * len(cols))})", row)
+    con.execute("CREATE TEMP TABLE given_events AS SELECT * FROM events LIMIT 0")
+    if events:
+        con.executemany(f"INSERT INTO given_events VALUES ({', '.join('?' * len(cols))})",
+                        [[e.get(c) for c in cols] for e in events])
+    insert_events(con, "given_events")
+    con.execute("DROP TABLE given_events")
     for table, rs in (facts or {}).items():
         keys = list(rs[0])
         con.execute(f'CREATE TABLE "{table}" ({", ".join(f"{k} {_t(rs[0][k])}" for k in keys)})')

@@ -59,14 +59,15 @@ def peels_to_blank(line: bytes) -> bool:
 def parse(data: bytes, cuts: list[int], envelopes: list[str] | None = None) -> tuple[pl.DataFrame | None, dict]:
     fp = core.file_parser(CATALOG, 7, "fuzz.log", {}, "UTC", envelopes, max_line=MAX_LINE)
     bounds = [0] + sorted({c for c in cuts if 0 < c < len(data)}) + [len(data)]
-    frames = []
+    outs = []
     for i in range(len(bounds) - 1):
         fp.feed(data[bounds[i]:bounds[i + 1]], i == len(bounds) - 2)
-        frames += [core.frames(*out)[0] for out in core.batches(fp)]
+        outs += core.batches(fp)
     if len(bounds) == 1 or len(data) == 0:
         fp.feed(b"", True)
-        frames += [core.frames(*out)[0] for out in core.batches(fp)]
-    return (pl.concat(frames).sort("line") if frames else None), fp.stats()
+        outs += core.batches(fp)
+    ev = core.events_table(outs)
+    return (pl.from_arrow(ev).sort("line") if ev is not None else None), fp.stats()
 
 
 def check(data: bytes, cuts: list[int]) -> None:

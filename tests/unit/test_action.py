@@ -66,7 +66,8 @@ def test_hostless_log_needs_node_and_hostile_names_are_refused(tmp_path, ingest_
     db = tmp_path / "b.duckdb"
     ingest_to([write(tmp_path / "gpu-a07" / "dmesg.txt", DMESG)], db=str(db))[1].close()
     w = duckdb.connect(str(db))
-    w.execute("UPDATE events SET host = 'gpu;rm -rf ~' WHERE message LIKE '%Xid%'")
+    w.execute("UPDATE event_classes SET host = 'gpu;rm -rf ~' "
+              "WHERE class_id IN (SELECT class_id FROM event_rows WHERE message LIKE '%Xid%')")
     w.close()
     con2 = duckdb.connect(str(db), read_only=True)
     p2 = action.plan(con2)

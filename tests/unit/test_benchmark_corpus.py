@@ -37,9 +37,10 @@ def test_store_benchmark_inserts_every_event_each_way(tmp_path, ingest_to):
     rates = re.findall(r"^(one insert|writer|300k inserts)\s+[\d.]+ s wall\s+[\d.]+ s CPU\s+([\d.]+) M rows/s$",
                        p.stdout, re.M)
     assert [name for name, _ in rates] == ["one insert", "writer", "300k inserts"]
-    layouts = re.findall(r"^(wide|split|raw only|parquet wide|parquet narrow)\s+([\d.]+) s CPU\s+([\d.]+) MB/s per core\s+([\d.]+) MB$",
+    layouts = re.findall(r"^(wide|rows \+ classes|split|raw only|parquet wide|parquet narrow)\s+([\d.]+) s CPU\s+([\d.]+) MB/s per core\s+([\d.]+) MB$",
                          p.stdout, re.M)
-    assert [name for name, *_ in layouts] == ["wide", "split", "raw only", "parquet wide", "parquet narrow"]
+    assert [name for name, *_ in layouts] == ["wide", "rows + classes", "split", "raw only", "parquet wide",
+                                              "parquet narrow"]
     sizes = {name: float(mb) for name, _cpu, _rate, mb in layouts}
     # The narrow layouts hold less than the wide one (the benchmark would be measuring nothing otherwise).
     # (DuckDB files of a tiny store are all one block: <= there.)

@@ -214,29 +214,33 @@ def test_a_file_failing_after_its_rows_went_in_leaves_nothing(tmp_path, catalog)
     """The writer shares one transaction among files: a file that fails after
     some of its batches were inserted has them taken out again, facts
     included; the other files of the transaction stay, complete."""
+    import pyarrow as pa
+
     from ranktrace import store
+    from ranktrace.ingest import core
     from ranktrace.ingest.writer import Writer
-    from ranktrace.samples import run_text
     con = store.open_store(str(tmp_path / "s.duckdb"), catalog)
-    out = run_text(catalog, NCCL * 10)
-    assert len(out.facts["nccl_error"]) == 10
 
     def as_file(fid):
-        fix = lambda df: df.with_columns(file_id=df["file_id"] * 0 + fid,
-                                         event_id=(df["event_id"] % (1 << 32)) + (fid << 32))
-        return fix(out.events).to_arrow(), {t: fix(f).to_arrow() for t, f in out.facts.items()}
+        fp = core.file_parser(catalog, fid, f"{fid}.log", {})
+        fp.feed((NCCL * 10).encode(), True)
+        rows, classes, facts = core.whole(core.batches(fp))
+        return rows, classes, {t: pa.Table.from_batches(b) for t, b in facts.items()}
 
     w = Writer(con, group_rows=15, row_group=8)
-    ev, facts = as_file(1)
-    w.add(1, ev, facts)               # 10 rows: buffered
+    ev, classes, facts = as_file(1)
+    assert len(facts["nccl_error"]) == 10
+    w.add(1, ev, classes, facts)      # 10 rows: buffered
     assert not w.in_txn and w.buffered == 10
-    ev2, facts2 = as_file(2)
-    w.add(2, ev2, facts2)             # 20 rows: two whole row groups inserted (the transaction is
+    ev2, classes2, facts2 = as_file(2)
+    w.add(2, ev2, classes2, facts2)   # 20 rows: two whole row groups inserted (the transaction is
     assert w.in_txn and w.buffered == 4   # open), the last 4 rows of file 2 wait for the commit
     w.done(1, None)                   # file 1 failed: its rows go
     row = [2, "b.log", None, "nccl", None, None, 1, 10, 10, 0, None, "sha-b", None, None, None, None, None]
     w.done(2, row)
     w.close()
     assert con.execute("SELECT DISTINCT file_id FROM events").fetchall() == [(2,)]
+    assert con.execute("SELECT DISTINCT file_id FROM event_classes").fetchall() == [(2,)]
+    assert con.execute("SELECT count(*) FROM event_rows").fetchone()[0] == 10
     assert con.execute("SELECT count(*), min(file_id) FROM nccl_error").fetchone() == (10, 2)
     assert con.execute("SELECT file_id, events FROM files").fetchall() == [(2, 10)]

@@ -105,22 +105,23 @@ def test_parts_are_read_by_duckdb_directly(catalog, direct, parts):
     out, made, _ = parts
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
-    events = con.execute(f"SELECT count(*), count(DISTINCT event_id) FROM read_parquet('{out}/*/events.parquet')"
-                         ).fetchone()
-    kinds = dict(con.execute(f"DESCRIBE SELECT ts, raw, rank FROM read_parquet('{out}/*/events.parquet')"
-                             ).fetchall()[i][:2] for i in range(3))
+    # what the store's view `events` is: rows joined to their classes
+    ev = (f"read_parquet('{out}/*/event_rows.parquet') JOIN read_parquet('{out}/*/event_classes.parquet') "
+          "USING (class_id)")
+    events = con.execute(f"SELECT count(*), count(DISTINCT event_id) FROM {ev}").fetchone()
+    kinds = dict(con.execute(f"DESCRIBE SELECT ts, raw, rank, kind FROM {ev}").fetchall()[i][:2] for i in range(4))
     files = con.execute(f"SELECT count(*) FROM read_parquet('{out}/*/files.parquet')").fetchone()[0]
     # The year of year-less times is chosen at merge, over all parts: still the placeholder here.
-    years = con.execute(f"SELECT DISTINCT year(ts) FROM read_parquet('{out}/*/events.parquet') "
-                        "WHERE ts_kind = 'year_inferred'").fetchall()
+    years = con.execute(f"SELECT DISTINCT year(ts) FROM {ev} WHERE ts_kind = 'year_inferred'").fetchall()
     d = duckdb.connect(direct, read_only=True)
     want = d.execute("SELECT (SELECT count(*) FROM events), (SELECT count(*) FROM files)").fetchone()
     d.close()
     assert events == (want[0], want[0]) and files == want[1]
-    assert kinds == {"ts": "TIMESTAMP", "raw": "VARCHAR", "rank": "INTEGER"}
+    assert kinds == {"ts": "TIMESTAMP", "raw": "VARCHAR", "rank": "INTEGER", "kind": "VARCHAR"}
     assert years == [(PLACEHOLDER_YEAR,)]
     m = json.loads((Path(made[1]) / MANIFEST).read_text())
-    assert m["counts"]["events"] == pq.ParquetFile(Path(made[1]) / "events.parquet").metadata.num_rows > 0
+    assert m["counts"]["event_rows"] == pq.ParquetFile(Path(made[1]) / "event_rows.parquet").metadata.num_rows > 0
+    assert 0 < m["counts"]["event_classes"] < m["counts"]["event_rows"]
     assert m["schema_version"] == store.SCHEMA_VERSION and len(m["catalog"]) == 32
 
 
@@ -162,7 +163,7 @@ def test_a_damaged_part_is_refused(tmp_path, catalog, parts):
     out, made, _ = parts
     bad = tmp_path / "bad"
     shutil.copytree(Path(made[0]), bad / "p")
-    pq.write_table(pq.read_table(bad / "p" / "events.parquet").slice(0, 3), bad / "p" / "events.parquet")
+    pq.write_table(pq.read_table(bad / "p" / "event_rows.parquet").slice(0, 3), bad / "p" / "event_rows.parquet")
     with pytest.raises(PartError, match="manifest says"):
         merge([str(bad)], str(tmp_path / "m.duckdb"), catalog)
     with pytest.raises(PartError, match="no part in it"):
@@ -179,9 +180,9 @@ def test_a_taken_file_id_is_renumbered_with_its_events(tmp_path, catalog):
     pb = Path(ingest([str(b.parent)], "u", catalog, part=str(out)).part)
     taken = pq.read_table(pa_ / "files.parquet")["file_id"][0].as_py()
     con = duckdb.connect()
-    for t in ("files", "events"):
+    for t, ids in (("files", []), ("event_rows", ["event_id", "class_id"]), ("event_classes", ["class_id"])):
         f = pb / f"{t}.parquet"
-        ev = f", ({taken}::BIGINT << 32) | (event_id & 4294967295) AS event_id" if t == "events" else ""
+        ev = "".join(f", ({taken}::BIGINT << 32) | ({c} & 4294967295) AS {c}" for c in ids)
         con.execute(f"COPY (SELECT * REPLACE ({taken} AS file_id{ev}) FROM read_parquet('{f}')) "
                     f"TO '{f}.new' (FORMAT parquet)")
         Path(f"{f}.new").replace(f)
@@ -190,10 +191,17 @@ def test_a_taken_file_id_is_renumbered_with_its_events(tmp_path, catalog):
     m = duckdb.connect(db, read_only=True)
     rows = m.execute("SELECT f.path, f.file_id, e.event_id >> 32, e.line FROM files f JOIN events e USING (file_id) "
                      "ORDER BY 1, 4").fetchall()
+    assert m.execute("SELECT count(*) FROM event_rows").fetchone()[0] == 3   # every row has its class
     moved = (taken + 1) if pa_.name < pb.name else taken
     kept = taken if pa_.name < pb.name else taken + 1
     assert s.renumbered == 1
     assert rows == [("a/x.log", kept, kept, 1), ("a/x.log", kept, kept, 2), ("b/y.log", moved, moved, 1)]
+
+
+def one_class(fid: int) -> pa.Table:
+    """The one class of file `fid`'s lines (an unclaimed line's)."""
+    return pa.table({"class_id": [fid << 32], "file_id": [fid], "file": [f"f{fid}"], "ts_kind": ["none"],
+                     "format": ["raw"], "severity": ["info"], "role": ["info"]})
 
 
 def test_part_writer_writes_row_groups_as_it_goes_and_drops_a_failed_file(tmp_path, catalog):
@@ -202,31 +210,30 @@ def test_part_writer_writes_row_groups_as_it_goes_and_drops_a_failed_file(tmp_pa
 
     def events(fid, n):
         return pa.table({"event_id": [(fid << 32) | i for i in range(1, n + 1)], "file_id": [fid] * n,
-                             "file": [f"f{fid}"] * n, "line": list(range(1, n + 1)),
-                             "end_line": list(range(1, n + 1)), "ts_kind": ["none"] * n, "format": ["raw"] * n,
-                             "severity": ["info"] * n, "role": ["info"] * n, "raw": ["x"] * n})
-    w.add(1, events(1, 6), {})
-    w.add(2, events(2, 3), {})           # 9 rows: two row groups out, one row buffered
-    assert w.counts["events"] == 8
+                         "line": list(range(1, n + 1)), "end_line": list(range(1, n + 1)), "raw": ["x"] * n,
+                         "class_id": [fid << 32] * n})
+    w.add(1, events(1, 6), one_class(1), {})
+    w.add(2, events(2, 3), one_class(2), {})           # 9 rows: two row groups out, one row buffered
+    assert w.counts["event_rows"] == 8
     w.done(1, [1, "f1", None, "raw", None, None, 1, 6, 6, 6, None, "s1", None, None, None, None, None])
     w.done(2, None)                      # file 2 failed: its rows, written out or not, go
     w.close()
     part = Path(w.path)
     assert part.parent == tmp_path / "parts" and part.name.startswith("nodeA-")
-    ev = pq.read_table(part / "events.parquet")
+    ev = pq.read_table(part / "event_rows.parquet")
     assert sorted(set(ev["file_id"].to_pylist())) == [1] and len(ev) == 6
+    assert pq.read_table(part / "event_classes.parquet")["file_id"].to_pylist() == [1]
     m = json.loads((part / MANIFEST).read_text())
-    assert m["counts"]["events"] == 6 and m["counts"]["files"] == 1 and m["host"] == "nodeA"
+    assert m["counts"]["event_rows"] == 6 and m["counts"]["files"] == 1 and m["host"] == "nodeA"
     assert pq.ParquetFile(part / "files.parquet").metadata.num_rows == 1
 
 
 def test_an_aborted_part_leaves_nothing_for_merge(tmp_path, catalog):
     con = store.open_store(":memory:", catalog)
     w = PartWriter(tmp_path / "parts", catalog, con, host="nodeB", row_group=2)
-    w.add(1, pa.table({"event_id": [1 << 32 | 1] * 3, "file_id": [1] * 3, "file": ["f"] * 3, "line": [1] * 3,
-                           "end_line": [1] * 3, "ts_kind": ["none"] * 3, "format": ["raw"] * 3,
-                           "severity": ["info"] * 3, "role": ["info"] * 3, "raw": ["x"] * 3}), {})
-    assert w.counts["events"] == 2      # a row group was written out already
+    w.add(1, pa.table({"event_id": [1 << 32 | 1] * 3, "file_id": [1] * 3, "line": [1] * 3,
+                       "end_line": [1] * 3, "raw": ["x"] * 3, "class_id": [1 << 32] * 3}), one_class(1), {})
+    assert w.counts["event_rows"] == 2      # a row group was written out already
     w.abort()
     assert [p.name for p in (tmp_path / "parts").iterdir()] == [".incoming"]
     assert list((tmp_path / "parts" / ".incoming").iterdir()) == []

@@ -10,13 +10,12 @@ from ranktrace.ingest import core
 def parse(catalog, data: bytes, chunk: int = 1 << 20, max_line: int = core.MAX_LINE):
     fp = core.file_parser(catalog, 1, "t.log", {}, envelopes=[], max_line=max_line)
     chunks = [data[k:k + chunk] for k in range(0, len(data), chunk)] or [b""]
-    frames = []
+    outs = []
     for i, c in enumerate(chunks):
         fp.feed(c, i == len(chunks) - 1)
-        for out in core.batches(fp):
-            frames.append(core.frames(*out)[0])
-    ev = pl.concat(frames).sort("line") if frames else None
-    return ev, fp.stats()
+        outs += core.batches(fp)
+    ev = core.events_table(outs)
+    return (pl.from_arrow(ev).sort("line") if ev is not None else None), fp.stats()
 
 
 def test_lines_numbers_and_offsets_across_small_chunks(catalog):
@@ -65,18 +64,21 @@ def test_empty_inputs(catalog, data):
 
 
 def _parse_all(catalog, data: bytes, chunk: int):
-    """Events and facts of `data` fed in chunks of `chunk` bytes, as Arrow."""
+    """Events (as view `events` shows them, plus their class ids) and facts
+    of `data` fed in chunks of `chunk` bytes, as Arrow."""
     import pyarrow as pa
     fp = core.file_parser(catalog, 1, "t.log", {})
-    events, facts = [], {}
+    outs = []
     chunks = [data[k:k + chunk] for k in range(0, len(data), chunk)] or [b""]
     for i, c in enumerate(chunks):
         fp.feed(c, i == len(chunks) - 1)
-        for ev, fa in core.batches(fp):
-            events.append(pa.table(ev))
-            for t, b in fa.items():
-                facts.setdefault(t, []).append(pa.table(b))
-    return (pa.concat_tables(events) if events else pa.table({})), {t: pa.concat_tables(v) for t, v in facts.items()}
+        outs += core.batches(fp)
+    rows, classes, facts = core.whole(outs)
+    if rows is None:
+        return pa.table({}), {}
+    # class ids are the file's own numbering (first seen first): the same however it is fed
+    events = core.widen(rows, classes).append_column("class_id", rows["class_id"])
+    return events, {t: pa.Table.from_batches(v) for t, v in facts.items()}
 
 
 def _sample_files():
@@ -144,7 +146,7 @@ def test_an_open_block_before_a_flood_of_other_lines_stays_bounded():
         "chunk = b'[rank1]:step 1 loss 0.5 hello world\\n' * 20_000\n"
         "for i in range(n // 20_000):\n"
         "    p.feed(chunk, i == n // 20_000 - 1)\n"
-        "    for ev, _ in core.batches(p):\n"
+        "    for ev, _, _ in core.batches(p):\n"
         "        rows += ev.num_rows\n"
         "        total += sum(ev.column('line').to_pylist())\n"
         "grow = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) // 1024\n"

@@ -12,19 +12,21 @@ import pytest
 
 from ranktrace.cli import main
 from ranktrace.query import QueryRefused, check_statements, run_query
-from ranktrace.store import open_store, refresh_summaries
+from ranktrace.store import insert_events, open_store, refresh_summaries
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def _store(path: Path) -> str:
     con = open_store(path)
-    con.execute("""INSERT INTO events (event_id, file_id, file, line, end_line, ts, ts_kind, format, host, rank,
+    con.execute("""CREATE TEMP TABLE given AS SELECT * FROM events LIMIT 0""")
+    con.execute("""INSERT INTO given (event_id, file_id, file, line, end_line, ts, ts_kind, format, host, rank,
                    severity, kind, role, message, raw)
                    VALUES (1, 1, 'n1.log', 1, 1, TIMESTAMP '2026-03-02 03:00:00', 'exact', 'test', 'n1', 0,
                            'info', 'progress', 'info', 'step 1', 'step 1'),
                           (2, 1, 'n1.log', 2, 2, TIMESTAMP '2026-03-02 03:00:05', 'exact', 'test', 'n1', 0,
                            'error', 'python_exception', 'cause', 'boom', 'boom')""")
+    insert_events(con, "given")
     refresh_summaries(con)
     con.close()
     return str(path)
@@ -66,8 +68,8 @@ ESCAPES = {
     "set_external_access": "SET enable_external_access = true",
     "reset_lock": "SET lock_configuration = false",
     "import_database": "PRAGMA import_database('{dir}')",
-    "delete": "DELETE FROM events",
-    "drop": "DROP TABLE events",
+    "delete": "DELETE FROM event_rows",
+    "drop": "DROP TABLE event_rows",
     "persistent_secret": "CREATE PERSISTENT SECRET s (TYPE s3, KEY_ID 'k', SECRET 'v')",
 }
 

@@ -8,6 +8,7 @@
 //! Arrow record batches. One pass per line; no per-pattern pass over a batch.
 
 pub mod blocks;
+pub mod classes;
 pub mod classify;
 pub mod compile;
 pub mod events;
@@ -34,9 +35,11 @@ pub use spec::CatalogSpec;
 /// Most lines parsed as one batch (a bound on the engine's memory).
 pub const MAX_BATCH_LINES: usize = 65_536;
 
-/// The parsed part of a batch: events and fact tables.
+/// The parsed part of a batch: events (the store's event_rows), the classes
+/// they are the first of in their file (event_classes), and fact tables.
 pub struct Output {
     pub events: RecordBatch,
+    pub classes: RecordBatch,
     pub facts: Vec<(String, RecordBatch)>,
 }
 
@@ -71,6 +74,10 @@ pub struct FileParser {
     memos: Vec<shape::Memo>,
     /// whether lines of a shape met before take its structure (RANKTRACE_ENGINE_MEMO=0: no; tests)
     memo: bool,
+    /// the classes of the file's lines numbered so far
+    classes: classes::FileClasses,
+    /// events per format so far (the catalog's order; the last: no format, 'raw')
+    per_format: Vec<u64>,
     eof: bool,
     done: bool,
 }
@@ -83,6 +90,7 @@ impl FileParser {
             .iter()
             .map(|c| hints.iter().find(|(k, _)| k == c).map_or(events::Id::None, |(_, v)| events::Id::Text(v.as_str().into())))
             .collect();
+        let n_formats = cat.formats.len();
         Ok(FileParser {
             tz: Zoner::new(tz)?,
             cat,
@@ -100,6 +108,8 @@ impl FileParser {
             threads: std::env::var("RANKTRACE_ENGINE_THREADS").ok().and_then(|v| v.parse().ok()),
             memos: Vec::new(),
             memo: std::env::var("RANKTRACE_ENGINE_MEMO").map_or(true, |v| v != "0"),
+            classes: Default::default(),
+            per_format: vec![0; n_formats + 1],
             eof: false,
             done: false,
         })
@@ -116,6 +126,12 @@ impl FileParser {
             new: a.new + m.stats.new,
             own: a.own + m.stats.own,
         })
+    }
+
+    /// Events so far per format ('raw': claimed by none), formats with none left out.
+    pub fn format_counts(&self) -> Vec<(&str, u64)> {
+        let names = self.cat.formats.iter().map(|f| f.name.as_str()).chain(["raw"]);
+        names.zip(self.per_format.iter().copied()).filter(|&(_, n)| n > 0).collect()
     }
 
     /// Names of the file-scoped envelopes the file was found to carry.
@@ -250,6 +266,9 @@ impl FileParser {
         .collect();
         lap("extract");
         events::carry(cat, &mut events, &mut self.carried);
+        for e in &events {
+            self.per_format[classify::format_of(cat, e.src).unwrap_or(cat.formats.len())] += 1;
+        }
         self.prev_ts = events::times(&mut events, self.prev_ts, &mut self.framer.stats.implausible);
         lap("carry+times");
         let (file_id, file) = (self.file_id, self.file.as_str());
@@ -264,18 +283,25 @@ impl FileParser {
             }
             v
         };
-        let mut outs = par::map(parts, |evs: &mut [events::Event]| {
+        let parts = par::map(parts, |evs: &mut [events::Event]| {
             let classes = classify::classify(cat, evs);
             let rows = classify::facts(cat, evs);
-            Output {
-                events: out::events_batch(cat, file_id, file, evs, &classes),
-                facts: out::fact_batches(cat, file_id, evs, &rows),
-            }
+            (out::event_rows(cat, file_id, evs, &classes), out::fact_batches(cat, file_id, evs, &rows))
         });
+        let schema = out::event_schema(cat);
+        let mut outs: std::collections::VecDeque<Output> = parts
+            .into_iter()
+            .map(|((mut cols, local), facts)| {
+                let (class_id, classes) = self.classes.assign(cat, file_id, file, local);
+                cols.push(class_id);
+                let events = RecordBatch::try_new(schema.clone(), cols).expect("events batch matches its schema");
+                Output { events, classes, facts }
+            })
+            .collect();
         lap("classify+facts+arrow");
-        let first = outs.remove(0); // par::even makes one part at least
+        let first = outs.pop_front(); // par::even makes one part at least
         self.ready.extend(outs);
-        Some(first)
+        first
     }
 }
 

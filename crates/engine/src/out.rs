@@ -1,6 +1,7 @@
 //! Arrow record batches of events and facts: the columns of the store's
 //! `events` table and of each fact table (plus event_id, file_id).
 
+use crate::classes;
 use crate::classify::{format_of, Class, FactRow, Val};
 use crate::compile::{Catalog, FType};
 use crate::events::{Event, Id, Src};
@@ -9,25 +10,21 @@ use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, TimeUnit};
 use std::sync::Arc;
 
+/// The columns of the store's `event_rows`: what is each line's own; the
+/// rest is its class (classes.rs), the last column.
 pub fn event_schema(cat: &Catalog) -> Arc<Schema> {
     let mut f = vec![];
-    for n in ["event_id", "file_id"] {
-        f.push(Field::new(n, DataType::Int64, false));
-    }
-    f.push(Field::new("file", DataType::Utf8, false));
-    for n in ["line", "end_line", "byte_offset"] {
+    for n in ["event_id", "file_id", "line", "end_line", "byte_offset"] {
         f.push(Field::new(n, DataType::Int64, false));
     }
     f.push(Field::new("ts", DataType::Timestamp(TimeUnit::Microsecond, None), true));
-    for n in ["ts_kind", "ts_text", "format", "pattern", "envelopes"] {
-        f.push(Field::new(n, DataType::Utf8, n != "ts_kind" && n != "format"));
+    f.push(Field::new("ts_text", DataType::Utf8, true));
+    for (c, _) in cat.identity.iter().zip(&cat.int_identity).filter(|(_, &int)| int) {
+        f.push(Field::new(c, DataType::Int64, true));
     }
-    for (i, c) in cat.identity.iter().enumerate() {
-        f.push(Field::new(c, if cat.int_identity[i] { DataType::Int64 } else { DataType::Utf8 }, true));
-    }
-    for n in ["level", "severity", "kind", "role", "message", "raw"] {
-        f.push(Field::new(n, DataType::Utf8, !matches!(n, "severity" | "role" | "raw")));
-    }
+    f.push(Field::new("message", DataType::Utf8, true));
+    f.push(Field::new("raw", DataType::Utf8, false));
+    f.push(Field::new("class_id", DataType::Int64, false));
     Arc::new(Schema::new(f))
 }
 
@@ -52,7 +49,10 @@ fn int_col(events: &[Event], f: impl Fn(&Event) -> Option<i64>) -> ArrayRef {
     Arc::new(b.finish())
 }
 
-pub fn events_batch(cat: &Catalog, file_id: i64, file: &str, events: &[Event], classes: &[Class]) -> RecordBatch {
+/// A part's events: the columns of `event_schema` but the class id (made
+/// when the parts are put in file order: classes::FileClasses), and each
+/// event's class.
+pub fn event_rows(cat: &Catalog, file_id: i64, events: &[Event], classes: &[Class]) -> (Vec<ArrayRef>, classes::Local) {
     // A few distinct envelope chains per file: each joined once.
     let mut joined: rustc_hash::FxHashMap<&[u16], String> = Default::default();
     for e in events {
@@ -61,10 +61,31 @@ pub fn events_batch(cat: &Catalog, file_id: i64, file: &str, events: &[Event], c
             joined.insert(e.envelopes.as_slice(), names.join(">"));
         }
     }
+    let mut local = classes::Local::with_capacity(events.len());
+    let mut key = Vec::with_capacity(256);
+    for (e, class) in events.iter().zip(classes) {
+        // in the order of classes::columns
+        key.clear();
+        classes::push(&mut key, e.ts_kind.map(|k| k.as_str()));
+        classes::push(&mut key, Some(format_of(cat, e.src).map_or("raw", |f| cat.formats[f].name.as_str())));
+        classes::push(&mut key, match e.src {
+            Src::Raw => None,
+            Src::Pattern(p) => Some(cat.patterns[p as usize].key.as_str()),
+            Src::Block(b) => Some(cat.blocks[b as usize].key.as_str()),
+        });
+        classes::push(&mut key, joined.get(e.envelopes.as_slice()).map(String::as_str));
+        for c in (0..cat.identity.len()).filter(|&c| !cat.int_identity[c]) {
+            classes::push(&mut key, e.ids[c].text(&e.raw));
+        }
+        classes::push(&mut key, e.level.map(|s| e.span(s)));
+        classes::push(&mut key, Some(cat.severities[class.severity as usize].as_str()));
+        classes::push(&mut key, class.kind.map(|k| cat.kinds[k].name.as_str()));
+        classes::push(&mut key, Some(class.role));
+        local.add(&key);
+    }
     let mut cols: Vec<ArrayRef> = vec![
         int_col(events, |e| Some((file_id << 32) + e.line)),
         int_col(events, |_| Some(file_id)),
-        sized_text_col(events, events.len() * file.len(), |_, _| Some(file)),
         int_col(events, |e| Some(e.line)),
         int_col(events, |e| Some(e.end_line)),
         int_col(events, |e| Some(e.offset)),
@@ -72,33 +93,15 @@ pub fn events_batch(cat: &Catalog, file_id: i64, file: &str, events: &[Event], c
     let mut ts = TimestampMicrosecondBuilder::with_capacity(events.len());
     events.iter().for_each(|e| ts.append_option(e.ts));
     cols.push(Arc::new(ts.finish()));
-    cols.push(text_col(events, |_, e| e.ts_kind.map(|k| k.as_str())));
     cols.push(text_col(events, |_, e| e.ts_text.map(|s| e.span(s))));
-    cols.push(text_col(events, |_, e| {
-        Some(format_of(cat, e.src).map_or("raw", |f| cat.formats[f].name.as_str()))
-    }));
-    cols.push(text_col(events, |_, e| match e.src {
-        Src::Raw => None,
-        Src::Pattern(p) => Some(cat.patterns[p as usize].key.as_str()),
-        Src::Block(b) => Some(cat.blocks[b as usize].key.as_str()),
-    }));
-    cols.push(text_col(events, |_, e| joined.get(e.envelopes.as_slice()).map(String::as_str)));
-    for c in 0..cat.identity.len() {
-        if cat.int_identity[c] {
-            cols.push(int_col(events, |e| if let Id::Int(v) = e.ids[c] { Some(v) } else { None }));
-        } else {
-            cols.push(text_col(events, |_, e| e.ids[c].text(&e.raw)));
-        }
+    for c in (0..cat.identity.len()).filter(|&c| cat.int_identity[c]) {
+        cols.push(int_col(events, |e| if let Id::Int(v) = e.ids[c] { Some(v) } else { None }));
     }
-    cols.push(text_col(events, |_, e| e.level.map(|s| e.span(s))));
-    cols.push(text_col(events, |i, _| Some(cat.severities[classes[i].severity as usize].as_str())));
-    cols.push(text_col(events, |i, _| classes[i].kind.map(|k| cat.kinds[k].name.as_str())));
-    cols.push(text_col(events, |i, _| Some(classes[i].role)));
     let message_bytes = events.iter().map(|e| (e.message.1 - e.message.0) as usize).sum();
     cols.push(sized_text_col(events, message_bytes, |_, e| Some(e.message())));
     let raw_bytes = events.iter().map(|e| e.raw.len()).sum();
     cols.push(sized_text_col(events, raw_bytes, |_, e| Some(e.raw.as_str())));
-    RecordBatch::try_new(event_schema(cat), cols).expect("events batch matches its schema")
+    (cols, local)
 }
 
 /// One record batch per fact table that has rows: event_id, file_id, columns.

@@ -28,14 +28,14 @@ struct FileParser {
     inner: ranktrace_engine::FileParser,
 }
 
-type PyBatch<'py> = (Bound<'py, PyAny>, Bound<'py, PyDict>);
+type PyBatch<'py> = (Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyDict>);
 
 fn to_py<'py>(py: Python<'py>, out: Output) -> PyResult<PyBatch<'py>> {
     let facts = PyDict::new(py);
     for (table, batch) in out.facts {
         facts.set_item(table, batch.to_pyarrow(py)?)?;
     }
-    Ok((out.events.to_pyarrow(py)?, facts))
+    Ok((out.events.to_pyarrow(py)?, out.classes.to_pyarrow(py)?, facts))
 }
 
 #[pymethods]
@@ -85,6 +85,11 @@ impl FileParser {
         d.set_item("shapes", m.new)?;
         d.set_item("own_reads", m.own)?;
         Ok(d)
+    }
+
+    /// Events so far per format name ('raw': claimed by none).
+    fn format_counts(&self) -> Vec<(String, u64)> {
+        self.inner.format_counts().into_iter().map(|(f, n)| (f.to_string(), n)).collect()
     }
 
     /// The file-scoped envelopes found in the file's head.

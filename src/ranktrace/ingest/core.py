@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 
+import pyarrow as pa
+
 from .. import _core
 from ..formats import IDENTITY_COLUMNS, INT_IDENTITY, SEVERITIES, Catalog, TimeSpec
 from .dispatch import PRE, first_chars, literal_set, split_tail
@@ -116,36 +118,73 @@ def line_envelopes(cat: Catalog) -> list[str]:
     return [e.name for e in cat.envelopes if e.scope == "line"]
 
 
-def frames(events, facts: dict):
-    """A batch as polars frames (zero-copy from Arrow)."""
-    import polars as pl
-    return pl.from_arrow(events), {t: pl.from_arrow(b) for t, b in facts.items()}
+# The columns of view `events` (queries/schema/002_views.sql), in its order.
+EVENT_COLUMNS = (
+    "event_id", "file_id", "file", "line", "end_line", "byte_offset", "ts", "ts_kind", "ts_text",
+    "format", "pattern", "envelopes", *IDENTITY_COLUMNS, "level", "severity", "kind", "role", "message", "raw")
+
+
+def widen(rows: pa.Table | pa.RecordBatch, classes: pa.Table | pa.RecordBatch) -> pa.Table:
+    """Rows joined to their classes, with the columns of view `events`: what
+    a reader of the store sees, for tests and `formats check`. `classes`
+    holds every class the rows have (a batch carries only the classes new
+    to its file: gather them from the batches before)."""
+    import pyarrow.compute as pc
+    at = pc.index_in(rows["class_id"], classes["class_id"])
+    if at.null_count:
+        raise ValueError(f"{at.null_count} rows have a class that is not among the classes given")
+    fields, cols = [], []
+    for name in EVENT_COLUMNS:
+        own = name in rows.schema.names
+        fields.append((rows if own else classes).schema.field(name))
+        cols.append(rows[name] if own else pc.take(classes[name], at))
+    return pa.Table.from_arrays(cols, schema=pa.schema(fields))
 
 
 def parse_text(cat: Catalog, text: str, *, envelopes: list[str] | None = None, tz: str = "UTC",
                file_id: int = 1, file: str = "<sample>"):
-    """Events and facts (polars) of `text` parsed as one whole file."""
+    """Events (with the columns of view `events`) and facts (polars) of
+    `text` parsed as one whole file."""
     import polars as pl
     parser = file_parser(cat, file_id, file, {}, tz, envelopes)
     parser.feed(text.encode(), True)
-    outs = [frames(*o) for o in batches(parser)]
-    if not outs:
-        return pl.from_arrow(_empty_events(cat)), {}
-    facts: dict = {}
-    for _, f in outs:
-        for t, df in f.items():
-            facts.setdefault(t, []).append(df)
-    return (pl.concat([e for e, _ in outs]),
-            {t: pl.concat(parts, how="diagonal_relaxed") for t, parts in facts.items()})
+    events, classes, facts = whole(batches(parser))
+    if events is None:
+        events, classes, _ = _empty(cat)
+    return (pl.from_arrow(widen(events, classes)),
+            {t: pl.concat([pl.from_arrow(b) for b in parts], how="diagonal_relaxed") for t, parts in facts.items()})
+
+
+def events_table(outs) -> pa.Table | None:
+    """The events of the batches `outs` (of one file) as view `events` shows
+    them; None: no batch."""
+    rows, classes, _ = whole(outs)
+    return None if rows is None else widen(rows, classes)
+
+
+def whole(outs) -> tuple[pa.Table | None, pa.Table | None, dict[str, list[pa.RecordBatch]]]:
+    """The batches `outs` (of one file) as one table of rows, one of
+    classes, and each fact table's batches (None, None, {}: no batch)."""
+    rows, classes, facts = [], [], {}
+    for ev, cl, f in outs:
+        rows.append(ev)
+        classes.append(cl)
+        for t, b in f.items():
+            facts.setdefault(t, []).append(b)
+    if not rows:
+        return None, None, {}
+    return pa.Table.from_batches(rows), pa.Table.from_batches(classes), facts
 
 
 def batches(parser: _core.FileParser):
-    """The parsed batches of what was fed to `parser`, one at a time."""
+    """The parsed batches of what was fed to `parser`, one at a time:
+    (event rows, the classes new to the file, facts)."""
     while (out := parser.next_batch()) is not None:
         yield out
 
 
-def _empty_events(cat: Catalog):
+def _empty(cat: Catalog):
     parser = file_parser(cat, 0, "", {}, "UTC", [])
     parser.feed(b"x\n", True)
-    return parser.next_batch()[0].slice(0, 0)
+    ev, cl, facts = parser.next_batch()
+    return ev.slice(0, 0), cl.slice(0, 0), {}

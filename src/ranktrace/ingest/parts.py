@@ -1,10 +1,13 @@
 """parts: the ingest of one node's logs as Parquet, merged into a store later.
 
-A part is a directory of Parquet files, one per table: `events.parquet`,
-`files.parquet` (the `files` rows) and `<fact table>.parquet`, with the
-store's column names and types (times UTC, TIMESTAMP without zone), plus
-`manifest.json` (versions, catalog fingerprint, host, row counts). DuckDB,
-Spark or Trino read parts directly: `read_parquet('parts/*/events.parquet')`.
+A part is a directory of Parquet files, one per table of the store:
+`event_rows.parquet` and `event_classes.parquet` (the store's view `events`
+is their join on class_id), `files.parquet` (the `files` rows) and
+`<fact table>.parquet`, with the store's column names and types (times UTC,
+TIMESTAMP without zone), plus `manifest.json` (versions, catalog
+fingerprint, host, row counts). DuckDB, Spark or Trino read parts directly:
+`read_parquet('parts/*/event_rows.parquet') JOIN
+read_parquet('parts/*/event_classes.parquet') USING (class_id)`.
 
 PartWriter has the Writer's interface (add, done, close, abort), so ingest()
 sends its batches here instead of into a store. Memory stays bounded: rows
@@ -37,10 +40,11 @@ from .. import __version__, store
 from ..formats import Catalog, format_dirs
 from .rows import Pending, file_ids
 
-PART_FORMAT = 1                   # the layout of a part directory; bump on any change
+PART_FORMAT = 2                   # the layout of a part directory; bump on any change (2: event rows and classes)
 MANIFEST = "manifest.json"
 INCOMING = ".incoming"            # parts being written (not matched by DIR/*/...)
 ROW_GROUP = 122_880               # rows per Parquet row group (DuckDB's row group)
+EVENT_TABLES = ("event_rows", "event_classes")   # the store's view `events`
 
 
 def catalog_fingerprint(cat: Catalog) -> str:
@@ -79,7 +83,7 @@ def _safe(name: str) -> str:
 
 def table_schemas(con, cat: Catalog) -> dict[str, pa.Schema]:
     """The Arrow schema of every table a part holds, from a store's DDL."""
-    tables = ["files", "events", *sorted(cat.fact_tables)]
+    tables = ["files", *EVENT_TABLES, *sorted(cat.fact_tables)]
     return {t: con.sql(f'FROM "{t}" LIMIT 0').to_arrow_table().schema for t in tables}
 
 
@@ -119,9 +123,9 @@ class PartWriter:
         self.dirty: dict[str, set[int]] = {}    # table -> failed files whose rows are written out
         self.file_rows: list[list] = []
 
-    def add(self, file_id: int, events: pa.RecordBatch | pa.Table,
+    def add(self, file_id: int, events: pa.RecordBatch | pa.Table, classes: pa.RecordBatch | pa.Table,
             facts: dict[str, pa.RecordBatch | pa.Table]) -> None:
-        for table, rows in [("events", events), *facts.items()]:
+        for table, rows in [("event_rows", events), ("event_classes", classes), *facts.items()]:
             if not rows.num_rows:
                 continue
             if table not in self.schemas:

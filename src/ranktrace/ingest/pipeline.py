@@ -20,7 +20,6 @@ from datetime import datetime, timezone
 from typing import Callable, Iterator
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from .. import store
 from ..formats import Catalog
@@ -99,6 +98,7 @@ class Parsed:
     engine's Arrow batches, as they came."""
     file_id: int
     events: pa.RecordBatch
+    classes: pa.RecordBatch
     facts: dict[str, pa.RecordBatch]
 
 
@@ -134,9 +134,9 @@ def parse_file(ref: FileRef, cat: Catalog, claims: Claims, *, tz: str = "UTC", p
                 while True:
                     nxt = read.read_some(stream, chunk_bytes, damage) if pending else b""
                     parser.feed(pending, not nxt)
-                    for events, facts in core.batches(parser):
-                        _count(events, res)
-                        yield Parsed(file_id, events, facts)
+                    for events, classes, facts in core.batches(parser):
+                        res.events += events.num_rows
+                        yield Parsed(file_id, events, classes, facts)
                     stats = parser.stats()
                     progress.on_batch(stats["bytes"] - res.bytes, stats["lines"] - res.lines)
                     res.bytes, res.lines = stats["bytes"], stats["lines"]
@@ -147,6 +147,8 @@ def parse_file(ref: FileRef, cat: Catalog, claims: Claims, *, tz: str = "UTC", p
         _failed(ref, res, exc)
         yield Finished(file_id, res, None)
         return
+    res.formats.update(dict(parser.format_counts()))
+    res.unparsed = res.formats.get("raw", 0)
     yield _finished(ref, res, parser.stats(), damage, file_id, sha, parser.file_envelopes(), max_line)
 
 
@@ -222,7 +224,7 @@ def ingest_file(con, ref: FileRef, cat: Catalog, **kw) -> FileResult:
     try:
         for msg in parse_file(ref, cat, Claims(con), **kw):
             if isinstance(msg, Parsed):
-                writer.add(msg.file_id, msg.events, msg.facts)
+                writer.add(msg.file_id, msg.events, msg.classes, msg.facts)
             elif msg.file_id is not None:
                 writer.done(msg.file_id, msg.row)
         writer.close()
@@ -254,13 +256,6 @@ class _Prepend:
         data = self.inner.read(len(buf))
         buf[:len(data)] = data
         return len(data)
-
-
-def _count(ev: pa.RecordBatch, res: FileResult) -> None:
-    res.events += ev.num_rows
-    for vc in pc.value_counts(ev["format"]).to_pylist():
-        res.formats[vc["values"]] += vc["counts"]
-    res.unparsed = res.formats.get("raw", 0)
 
 
 def _file_row(ref: FileRef, res: FileResult, file_id: int, sha: str, envs: list[str]) -> list:
@@ -382,7 +377,7 @@ def ingest(paths: list[str], db: str, cat: Catalog, *, tz: str = "UTC", progress
                     elif isinstance(msg, BaseException):
                         raise msg
                     elif isinstance(msg, Parsed):
-                        writer.add(msg.file_id, msg.events, msg.facts)
+                        writer.add(msg.file_id, msg.events, msg.classes, msg.facts)
                     else:
                         if msg.file_id is not None:
                             writer.done(msg.file_id, msg.row)

@@ -1,0 +1,80 @@
+"""The store's layout (schema 3): view `events` over event_rows (what is each
+line's own) and event_classes (what many lines of a file share, stored once:
+crates/engine/src/classes.rs); stores of schema 2 (one wide `events` table)
+are brought to it by the first write."""
+
+from __future__ import annotations
+
+import shutil
+
+import duckdb
+import pytest
+
+from ranktrace.cli import main
+from ranktrace.store import SCHEMA_VERSION, open_store
+from rt_testlib import REPO
+
+BUNDLE = REPO / "sample_logs"   # every bundle: many formats, envelopes, identities
+
+
+@pytest.fixture(scope="module")
+def fresh(tmp_path_factory):
+    db = tmp_path_factory.mktemp("layout") / "fresh.duckdb"
+    assert main(["ingest", str(BUNDLE), "--db", str(db), "-q"]) in (0, 1)
+    return db
+
+
+def _all(db, sql):
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+def test_classes_are_few_numbered_per_file_and_every_row_has_one(fresh):
+    n_rows, n_classes, orphans, per_file_ok = _all(fresh, """
+        SELECT (SELECT count(*) FROM event_rows), (SELECT count(*) FROM event_classes),
+               (SELECT count(*) FROM event_rows r ANTI JOIN event_classes c USING (class_id)),
+               (SELECT bool_and(class_id >> 32 = file_id) FROM event_classes)""")[0]
+    assert n_rows == _all(fresh, "SELECT count(*) FROM events")[0][0] > 1000
+    assert orphans == 0 and per_file_ok
+    assert n_classes * 3 < n_rows           # what the layout is for: shared columns stored once
+    # a file's classes are numbered 0, 1, 2, ... in the order their first line comes
+    firsts = _all(fresh, """
+        SELECT file_id, list(class_id & 4294967295 ORDER BY first_line)
+        FROM (SELECT file_id, class_id, min(line) AS first_line FROM event_rows GROUP BY ALL) GROUP BY file_id""")
+    assert firsts and all(ks == list(range(len(ks))) for _, ks in firsts)
+
+
+def _as_schema2(db) -> None:
+    """Rewrite `db` as ranktrace wrote stores of schema 2: one wide table `events`."""
+    con = duckdb.connect(str(db))
+    con.execute("CREATE TABLE events_wide AS SELECT * FROM events")
+    for (v,) in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal AND schema_name = 'main' "
+                            "AND NOT temporary").fetchall():
+        con.execute(f'DROP VIEW "{v}"')
+    con.execute("DROP TABLE event_rows")
+    con.execute("DROP TABLE event_classes")
+    con.execute("ALTER TABLE events_wide RENAME TO events")
+    con.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+    con.close()
+
+
+def test_a_schema_2_store_is_refused_to_read_and_rewritten_by_a_write(fresh, tmp_path, capsys, catalog):
+    old = tmp_path / "old.duckdb"
+    shutil.copy(fresh, old)
+    _as_schema2(old)
+    assert _all(old, "SELECT table_type FROM information_schema.tables WHERE table_name = 'events'") == [("BASE TABLE",)]
+    capsys.readouterr()
+    assert main(["diagnose", "--db", str(old)]) == 2
+    assert "schema version 2" in capsys.readouterr().err
+    open_store(old, catalog).close()      # a write brings it up to date
+    assert _all(old, "SELECT value FROM meta WHERE key = 'schema_version'") == [(SCHEMA_VERSION,)]
+    assert _all(old, "SELECT table_type FROM information_schema.tables WHERE table_name = 'events'") == [("VIEW",)]
+    want = "SELECT * FROM events ORDER BY event_id"
+    assert _all(old, want) == _all(fresh, want)
+    # the classes are numbered as the engine numbers them
+    ids = "SELECT event_id, class_id FROM event_rows ORDER BY event_id"
+    assert _all(old, ids) == _all(fresh, ids)
+    assert not _all(old, "SELECT table_name FROM duckdb_tables() WHERE table_name LIKE 'events%'")
