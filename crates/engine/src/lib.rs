@@ -222,9 +222,8 @@ impl FileParser {
         if self.memos.len() < threads {
             self.memos.resize_with(threads, Default::default);
         }
-        let (mut peeled, mut starts) = (Vec::new(), Vec::new());
         let parts: Vec<(Vec<Line>, &mut shape::Memo)> = par::split_at(batch, &cut).into_iter().zip(self.memos.iter_mut()).collect();
-        for (p, s) in par::map(parts, |(lines, memo): (Vec<Line>, &mut shape::Memo)| {
+        let (peeled, starts): (Vec<_>, Vec<_>) = par::map(parts, |(lines, memo): (Vec<Line>, &mut shape::Memo)| {
             let mut reader = shape::Reader::new(cat, &envs, tz, memo_on);
             // the block kinds each line may start
             let mut starts = vec![0u64; lines.len() * w];
@@ -234,10 +233,10 @@ impl FileParser {
                 .map(|(l, row)| reader.read(memo, l.no, l.offset, l.text, row))
                 .collect();
             (peeled, starts)
-        }) {
-            peeled.extend(p);
-            starts.extend(s);
-        }
+        })
+        .into_iter()
+        .unzip();
+        let (mut peeled, starts) = (par::concat(peeled), par::concat(starts));
         lap("peel");
         let stream = blocks::streams(cat, &peeled);
         let (block, start_of) = blocks::find(cat, &peeled, &stream, &starts);
@@ -255,15 +254,12 @@ impl FileParser {
             }
         }
         let cut = par::cuts(&block[..keep], &start_of[..keep], threads);
-        let mut events: Vec<events::Event> = par::map(
+        let mut events: Vec<events::Event> = par::concat(par::map(
             par::split_at(peeled, &cut).into_iter().zip(cut.windows(2)).collect(),
             |(lines, r): (Vec<Peeled>, &[usize])| {
                 events::build(cat, lines, &block[r[0]..r[1]], &start_of[r[0]..r[1]], hints, tz)
             },
-        )
-        .into_iter()
-        .flatten()
-        .collect();
+        ));
         lap("extract");
         events::carry(cat, &mut events, &mut self.carried);
         for e in &events {
