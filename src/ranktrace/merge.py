@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 
 from . import __version__, store
 from .formats import Catalog
-from .ingest.parts import EVENT_TABLES, INCOMING, MANIFEST, PART_FORMAT, catalog_fingerprint, sql_str
+from .ingest.parts import INCOMING, MANIFEST, PART_FORMAT, catalog_fingerprint, sql_str
 
 MERGE_DUCKDB_MEMORY = "512MB"
 
@@ -103,7 +103,7 @@ def check_part(part: Part, cat: Catalog, fingerprint: str | None = None) -> None
                         f"than this merge's ({fingerprint}): merge with the same --formats directories and "
                         f"parsers/ as the ingest, or {redo}")
     tables = m.get("tables") or {}
-    missing = [t for t in ("files", *EVENT_TABLES, *cat.fact_tables) if t not in tables]
+    missing = [t for t in ("files", *store.EVENT_TABLES, *cat.fact_tables) if t not in tables]
     if missing:
         raise PartError(f"{part.path}: the manifest lists no file for {missing}: the part is damaged; {redo}")
     for t, n in sorted((m.get("counts") or {}).items()):
@@ -180,7 +180,7 @@ def _merge_parts(con, parts: list[Part], cat: Catalog, out: MergeSummary) -> Non
         con.execute("CREATE OR REPLACE TEMP TABLE _part_ids (part INTEGER, old BIGINT, new BIGINT, "
                     "PRIMARY KEY (part, old))")
         con.executemany("INSERT INTO _part_ids VALUES (?, ?, ?)", mapping)
-        for table in ("files", *EVENT_TABLES, *sorted(cat.fact_tables)):
+        for table in ("files", *store.EVENT_TABLES, *sorted(cat.fact_tables)):
             # Which part a row comes from: its file's name, read_parquet(filename = true).
             names = ", ".join(f"({i}, {sql_str(parts[i].table(table))})" for i in used)
             files = ", ".join(sql_str(parts[i].table(table)) for i in used)

@@ -22,6 +22,8 @@ if TYPE_CHECKING:  # pyarrow and polars are imported where used: readers (tui, s
     from .formats import Catalog
 
 DEFAULT_DB = "ranktrace.duckdb"
+# The tables behind view `events` (queries/schema): readers read the view, never these as facts.
+EVENT_TABLES = ("event_rows", "event_classes")
 FACT_SQL_TYPES = {"str": "VARCHAR", "int": "BIGINT", "float": "DOUBLE"}
 SCHEMA_VERSION = "3"   # 3: events is a view over event_rows and event_classes
 # Year-less times are parsed in this leap year by the engine (crates/engine/src/timefmt.rs)

@@ -44,7 +44,6 @@ PART_FORMAT = 2                   # the layout of a part directory; bump on any 
 MANIFEST = "manifest.json"
 INCOMING = ".incoming"            # parts being written (not matched by DIR/*/...)
 ROW_GROUP = 122_880               # rows per Parquet row group (DuckDB's row group)
-EVENT_TABLES = ("event_rows", "event_classes")   # the store's view `events`
 
 
 def catalog_fingerprint(cat: Catalog) -> str:
@@ -83,7 +82,7 @@ def _safe(name: str) -> str:
 
 def table_schemas(con, cat: Catalog) -> dict[str, pa.Schema]:
     """The Arrow schema of every table a part holds, from a store's DDL."""
-    tables = ["files", *EVENT_TABLES, *sorted(cat.fact_tables)]
+    tables = ["files", *store.EVENT_TABLES, *sorted(cat.fact_tables)]
     return {t: con.sql(f'FROM "{t}" LIMIT 0').to_arrow_table().schema for t in tables}
 
 

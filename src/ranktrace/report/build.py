@@ -16,6 +16,7 @@ import re
 import tomllib
 from pathlib import Path
 
+from ..store import EVENT_TABLES
 from . import data as D
 
 REPORT_VERSION = 1
@@ -467,11 +468,13 @@ def known_hosts(con) -> list[str]:
     hs = {r[0] for r in con.execute("SELECT DISTINCT host FROM events WHERE host IS NOT NULL").fetchall()}
     hs |= {r[0] for r in con.execute("SELECT DISTINCT host FROM files WHERE host IS NOT NULL").fetchall()}
     # fact tables that name one node per row (kubectl describe's Node:, torchrun's host, Slurm's node)
+    not_facts = ("events", *EVENT_TABLES, "files", "lanes", "lane_buckets", "clock_offsets")
     for t, c in con.execute("SELECT table_name, column_name FROM information_schema.columns "
                             "WHERE table_schema = 'main' AND data_type = 'VARCHAR' "
                             "AND column_name IN ('node', 'host', 'failed_node') "
-                            "AND table_name NOT IN ('events', 'files', 'lanes', 'lane_buckets', 'clock_offsets') "
                             "ORDER BY 1, 2").fetchall():
+        if t in not_facts:
+            continue
         hs |= {str(r[0]).split("/")[0] for r in con.execute(
             f'SELECT DISTINCT "{c}" FROM "{t}" WHERE "{c}" IS NOT NULL').fetchall()}
     return sorted(h for h in hs if h)
