@@ -78,6 +78,8 @@ pub struct Local {
     pub of: Vec<u32>,
     pub keys: Vec<Vec<u8>>,
     index: FxHashMap<Vec<u8>, u32>,
+    /// the class of the event before
+    last: Option<u32>,
 }
 
 impl Local {
@@ -87,6 +89,11 @@ impl Local {
 
     /// The class of the next event, whose key is `key`.
     pub fn add(&mut self, key: &[u8]) {
+        // Lines of a file come in runs of one class (a rank's NCCL INFO lines): compare, not hash.
+        if let Some(k) = self.last.filter(|&k| self.keys[k as usize] == key) {
+            self.of.push(k);
+            return;
+        }
         let k = match self.index.get(key) {
             Some(&k) => k,
             None => {
@@ -97,6 +104,7 @@ impl Local {
             }
         };
         self.of.push(k);
+        self.last = Some(k);
     }
 }
 

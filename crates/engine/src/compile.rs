@@ -6,7 +6,8 @@ use crate::timefmt::Layout;
 use memchr::memmem::Finder;
 use crate::literals::Literals;
 use crate::rx::{Locs, Rx};
-use std::collections::HashMap;
+// Fx: `levels` and `carry` are looked up for every line (SipHash was ~2% of a line's parse).
+use rustc_hash::FxHashMap as HashMap;
 
 /// Which first bytes of a text a regex can start a match with. Bytes >= 0x80
 /// stand for "any non-ASCII character" (the loader's NON_ASCII class).
@@ -255,7 +256,7 @@ impl Catalog {
         let severities = spec.severities.clone();
         let sev = |s: &str| severities.iter().position(|x| x == s).map(|i| i as u8);
         let mut kinds = Vec::new();
-        let mut kind_ix = HashMap::new();
+        let mut kind_ix = HashMap::default();
         for (k, v) in &spec.kinds {
             kind_ix.insert(k.clone(), kinds.len());
             kinds.push(Kind { name: k.clone(), role: v.role.clone(), severity: sev(&v.severity).unwrap_or(1) });
@@ -267,7 +268,7 @@ impl Catalog {
             }
         };
         let mut formats: Vec<Format> = Vec::new();
-        let mut format_ix: HashMap<String, usize> = HashMap::new();
+        let mut format_ix: HashMap<String, usize> = HashMap::default();
         let mut format_of = |name: &str, formats: &mut Vec<Format>| -> usize {
             if let Some(&i) = format_ix.get(name) {
                 return i;
@@ -322,7 +323,7 @@ impl Catalog {
         }
         let mut lits: Vec<String> = Vec::new();
         let mut patterns = Vec::new();
-        let mut carry: HashMap<String, (Vec<usize>, Vec<usize>)> = HashMap::new();
+        let mut carry: HashMap<String, (Vec<usize>, Vec<usize>)> = HashMap::default();
         for p in &spec.patterns {
             let g = Matcher::new(&p.regex, &p.split, &format!("pattern {}", p.key))?;
             let literal_ids = p.literals.as_ref().map(|ls| {
