@@ -1,5 +1,6 @@
 //! Arrow record batches of events and facts: the columns of the store's
-//! `events` table and of each fact table (plus event_id, file_id).
+//! `event_rows` (each event's class: classes.rs) and of each fact table
+//! (plus event_id, file_id).
 
 use crate::classes;
 use crate::classify::{format_of, Class, FactRow, Val};

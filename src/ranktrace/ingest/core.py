@@ -186,5 +186,5 @@ def batches(parser: _core.FileParser):
 def _empty(cat: Catalog):
     parser = file_parser(cat, 0, "", {}, "UTC", [])
     parser.feed(b"x\n", True)
-    ev, cl, facts = parser.next_batch()
+    ev, cl, _ = parser.next_batch()
     return ev.slice(0, 0), cl.slice(0, 0), {}
