@@ -228,11 +228,9 @@ def insert_table(con: duckdb.DuckDBPyConnection, table: str, rows: pa.Table) -> 
     con.execute(f'INSERT INTO "{table}" BY NAME SELECT * FROM arrow')
 
 
-def class_columns(con: duckdb.DuckDBPyConnection) -> list[str]:
-    """The columns of event_classes that say what a class is (all but its id)."""
-    return [r[0] for r in con.execute(
-        "SELECT column_name FROM duckdb_columns() WHERE table_name = 'event_classes' AND schema_name = 'main' "
-        "AND NOT internal AND column_name <> 'class_id' ORDER BY column_index").fetchall()]
+def table_columns(con: duckdb.DuckDBPyConnection, table: str) -> list[str]:
+    """The columns of a table or view (an SQL name, maybe qualified), in order."""
+    return [d[0] for d in con.execute(f"SELECT * FROM {table} LIMIT 0").description]
 
 
 def insert_events(con: duckdb.DuckDBPyConnection, source: str) -> None:
@@ -242,7 +240,8 @@ def insert_events(con: duckdb.DuckDBPyConnection, source: str) -> None:
     store. A file's new classes are numbered after those it has, in the order
     of their first line (the engine's order: crates/engine/src/classes.rs).
     Ingest does not come here: the engine hands over rows and classes."""
-    cls = class_columns(con)
+    cls = [c for c in table_columns(con, "event_classes") if c != "class_id"]   # what a class is
+    own = [c for c in table_columns(con, "event_rows") if c != "class_id"]
     same = " AND ".join(f'w."{c}" IS NOT DISTINCT FROM c."{c}"' for c in cls)
     cols = ", ".join(f'"{c}"' for c in cls)
     con.execute("CREATE OR REPLACE TEMP TABLE _wide_events AS SELECT * FROM events LIMIT 0")
@@ -254,10 +253,7 @@ def insert_events(con: duckdb.DuckDBPyConnection, source: str) -> None:
         SELECT (file_id << 32) | (coalesce(had.next, 0) - 1
                 + row_number() OVER (PARTITION BY file_id ORDER BY first_line, {cols})) AS class_id, {cols}
         FROM c LEFT JOIN had USING (file_id)""")
-    con.execute(f"INSERT INTO event_classes BY NAME SELECT * FROM _new_classes")
-    own = [r[0] for r in con.execute(
-        "SELECT column_name FROM duckdb_columns() WHERE table_name = 'event_rows' AND schema_name = 'main' "
-        "AND column_name <> 'class_id' ORDER BY column_index").fetchall()]
+    con.execute("INSERT INTO event_classes BY NAME SELECT * FROM _new_classes")
     con.execute(f"INSERT INTO event_rows BY NAME SELECT {', '.join(f'w.{c}' for c in own)}, c.class_id "
                 f"FROM _wide_events w JOIN _new_classes c ON {same}")
     con.execute("DROP TABLE _wide_events")
@@ -267,7 +263,7 @@ def insert_events(con: duckdb.DuckDBPyConnection, source: str) -> None:
 def insert_rows(con: duckdb.DuckDBPyConnection, table: str, rows: list[list]) -> None:
     """Rows (in the table's column order) in one INSERT: executemany pays
     ~2 ms a row in a file store (100k files: minutes)."""
-    names = [r[0] for r in con.execute(f"SELECT * FROM {table} LIMIT 0").description]
+    names = table_columns(con, table)
     import polars as pl
     arrow = pl.DataFrame(rows, schema=names, orient="row", infer_schema_length=None).to_arrow()  # noqa: F841
     con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM arrow")

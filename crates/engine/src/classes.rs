@@ -9,7 +9,9 @@
 //! first appear. The same file gives the same numbers however it is chunked
 //! or threaded, and two files never share one.
 
+use crate::classify::{format_of, Class};
 use crate::compile::Catalog;
+use crate::events::{Event, Src};
 use arrow_array::builder::{Int64Builder, StringBuilder};
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
@@ -24,7 +26,7 @@ const REQUIRED: [&str; 4] = ["ts_kind", "format", "severity", "role"];
 /// numbers, so memory stays bounded and a class id is still never reused.
 pub const MAX_REMEMBERED: usize = 1 << 16;
 
-/// The text columns of a class, after class_id, file_id and file.
+/// The text columns of a class, after class_id, file_id and file: the values of `key`, in order.
 pub fn columns(cat: &Catalog) -> Vec<&str> {
     let mut c = vec!["ts_kind", "format", "pattern", "envelopes"];
     c.extend(cat.identity.iter().zip(&cat.int_identity).filter(|(_, &int)| !int).map(|(n, _)| n.as_str()));
@@ -42,10 +44,30 @@ pub fn schema(cat: &Catalog) -> Arc<Schema> {
     Arc::new(Schema::new(f))
 }
 
-/// Appends one value of a class key: the values of `columns`, in order, each
-/// as 0 (null) or 1, its length (u32 LE) and its bytes.
+/// The key of event `e`'s class (its classification `class`, its envelope
+/// chain joined `envelopes`) into `key`: the values of `columns`, in order.
+pub fn key(cat: &Catalog, e: &Event, class: &Class, envelopes: Option<&str>, key: &mut Vec<u8>) {
+    key.clear();
+    push(key, e.ts_kind.map(|k| k.as_str()));
+    push(key, Some(format_of(cat, e.src).map_or("raw", |f| cat.formats[f].name.as_str())));
+    push(key, match e.src {
+        Src::Raw => None,
+        Src::Pattern(p) => Some(cat.patterns[p as usize].key.as_str()),
+        Src::Block(b) => Some(cat.blocks[b as usize].key.as_str()),
+    });
+    push(key, envelopes);
+    for c in (0..cat.identity.len()).filter(|&c| !cat.int_identity[c]) {
+        push(key, e.ids[c].text(&e.raw));
+    }
+    push(key, e.level.map(|s| e.span(s)));
+    push(key, Some(cat.severities[class.severity as usize].as_str()));
+    push(key, class.kind.map(|k| cat.kinds[k].name.as_str()));
+    push(key, Some(class.role));
+}
+
+/// Appends one value of a class key: 0 (null) or 1, its length (u32 LE) and its bytes.
 #[inline]
-pub fn push(key: &mut Vec<u8>, v: Option<&str>) {
+fn push(key: &mut Vec<u8>, v: Option<&str>) {
     match v {
         None => key.push(0),
         Some(s) => {

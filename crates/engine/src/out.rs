@@ -3,9 +3,9 @@
 //! (plus event_id, file_id).
 
 use crate::classes;
-use crate::classify::{format_of, Class, FactRow, Val};
+use crate::classify::{Class, FactRow, Val};
 use crate::compile::{Catalog, FType};
-use crate::events::{Event, Id, Src};
+use crate::events::{Event, Id};
 use arrow_array::builder::{Float64Builder, Int64Builder, StringBuilder, TimestampMicrosecondBuilder};
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, TimeUnit};
@@ -65,23 +65,7 @@ pub fn event_rows(cat: &Catalog, file_id: i64, events: &[Event], classes: &[Clas
     let mut local = classes::Local::with_capacity(events.len());
     let mut key = Vec::with_capacity(256);
     for (e, class) in events.iter().zip(classes) {
-        // in the order of classes::columns
-        key.clear();
-        classes::push(&mut key, e.ts_kind.map(|k| k.as_str()));
-        classes::push(&mut key, Some(format_of(cat, e.src).map_or("raw", |f| cat.formats[f].name.as_str())));
-        classes::push(&mut key, match e.src {
-            Src::Raw => None,
-            Src::Pattern(p) => Some(cat.patterns[p as usize].key.as_str()),
-            Src::Block(b) => Some(cat.blocks[b as usize].key.as_str()),
-        });
-        classes::push(&mut key, joined.get(e.envelopes.as_slice()).map(String::as_str));
-        for c in (0..cat.identity.len()).filter(|&c| !cat.int_identity[c]) {
-            classes::push(&mut key, e.ids[c].text(&e.raw));
-        }
-        classes::push(&mut key, e.level.map(|s| e.span(s)));
-        classes::push(&mut key, Some(cat.severities[class.severity as usize].as_str()));
-        classes::push(&mut key, class.kind.map(|k| cat.kinds[k].name.as_str()));
-        classes::push(&mut key, Some(class.role));
+        classes::key(cat, e, class, joined.get(e.envelopes.as_slice()).map(String::as_str), &mut key);
         local.add(&key);
     }
     let mut cols: Vec<ArrayRef> = vec![
