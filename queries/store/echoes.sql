@@ -9,10 +9,16 @@
 --   names the host, then the file with fewest ranks, then by path; the nearest in time, then
 --   the lowest event_id. Readers (the TUI, diagnose's and the report's evidence and cascade)
 --   skip the events listed here; they stay in `events`.
+--   An echo needs its rank in two files: the ranks that are (integers, one scan of event_rows)
+--   are found first, and only their lines' messages are compared (none in most stores).
 CREATE OR REPLACE TABLE echoes AS
-WITH multi AS (            -- (rank, message) pairs seen in more than one file
+WITH shared AS (           -- ranks with lines in more than one file
+    SELECT rank FROM event_rows WHERE rank IS NOT NULL
+    GROUP BY rank HAVING count(DISTINCT file_id) > 1
+),
+multi AS (                 -- (rank, message) pairs seen in more than one file
     SELECT rank, message FROM events
-    WHERE rank IS NOT NULL AND message IS NOT NULL AND message <> ''
+    WHERE rank IN (SELECT rank FROM shared) AND message IS NOT NULL AND message <> ''
     GROUP BY rank, message HAVING count(DISTINCT file_id) > 1
 ),
 g AS (

@@ -28,8 +28,16 @@ CLASS_ORDER = ("progress", "collective", "rendezvous")
 MIN_ANCHORS = {"progress": 2, "collective": 1, "rendezvous": 1}
 
 
+def _host_lines(con: duckdb.DuckDBPyConnection) -> str:
+    """SQL: (host, n) lines per host as logged, from the line groups when they are made
+    (queries/align/event_groups.sql: a few thousand rows) rather than every line."""
+    if table_exists(con, "event_groups"):
+        return "SELECT host, sum(n) AS n FROM event_groups WHERE host IS NOT NULL GROUP BY host"
+    return "SELECT host, count(*) AS n FROM events WHERE host IS NOT NULL GROUP BY host"
+
+
 def reference_host(con: duckdb.DuckDBPyConnection, candidates: set[str] | None = None) -> str | None:
-    q = "SELECT host, count(*) n FROM events WHERE host IS NOT NULL GROUP BY host ORDER BY n DESC, host"
+    q = f"SELECT host, n FROM ({_host_lines(con)}) ORDER BY n DESC, host"
     for r in rows(con, q):
         if candidates is None or r["host"] in candidates:
             return r["host"]
@@ -54,7 +62,7 @@ def estimate_offsets(con: duckdb.DuckDBPyConnection, offsets: dict[str, float] |
         from .identity import build_identity
         build_identity(con)
     offsets = dict(offsets or {})
-    hosts = [r["host"] for r in rows(con, "SELECT DISTINCT host FROM events WHERE host IS NOT NULL ORDER BY host")]
+    hosts = [r["host"] for r in rows(con, f"SELECT host FROM ({_host_lines(con)}) ORDER BY host")]
     anchors: dict[str, dict[str, dict[str, float]]] = {}   # class -> host -> akey -> t
     unc0: dict[str, float] = {}
     for r in rows(con, sql_file("align/anchors.sql")):

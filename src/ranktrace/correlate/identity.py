@@ -61,10 +61,13 @@ def link_sources(con: duckdb.DuckDBPyConnection) -> list[str]:
         # one link per distinct (communicator rank, device, line identity), not per comm-init line
         # (hundreds of thousands with NCCL_DEBUG=INFO): the maps count distinct values only
         dev = "CAST(f.cuda_dev AS VARCHAR)" if has_columns(con, "nccl_comm", "cuda_dev") else "CAST(NULL AS VARCHAR)"
-        keys = ", ".join(f"e.{c}" for c in KEY_COLS)
-        con.execute(f"CREATE OR REPLACE TEMP TABLE nccl_keys AS SELECT DISTINCT f.rank AS nccl_rank, {dev} AS nccl_dev, "
-                    f"{keys} FROM nccl_comm f JOIN events_keyed e USING (event_id) "
-                    "WHERE f.rank IS NOT NULL")
+        # first per class and a line's own identity (event_rows: no text per line), then per key
+        own = ("rank", "local_rank", "pid", "task", "srun_lbl", "srun_rank")
+        keys = ", ".join(f"r.{c}" if c in own else f"c.{c}" for c in KEY_COLS)
+        con.execute(f"CREATE OR REPLACE TEMP TABLE nccl_keys AS SELECT DISTINCT r.nccl_rank, r.nccl_dev, {keys} "
+                    f"FROM (SELECT DISTINCT f.rank AS nccl_rank, {dev} AS nccl_dev, e.class_id, "
+                    f"{', '.join('e.' + c for c in own)} FROM nccl_comm f JOIN event_rows_keyed e USING (event_id) "
+                    "WHERE f.rank IS NOT NULL) r JOIN event_classes c USING (class_id)")
         base_views(con, "nccl_keys", "_n")
         qs.append(_sel("nccl_comm", host="host", rank="nccl_rank", pid="pid", gpu="coalesce(nccl_dev, gpu)") +
                   " FROM events_base_n")
@@ -129,6 +132,18 @@ def events_with_keys(con) -> str:
     if not agents:
         return f"SELECT {cols}, CAST(NULL AS BOOLEAN) AS srun_lbl, CAST(NULL AS INTEGER) AS srun_rank FROM events"
     return f"SELECT {cols}, (envelopes LIKE 'srun_label%') AS srun_lbl, {SRUN_RANK} AS srun_rank FROM events"
+
+
+def rows_with_keys(con) -> str:
+    """event_rows (a line's own columns, store schema 3) with srun_lbl and srun_rank as in
+    events_with_keys: temp view event_rows_keyed, what queries/align/event_groups.sql groups
+    (it joins the classes itself, once per class, not once per line)."""
+    agents = con.execute("SELECT agents FROM id_mode").fetchone()[0]
+    if not agents:
+        return "SELECT *, CAST(NULL AS BOOLEAN) AS srun_lbl, CAST(NULL AS INTEGER) AS srun_rank FROM event_rows"
+    return ("SELECT r.*, (c.envelopes LIKE 'srun_label%') AS srun_lbl, "
+            f"{SRUN_RANK.replace('(raw,', '(r.raw,')} AS srun_rank "
+            "FROM event_rows r JOIN event_classes c USING (class_id)")
 
 
 def base_views(con, src: str, sfx: str) -> None:
@@ -203,6 +218,7 @@ def build_base(con: duckdb.DuckDBPyConnection) -> None:
         WHERE pod IS NOT NULL AND format LIKE 'kube%' GROUP BY file_id HAVING count(DISTINCT pod) = 1
     """)
     con.execute("CREATE OR REPLACE TEMP VIEW events_keyed AS " + events_with_keys(con))
+    con.execute("CREATE OR REPLACE TEMP VIEW event_rows_keyed AS " + rows_with_keys(con))
     if groups_stamp(con) == _stored_stamp(con):
         con.execute(f"CREATE OR REPLACE TEMP TABLE event_groups AS SELECT * FROM main.{GROUPS_TABLE}")
     else:
@@ -225,9 +241,10 @@ def groups_stamp(con: duckdb.DuckDBPyConnection) -> str:
     """What temp table event_groups is made of, as it would be made now (after
     temp view events_keyed exists)."""
     import hashlib
-    view = con.execute("SELECT sql FROM duckdb_views() WHERE view_name = 'events_keyed' AND temporary").fetchone()
-    sql = (view[0] if view else "") + "\0" + sql_file("align/event_groups.sql")
-    n_events = con.execute("SELECT count(*) FROM events").fetchone()[0]
+    views = con.execute("SELECT sql FROM duckdb_views() WHERE view_name IN ('events_keyed', 'event_rows_keyed') "
+                        "AND temporary ORDER BY view_name").fetchall()
+    sql = "\0".join(v[0] for v in views) + "\0" + sql_file("align/event_groups.sql")
+    n_events = con.execute("SELECT count(*) FROM event_rows").fetchone()[0]   # = events, without the join
     files = con.execute("SELECT count(*), sum(file_id), sum(events) FROM files").fetchone()
     return hashlib.sha256(f"{sql}\0{n_events}\0{files}".encode()).hexdigest()
 
