@@ -13,6 +13,16 @@ schema, nothing else running:
     before (every INSERT leaves part-full row groups to rewrite).
 Prints wall and CPU seconds and rows/s for each; no parsing is involved.
 
+With --readers, the other side of the same layouts: copies of the store whose
+event_rows are kept another way, each diagnosed by `ranktrace diagnose` in a
+child process (CPU seconds, and its ratio to the store as it is; the verdicts
+must be the same, or the layout lost something):
+  - `as stored`: the store itself;
+  - `rows as parquet`: event_rows one Parquet file (zstd) beside the store,
+    table event_rows a view over it (the bulk of lines where writing is cheap);
+  - `message from raw`: no message column, its place in raw instead (two
+    integers), view event_rows cutting it out again (a narrower row).
+
 Then the store layouts issue 12 asks to weigh, each storing every event once
 (one thread, whole row groups as the writer does), with CPU seconds and the
 input bytes stored per CPU-second: the ceiling of an ingest on one core
@@ -31,6 +41,7 @@ whose parsing cost nothing:
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -147,12 +158,87 @@ def layouts(events, rows, classes, input_bytes: int, tmp: Path) -> None:
         print(f"{name:15s} {cpu:6.2f} s CPU {input_bytes / 1e6 / cpu:7.1f} MB/s per core {path.stat().st_size / 1e6:10.3f} MB")
 
 
+# The copies of --readers: (name, SQL turning a copy's table event_rows into the layout; {dir}
+# is the copy's directory). Views events, events_classified and events_aligned are made again
+# over the new event_rows (queries/schema/002_views.sql, queries/store/clock.sql).
+READER_LAYOUTS = [
+    ("as stored", []),
+    ("rows as parquet", [
+        "COPY event_rows TO '{dir}/event_rows.parquet' (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 122880)",
+        "DROP TABLE event_rows",
+        "CREATE VIEW event_rows AS SELECT * FROM read_parquet('{dir}/event_rows.parquet')",
+    ]),
+    ("message from raw", [
+        # strpos finds a message at its first place in raw: checked below (`lost`), never assumed
+        "CREATE TABLE event_rows_n AS SELECT * EXCLUDE (message), CAST(strpos(raw, message) AS INTEGER) AS msg_at, "
+        "CAST(length(message) AS INTEGER) AS msg_len FROM event_rows",
+        "CREATE TEMP TABLE lost AS SELECT count(*) AS n FROM event_rows r JOIN event_rows_n x USING (event_id) "
+        "WHERE substr(x.raw, x.msg_at, x.msg_len) IS DISTINCT FROM r.message",
+        "DROP TABLE event_rows",
+        "CREATE VIEW event_rows AS SELECT * EXCLUDE (msg_at, msg_len), substr(raw, msg_at, msg_len) AS message "
+        "FROM event_rows_n",
+    ]),
+]
+
+
+def reader_layout(src: Path, name: str, steps: list[str], work: Path) -> Path:
+    """A copy of store `src` with its event_rows kept as layout `name`."""
+    import shutil
+
+    from ranktrace.resources import data_dir
+    d = work / name.replace(" ", "_")
+    d.mkdir(parents=True, exist_ok=True)
+    db = d / "inc.duckdb"
+    shutil.copy(src, db)
+    con = duckdb.connect(str(db))
+    try:
+        if steps:
+            for view in ("events_aligned", "events_classified", "events"):
+                con.execute(f"DROP VIEW IF EXISTS {view}")
+            for sql in steps:
+                con.execute(sql.format(dir=d))
+            if "lost" in {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE temporary").fetchall()}:
+                lost = con.execute("SELECT n FROM lost").fetchone()[0]
+                if lost:
+                    sys.exit(f"{name}: {lost:,} messages are not where strpos finds them: the layout would lose them")
+            con.execute((data_dir("queries") / "schema" / "002_views.sql").read_text())
+            con.execute((data_dir("queries") / "store" / "clock.sql").read_text())
+            con.execute("CHECKPOINT")
+    finally:
+        con.close()
+    return db
+
+
+def readers(src: Path, tmp: Path) -> list[dict]:
+    """`ranktrace diagnose` on each of READER_LAYOUTS of store `src`."""
+    import bench_ingest
+    import measure
+    out, first = [], None
+    for name, steps in READER_LAYOUTS:
+        db = reader_layout(src, name, steps, tmp)
+        r = measure.run([bench_ingest.ranktrace_exe(), "diagnose", "--db", str(db), "--format", "json"]).check()
+        verdict = json.loads(r.stdout)["verdict"]
+        first = first or (r, verdict)
+        if verdict != first[1]:
+            sys.exit(f"{name}: another verdict than the store's own ({verdict} vs {first[1]}): the layout lost lines")
+        out.append({"layout": name, "diagnose_s": r.wall_s, "diagnose_cpu_s": r.cpu_s,
+                    "cpu_vs_stored": r.cpu_s / first[0].cpu_s})
+        print(f"{name:17s} diagnose {r.wall_s:6.2f} s wall {r.cpu_s:6.2f} s CPU  {r.cpu_s / first[0].cpu_s:5.2f}x the stored "
+              "layout's CPU", flush=True)
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("store", type=Path, help="a store made by ranktrace ingest")
+    ap.add_argument("--readers", action="store_true", help="diagnose copies of the store in other layouts")
     args = ap.parse_args()
     if not args.store.exists():
         sys.exit(f"{args.store}: no such store (make one with benchmarks/bench_ingest.py --keep)")
+    if args.readers:
+        with tempfile.TemporaryDirectory(prefix="rt-bench-layouts-") as tmp:
+            readers(args.store, Path(tmp))
+        return 0
     src = duckdb.connect(str(args.store), read_only=True)
     events = src.sql("SELECT * FROM events").to_arrow_table()
     rows = src.sql("SELECT * FROM event_rows").to_arrow_table()

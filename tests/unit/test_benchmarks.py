@@ -162,3 +162,23 @@ def test_first_screen_times_the_command_in_a_terminal(tmp_path):
     with pytest.raises(SystemExit) as e:
         measure.first_screen(["sh", "-c", "echo bye"], lambda t: False, cwd=tmp_path, timeout=20)
     assert "exited before its first screen" in str(e.value) and "bye" in str(e.value)
+
+
+def test_reader_layouts_keep_every_line_and_the_verdict(quick, tmp_path):
+    """bench_store --readers: each layout copy holds the events of the store (same rows through
+    view events) and diagnoses to the same verdict (readers() exits otherwise)."""
+    import duckdb
+    import bench_store
+    _, _, work = quick
+    store = next(work.rglob("inc.duckdb"))
+    got = bench_store.readers(store, tmp_path)
+    assert [g["layout"] for g in got] == [n for n, _ in bench_store.READER_LAYOUTS]
+    assert all(_positive(g["diagnose_cpu_s"]) for g in got)
+    assert (tmp_path / "rows_as_parquet" / "event_rows.parquet").stat().st_size > 0
+    src = duckdb.connect(str(store), read_only=True)
+    want = src.execute("SELECT count(*), sum(hash(event_id, message, raw, ts)) FROM events").fetchone()
+    src.close()
+    for name, _ in bench_store.READER_LAYOUTS:
+        con = duckdb.connect(str(tmp_path / name.replace(" ", "_") / "inc.duckdb"), read_only=True)
+        assert con.execute("SELECT count(*), sum(hash(event_id, message, raw, ts)) FROM events").fetchone() == want, name
+        con.close()
