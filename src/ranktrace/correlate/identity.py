@@ -85,7 +85,7 @@ def rendezvous_links(con) -> list[dict]:
                    regexp_extract(raw, '(?:^|\s)local_ranks=\[([0-9, ]*)\]', 1) AS lr,
                    regexp_extract(raw, '(?:^|\s)global_ranks=\[([0-9, ]*)\]', 1) AS gr
             FROM events_base
-            WHERE host IS NOT NULL AND (raw LIKE '%local_ranks=[%' OR raw LIKE '%global_ranks=[%')
+            WHERE host IS NOT NULL AND raw LIKE '%_ranks=[%'   -- either (`_` is any character): one scan
         ), lr AS (SELECT * FROM l WHERE lr <> ''), gr AS (SELECT * FROM l WHERE gr <> '')
         SELECT lr.host, lr.lr, (SELECT g.gr FROM gr g WHERE g.file_id = lr.file_id AND g.line >= lr.line
                                 ORDER BY g.line LIMIT 1) AS gr
