@@ -84,7 +84,7 @@ impl Matcher {
     /// Every group's span after a successful read of `text`, the tail group
     /// last (what `cached` reads).
     pub fn spans(&self, locs: &Locs, text: &str) -> Vec<Option<(u32, u32)>> {
-        let n = self.regex.unicode().captures_len();
+        let n = self.regex.captures_len();
         let span = |m: Option<(usize, usize)>| m.map(|(a, b)| (a as u32, b as u32));
         (0..n).map(|gi| span(locs.get(gi))).chain([span(self.get(locs, TAIL, text))]).collect()
     }
@@ -113,7 +113,7 @@ pub struct Group {
 
 impl Group {
     fn of(r: &Rx) -> Group {
-        Group { names: r.unicode().capture_names().enumerate().filter_map(|(i, n)| n.map(|n| (i, n.to_string()))).collect() }
+        Group { names: r.capture_names().into_iter().enumerate().filter_map(|(i, n)| n.map(|n| (i, n))).collect() }
     }
     pub fn index(&self, name: &str) -> Option<usize> {
         self.names.iter().find(|(_, n)| n == name).map(|(i, _)| *i)

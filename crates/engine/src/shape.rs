@@ -184,7 +184,7 @@ pub fn shapes(cat: &Catalog) -> Result<Shapes, String> {
     let mut s = Sensitive::default();
     g.add(r"\s")?; // blank lines
     for e in &cat.envelopes {
-        s.env_regex.push(g.add(e.matcher.regex.unicode().as_str())?);
+        s.env_regex.push(g.add(e.matcher.regex.as_str())?);
         let mut lits = false;
         for f in &e.literals {
             lits |= g.add(&escape(&String::from_utf8_lossy(f.needle())))?;
@@ -201,7 +201,7 @@ pub fn shapes(cat: &Catalog) -> Result<Shapes, String> {
         s.env_first.push(first_splits(e.first.set()));
     }
     for p in &cat.patterns {
-        s.pat_regex.push(g.add(p.matcher.regex.unicode().as_str())?);
+        s.pat_regex.push(g.add(p.matcher.regex.as_str())?);
         if let Some(set) = p.first.set() {
             g.add(&byte_set(set))?;
         }
@@ -210,7 +210,7 @@ pub fn shapes(cat: &Catalog) -> Result<Shapes, String> {
     let digit_lists: Vec<&Vec<usize>> = (b'0'..=b'9').map(|b| &cat.by_first[b as usize]).collect();
     s.by_first = digit_lists.iter().any(|l| *l != digit_lists[0]);
     for b in &cat.blocks {
-        s.block_start.push(g.add(b.start.unicode().as_str())?);
+        s.block_start.push(g.add(b.start.as_str())?);
     }
     let mut digit_literals = Vec::new();
     for l in cat.literals.strings() {
