@@ -1,0 +1,127 @@
+"""The summaries an ingest makes of every line (queries/align/event_groups.sql, queries/store/
+lanes.sql, lane_buckets.sql, echoes.sql) are computed in two steps, per class and a line's own
+identity first, then per key; echoes only for ranks with lines in two files. Here they are
+checked against their one-step definitions over view `events` (the oracle: what each column
+means, written the plain way), on bundles with srun-labelled torchrun agents, --tee echoes and
+Kubernetes pods."""
+
+from __future__ import annotations
+
+import duckdb
+import pytest
+
+from ranktrace.correlate.identity import build_base
+from ranktrace.correlate.util import sql_file
+from ranktrace.ingest.pipeline import ingest
+
+from .test_sample_bundles import BUNDLES, _files
+
+CASES = ("slurm_torchrun_sigkill_skew", "torchrun_hang_skew", "k8s_exception_cri_skew", "slurm_time_limit")
+
+STEP = r"(?i)\b(?:global[_ ])?(?:step|iter|iteration)\s*[=:#]?\s*\[?(\d+)"
+SAYS = r"(?i)\b(?:step|iter|iteration)\s*[=:#]?\s*\d+"
+ALLOC = ("nranks ", "gres/gpu", "nvidia.com/gpu", "world_size", "WORLD_SIZE", "PET_NNODES", "NumNodes=",
+         "#SBATCH", "TresPerNode=", "local_ranks=[")
+
+GROUPS_ONE_STEP = f"""
+WITH e AS (
+    SELECT *,
+           CASE WHEN (kind = 'progress' OR (kind IS NULL AND severity IN ('info', 'debug', 'notice')))
+                THEN TRY_CAST(regexp_extract(message, '{STEP}', 1) AS BIGINT) END AS step,
+           CASE WHEN kind IS NULL THEN regexp_matches(message, '{SAYS}') END AS says_step,
+           CASE WHEN message LIKE '%nranks %' AND ({" OR ".join(f"raw LIKE '%{w}%'" for w in ALLOC)})
+                THEN TRY_CAST(regexp_extract(message, '\\bnranks (\\d+)', 1) AS INTEGER) END AS nr,
+           CAST(epoch_us(ts) AS HUGEINT) * 4294967296 + line AS tl
+    FROM events_keyed
+)
+SELECT host, rank, local_rank, pid, pod, container, gpu, job_id, step_id, file_id, file, format,
+       task, srun_lbl, srun_rank, role, kind, severity, ts_kind,
+       ts >= TIMESTAMP '1990-01-01' AND ts < TIMESTAMP '2100-01-01' AS sane,
+       count(*) AS n, min(ts) AS ts, max(ts) AS max_ts, min(line) AS min_line,
+       CAST(min(tl) % 4294967296 AS BIGINT) AS first_line, CAST(max(tl) % 4294967296 AS BIGINT) AS last_line,
+       arg_max(event_id, tl) AS last_event_id,
+       count(*) FILTER (WHERE message LIKE '%failed (exitcode:%' OR message LIKE '%closing signal SIGTERM%')
+           AS n_teardown_text,
+       max(step) AS max_step, max(ts) FILTER (WHERE step IS NOT NULL) AS step_ts,
+       min(ts) FILTER (WHERE says_step) AS start_ts, max(nr) AS nranks,
+       arg_max(struct_pack(l := line, t := ts), CAST(nr AS HUGEINT) * 4294967296 - line) FILTER (WHERE nr IS NOT NULL)
+           AS nranks_at
+FROM e GROUP BY ALL
+"""
+
+LANE = "host, pod, rank, CASE WHEN rank IS NULL THEN coalesce(program, format, 'log') END AS source"
+SANE = "ts >= TIMESTAMP '1990-01-01' AND ts < TIMESTAMP '2100-01-01'"
+NOT_ECHO = "event_id NOT IN (SELECT event_id FROM echoes)"
+
+LANES_ONE_STEP = f"""
+SELECT {LANE}, count(*) AS events,
+       count(*) FILTER (WHERE severity IN ('error', 'critical')) AS errors,
+       count(*) FILTER (WHERE role = 'cause') AS causes,
+       min(ts) FILTER (WHERE {SANE}) AS first_ts, max(ts) FILTER (WHERE {SANE}) AS last_ts,
+       min(ts) FILTER (WHERE {SANE} AND role = 'cause') AS first_cause_ts,
+       min(ts) FILTER (WHERE {SANE} AND severity IN ('error', 'critical')) AS first_error_ts,
+       max(ts) FILTER (WHERE {SANE} AND (role IN ('cause', 'symptom') OR severity IN ('error', 'critical')))
+           AS last_failure_ts
+FROM events WHERE {NOT_ECHO} GROUP BY ALL
+"""
+
+BUCKETS_ONE_STEP = f"""
+WITH span AS (SELECT greatest(1, ceil((epoch(max(ts)) - epoch(min(ts))) / 2000))::BIGINT AS width
+              FROM events WHERE {SANE})
+SELECT {LANE}, (epoch_us(ts) // (span.width * 1000000)) * span.width AS slot, any_value(span.width) AS width,
+       count(*) AS events,
+       max(CASE severity WHEN 'debug' THEN 0 WHEN 'info' THEN 1 WHEN 'notice' THEN 2 WHEN 'warning' THEN 3
+               WHEN 'error' THEN 4 WHEN 'critical' THEN 5 ELSE 1 END) AS max_sev,
+       bool_or(role = 'cause') AS cause, bool_or(role = 'symptom') AS symptom
+FROM events, span WHERE {SANE} AND {NOT_ECHO}
+GROUP BY host, pod, rank, source, slot
+"""
+
+
+def _same(con, made: str, oracle: str) -> None:
+    con.execute(f"CREATE OR REPLACE TEMP TABLE oracle AS {oracle}")
+    got = con.execute(f"DESCRIBE {made}").fetchall()
+    want = con.execute("DESCRIBE oracle").fetchall()
+    assert [c[:2] for c in got] == [c[:2] for c in want], made
+    for a, b in ((made, "oracle"), ("oracle", made)):
+        extra = con.execute(f"SELECT * FROM {a} EXCEPT ALL SELECT * FROM {b}").fetchall()
+        assert not extra, f"{made}: rows of {a} not in {b}: {extra[:3]}"
+
+
+@pytest.mark.skipif(not BUNDLES, reason="no sample_logs bundles")
+@pytest.mark.parametrize("name", CASES)
+def test_two_step_summaries_equal_their_one_step_definitions(name, tmp_path, catalog, monkeypatch):
+    bundle = next(b for b in BUNDLES if b.name == name)
+    db = str(tmp_path / "s.duckdb")
+    monkeypatch.chdir(bundle.parent)
+    ingest(_files(bundle), db, catalog)
+    con = duckdb.connect(db)
+    try:
+        assert con.execute("SELECT count(*) FROM lanes").fetchone()[0] > 0
+        _same(con, "lanes", LANES_ONE_STEP)
+        _same(con, "lane_buckets", BUCKETS_ONE_STEP)
+        echoes = con.execute("SELECT * FROM echoes ORDER BY event_id").fetchall()
+        con.execute(sql_file("store/echoes.sql").replace("WHERE rank IN (SELECT rank FROM shared) AND", "WHERE"))
+        assert con.execute("SELECT * FROM echoes ORDER BY event_id").fetchall() == echoes   # the precheck drops none
+        build_base(con)
+        _same(con, "event_groups", GROUPS_ONE_STEP)
+        assert con.execute("SELECT sum(n) FROM event_groups").fetchone()[0] == \
+            con.execute("SELECT count(*) FROM events").fetchone()[0]
+    finally:
+        con.close()
+
+
+def test_echoes_need_a_rank_in_two_files(tmp_path, catalog):
+    """The same rank's same message in two files is an echo; in one file it is not (the precheck
+    keeps exactly the ranks with lines in two files)."""
+    a, b = tmp_path / "console.log", tmp_path / "tee.log"
+    a.write_text("[rank3]:step 1 loss 0.5\n[rank4]:step 1 loss 0.5\n[rank4]:step 1 loss 0.5\n")
+    b.write_text("[rank3]:step 1 loss 0.5\n")   # one rank: the more specific file, whose copy is kept
+    db = str(tmp_path / "e.duckdb")
+    ingest([str(a), str(b)], db, catalog)
+    con = duckdb.connect(db, read_only=True)
+    try:
+        got = con.execute("SELECT e.rank, e.file FROM echoes x JOIN events e USING (event_id)").fetchall()
+    finally:
+        con.close()
+    assert got == [(3, str(a))]
