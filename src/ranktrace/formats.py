@@ -255,9 +255,12 @@ def _req(doc: dict, key: str, where: str):
     return doc[key]
 
 
-def _compile_check(rx: str, where: str) -> None:
+def _compile_check(rx: str, where: str, flags: int = 0):
+    """The compiled regex (kept by the item it is of: compiling ~600 regexes
+    is most of a load, and re's cache holds 512). `flags` (MULTILINE, for
+    facts) change how a regex matches, never whether it compiles."""
     try:
-        pyregex.compile(rx)
+        compiled = pyregex.compile(rx, flags)
     except pyregex.error as exc:
         raise FormatError(f"{where}: invalid regex: {exc}") from None
     # The portable subset: no look-around, no back-references (RE2 and Rust
@@ -265,6 +268,13 @@ def _compile_check(rx: str, where: str) -> None:
     for bad in ("(?=", "(?!", "(?<=", "(?<!", "\\1", "(?P="):
         if bad in rx:
             raise FormatError(f"{where}: {bad!r} is not in the portable regex subset (RE2/Rust)")
+    return compiled
+
+
+def _keep(item, compiled):
+    """`item` with its `compiled` (a cached_property) already computed."""
+    item.__dict__["compiled"] = compiled
+    return item
 
 
 def _time_spec(doc: dict | None, where: str) -> TimeSpec | None:
@@ -313,13 +323,13 @@ def load_format(path: Path) -> Format:
     for i, p in enumerate(doc.get("pattern", [])):
         pid = _req(p, "id", f"{where} pattern #{i}")
         rx = _req(p, "regex", f"{where} pattern {pid}")
-        _compile_check(rx, f"{where} pattern {pid}")
-        patterns.append(Pattern(
+        compiled = _compile_check(rx, f"{where} pattern {pid}")
+        patterns.append(_keep(Pattern(
             format=name, id=pid, regex=rx, prefilter=p.get("prefilter"),
             ts=_time_spec(p.get("ts"), f"{where} pattern {pid}"),
             kind=p.get("kind"), carry=tuple(p.get("carry", ())), end_carry=tuple(p.get("end_carry", ())),
             program=p.get("program", program),
-        ))
+        ), compiled))
         for c in (*patterns[-1].carry, *patterns[-1].end_carry):
             if c not in IDENTITY_COLUMNS:
                 raise FormatError(f"{where} pattern {pid}: carry/end_carry {c!r} is not one of {IDENTITY_COLUMNS}")
@@ -336,8 +346,7 @@ def load_format(path: Path) -> Format:
         if ts_doc and not ts_regex:
             raise FormatError(f"{bw}: a block's ts needs a regex (searched in the block's text)")
         if ts_regex:
-            _compile_check(ts_regex, bw)
-            if ts_doc.get("field", "ts") not in pyregex.compile(ts_regex).groupindex:
+            if ts_doc.get("field", "ts") not in _compile_check(ts_regex, bw).groupindex:
                 raise FormatError(f"{bw}: ts.regex has no (?P<{ts_doc.get('field', 'ts')}>...) group")
         blocks.append(Block(
             format=name, id=bid, start=b["start"], cont=b["continue"], end=b.get("end"),
@@ -353,9 +362,10 @@ def load_format(path: Path) -> Format:
     for i, r in enumerate(doc.get("rule", [])):
         rw = f"{where} rule #{i}"
         rx = _req(r, "regex", rw)
-        _compile_check(rx, rw)
-        rule = Rule(format=name, index=i, regex=rx, kind=_req(r, "kind", rw), on=r.get("on"),
-                    field=r.get("field", "message"), severity=r.get("severity"), role=r.get("role"))
+        compiled = _compile_check(rx, rw)
+        rule = _keep(Rule(format=name, index=i, regex=rx, kind=_req(r, "kind", rw), on=r.get("on"),
+                          field=r.get("field", "message"), severity=r.get("severity"), role=r.get("role")),
+                     compiled)
         if rule.on is not None and rule.on not in ids:
             raise FormatError(f"{rw}: on={rule.on!r} names no pattern or block of this format")
         if rule.field not in ("message", "raw"):
@@ -403,18 +413,18 @@ def _load_facts(doc: dict, owner: str, where: str, *, ids: list | None = None,
     for i, f in enumerate(doc.get("fact", [])):
         fw = f"{where} fact #{i}"
         rx = _req(f, "regex", fw)
-        _compile_check(rx, fw)
+        compiled = _compile_check(rx, fw, pyregex.MULTILINE)   # Fact.compiled
         column = "message"
         if captures is not None:
             cap = _req(f, "field", fw)
             if cap not in captures or cap == "rest":
                 raise FormatError(f"{fw}: field {cap!r} must name a capture of the envelope (not rest)")
             column = envelope_column(owner, cap)
-        fact = Fact(
+        fact = _keep(Fact(
             format=owner, table=_req(f, "table", fw), regex=rx, on=f.get("on"),
             types=dict(f.get("types", {})), identity=tuple(f.get("identity", ())),
             multi=bool(f.get("multi", False)), field=column,
-        )
+        ), compiled)
         for c, t in fact.types.items():
             if t not in FACT_TYPES:
                 raise FormatError(f"{fw}: type of {c} must be one of {FACT_TYPES}")
@@ -439,8 +449,8 @@ def load_envelope(path: Path) -> Envelope:
     name = _req(doc, "name", str(path))
     where = f"{path} (envelope {name})"
     rx = _req(doc, "regex", where)
-    _compile_check(rx, where)
-    if "rest" not in pyregex.compile(rx).groupindex:
+    compiled = _compile_check(rx, where)
+    if "rest" not in compiled.groupindex:
         raise FormatError(f"{where}: an envelope regex needs a (?P<rest>...) group")
     scope = doc.get("scope", "line")
     if scope not in ("line", "file"):
@@ -453,7 +463,8 @@ def load_envelope(path: Path) -> Envelope:
                    ts=_time_spec(doc.get("ts"), where), prefilter=doc.get("prefilter"),
                    samples=samples, order=int(doc.get("order", 100)),
                    deny=tuple(doc.get("deny", ())), weak=tuple(doc.get("weak", ())),
-                   facts=tuple(_load_facts(doc, name, where, captures=set(pyregex.compile(rx).groupindex))))
+                   facts=tuple(_load_facts(doc, name, where, captures=set(compiled.groupindex))))
+    _keep(env, compiled)
     for c in env.weak:
         if c not in IDENTITY_COLUMNS:
             raise FormatError(f"{where}: weak {c!r} is not one of {IDENTITY_COLUMNS}")
