@@ -154,3 +154,26 @@ def test_a_kept_spec_is_not_used_for_a_changed_catalog(parsers):
     kept = core.spec_json(cat)
     cat.patterns = cat.patterns[:-1]
     assert core.spec_json(cat) == json.dumps(core.spec(cat)) != kept
+
+
+def test_the_engine_is_compiled_once_when_threads_ask_at_once(monkeypatch):
+    import threading
+    import time
+
+    import ranktrace._core as native
+    cat = load_catalog(check_samples=False)
+    made, real = [], native.Engine
+
+    def slow_engine(spec):
+        made.append(spec)
+        time.sleep(0.05)    # the others ask while this one compiles
+        return real(spec)
+    monkeypatch.setattr(native, "Engine", slow_engine)
+    got = []
+    threads = [threading.Thread(target=lambda: got.append(core.engine(cat))) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(made) == 1 and len(got) == 4 and all(e is got[0] for e in got)
+    assert made[0] == json.dumps(core.spec(cat))
