@@ -20,6 +20,7 @@ from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 ROOT = Path(__file__).resolve().parent
 LIB = {"linux": "lib_core.so", "darwin": "lib_core.dylib", "win32": "_core.dll"}
 EXT = ".pyd" if sys.platform == "win32" else ".abi3.so"
+CATALOG = "_catalog.pickle"
 
 
 class CoreBuildHook(BuildHookInterface):
@@ -39,5 +40,28 @@ class CoreBuildHook(BuildHookInterface):
             shutil.copy2(built, ROOT / "src" / "ranktrace" / f"_core{EXT}")
         else:
             build_data["force_include"][str(built)] = f"ranktrace/_core{EXT}"
+        # The bundled catalog, loaded and checked once here rather than on
+        # every command (ranktrace.formats.precomputed says when it is used).
+        catalog = (ROOT / "src" / "ranktrace" if version == "editable" else target) / CATALOG
+        if self._precompute_catalog(catalog) and version != "editable":
+            build_data["force_include"][str(catalog)] = f"ranktrace/{CATALOG}"
         build_data["pure_python"] = False
         build_data["infer_tag"] = True
+
+    def _precompute_catalog(self, out: Path) -> bool:
+        """Write the precomputed catalog to `out` with the sources' own loader
+        (in a child: only the standard library is needed, and this process
+        is hatchling's). A catalog that does not load is no build failure:
+        it is left to fail, with its message, where it is loaded."""
+        out.unlink(missing_ok=True)   # never leave a stale one behind (it would be ignored anyway)
+        env = {k: v for k, v in os.environ.items() if k != "RANKTRACE_FORMATS"}
+        env["PYTHONPATH"] = str(ROOT / "src")
+        code = "import sys; from pathlib import Path; from ranktrace.formats import write_precomputed; " \
+               "write_precomputed(Path(sys.argv[1]))"
+        got = subprocess.run([sys.executable, "-c", code, str(out)], env=env, cwd=ROOT,
+                             capture_output=True, text=True)
+        if got.returncode != 0:
+            self.app.display_warning("ranktrace: the bundled catalog was not precomputed (each command "
+                                     f"will load and check it): {got.stderr.strip().splitlines()[-1:]}")
+            return False
+        return True

@@ -10,7 +10,10 @@ import time
 from pathlib import Path
 
 from . import __version__
-from .store import DEFAULT_DB
+
+# store.DEFAULT_DB (tests/unit/test_cli_startup.py): not imported from there, as
+# the store module imports duckdb, which `formats` and --help do without.
+DEFAULT_DB = "ranktrace.duckdb"
 
 EPILOG = """\
 examples:
@@ -188,7 +191,6 @@ def cmd_sql(args) -> int:
 
 def cmd_formats(args) -> int:
     from .formats import FormatError, load_catalog
-    from .samples import check_catalog, run_text
     if args.action == "list":
         cat = load_catalog(args.formats or [], check_samples=False)
         print(f"{'format':<22}{'patterns':>9}{'blocks':>7}{'rules':>6}{'samples':>8}  description")
@@ -206,6 +208,7 @@ def cmd_formats(args) -> int:
         except FormatError as exc:
             print(f"FAIL {exc}")
             return 1
+        from .samples import check_catalog   # here: it imports polars and the engine, which list does without
         problems = check_catalog(cat)
         for w in cat.warnings:
             print(f"warning: {w}")
@@ -218,6 +221,7 @@ def cmd_formats(args) -> int:
             return _check_file(cat, args.file) or (1 if problems else 0)
         return 1 if problems else 0
     if args.action == "explain":
+        from .samples import run_text
         cat = _catalog(args)
         text = args.line if args.line != "-" else sys.stdin.read().rstrip("\n")
         out = run_text(cat, text)

@@ -14,7 +14,10 @@ more generic and goes after it.
 
 from __future__ import annotations
 
+import hashlib
 import os
+import pickle
+import sys
 import tomllib
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -238,6 +241,13 @@ class Catalog:
     def levels(self) -> dict[str, dict[str, str]]:
         return {f.name: f.levels for f in self.formats}
 
+    def spec_guard(self) -> tuple:
+        """What a spec made for this catalog was made from (the lists, by
+        identity and length): a spec kept with the catalog (precomputed) is
+        used only while this is unchanged."""
+        parts = (self.formats, self.envelopes, self.kinds, self.patterns, self.blocks, self.facts, self.rules)
+        return tuple((id(x), len(x)) for x in parts)
+
 
 def _req(doc: dict, key: str, where: str):
     if key not in doc:
@@ -245,9 +255,12 @@ def _req(doc: dict, key: str, where: str):
     return doc[key]
 
 
-def _compile_check(rx: str, where: str) -> None:
+def _compile_check(rx: str, where: str, flags: int = 0):
+    """The compiled regex (kept by the item it is of: compiling ~600 regexes
+    is most of a load, and re's cache holds 512). `flags` (MULTILINE, for
+    facts) change how a regex matches, never whether it compiles."""
     try:
-        pyregex.compile(rx)
+        compiled = pyregex.compile(rx, flags)
     except pyregex.error as exc:
         raise FormatError(f"{where}: invalid regex: {exc}") from None
     # The portable subset: no look-around, no back-references (RE2 and Rust
@@ -255,6 +268,13 @@ def _compile_check(rx: str, where: str) -> None:
     for bad in ("(?=", "(?!", "(?<=", "(?<!", "\\1", "(?P="):
         if bad in rx:
             raise FormatError(f"{where}: {bad!r} is not in the portable regex subset (RE2/Rust)")
+    return compiled
+
+
+def _keep(item, compiled):
+    """`item` with its `compiled` (a cached_property) already computed."""
+    item.__dict__["compiled"] = compiled
+    return item
 
 
 def _time_spec(doc: dict | None, where: str) -> TimeSpec | None:
@@ -303,13 +323,13 @@ def load_format(path: Path) -> Format:
     for i, p in enumerate(doc.get("pattern", [])):
         pid = _req(p, "id", f"{where} pattern #{i}")
         rx = _req(p, "regex", f"{where} pattern {pid}")
-        _compile_check(rx, f"{where} pattern {pid}")
-        patterns.append(Pattern(
+        compiled = _compile_check(rx, f"{where} pattern {pid}")
+        patterns.append(_keep(Pattern(
             format=name, id=pid, regex=rx, prefilter=p.get("prefilter"),
             ts=_time_spec(p.get("ts"), f"{where} pattern {pid}"),
             kind=p.get("kind"), carry=tuple(p.get("carry", ())), end_carry=tuple(p.get("end_carry", ())),
             program=p.get("program", program),
-        ))
+        ), compiled))
         for c in (*patterns[-1].carry, *patterns[-1].end_carry):
             if c not in IDENTITY_COLUMNS:
                 raise FormatError(f"{where} pattern {pid}: carry/end_carry {c!r} is not one of {IDENTITY_COLUMNS}")
@@ -326,8 +346,7 @@ def load_format(path: Path) -> Format:
         if ts_doc and not ts_regex:
             raise FormatError(f"{bw}: a block's ts needs a regex (searched in the block's text)")
         if ts_regex:
-            _compile_check(ts_regex, bw)
-            if ts_doc.get("field", "ts") not in pyregex.compile(ts_regex).groupindex:
+            if ts_doc.get("field", "ts") not in _compile_check(ts_regex, bw).groupindex:
                 raise FormatError(f"{bw}: ts.regex has no (?P<{ts_doc.get('field', 'ts')}>...) group")
         blocks.append(Block(
             format=name, id=bid, start=b["start"], cont=b["continue"], end=b.get("end"),
@@ -343,9 +362,10 @@ def load_format(path: Path) -> Format:
     for i, r in enumerate(doc.get("rule", [])):
         rw = f"{where} rule #{i}"
         rx = _req(r, "regex", rw)
-        _compile_check(rx, rw)
-        rule = Rule(format=name, index=i, regex=rx, kind=_req(r, "kind", rw), on=r.get("on"),
-                    field=r.get("field", "message"), severity=r.get("severity"), role=r.get("role"))
+        compiled = _compile_check(rx, rw)
+        rule = _keep(Rule(format=name, index=i, regex=rx, kind=_req(r, "kind", rw), on=r.get("on"),
+                          field=r.get("field", "message"), severity=r.get("severity"), role=r.get("role")),
+                     compiled)
         if rule.on is not None and rule.on not in ids:
             raise FormatError(f"{rw}: on={rule.on!r} names no pattern or block of this format")
         if rule.field not in ("message", "raw"):
@@ -393,18 +413,18 @@ def _load_facts(doc: dict, owner: str, where: str, *, ids: list | None = None,
     for i, f in enumerate(doc.get("fact", [])):
         fw = f"{where} fact #{i}"
         rx = _req(f, "regex", fw)
-        _compile_check(rx, fw)
+        compiled = _compile_check(rx, fw, pyregex.MULTILINE)   # Fact.compiled
         column = "message"
         if captures is not None:
             cap = _req(f, "field", fw)
             if cap not in captures or cap == "rest":
                 raise FormatError(f"{fw}: field {cap!r} must name a capture of the envelope (not rest)")
             column = envelope_column(owner, cap)
-        fact = Fact(
+        fact = _keep(Fact(
             format=owner, table=_req(f, "table", fw), regex=rx, on=f.get("on"),
             types=dict(f.get("types", {})), identity=tuple(f.get("identity", ())),
             multi=bool(f.get("multi", False)), field=column,
-        )
+        ), compiled)
         for c, t in fact.types.items():
             if t not in FACT_TYPES:
                 raise FormatError(f"{fw}: type of {c} must be one of {FACT_TYPES}")
@@ -429,8 +449,8 @@ def load_envelope(path: Path) -> Envelope:
     name = _req(doc, "name", str(path))
     where = f"{path} (envelope {name})"
     rx = _req(doc, "regex", where)
-    _compile_check(rx, where)
-    if "rest" not in pyregex.compile(rx).groupindex:
+    compiled = _compile_check(rx, where)
+    if "rest" not in compiled.groupindex:
         raise FormatError(f"{where}: an envelope regex needs a (?P<rest>...) group")
     scope = doc.get("scope", "line")
     if scope not in ("line", "file"):
@@ -443,7 +463,8 @@ def load_envelope(path: Path) -> Envelope:
                    ts=_time_spec(doc.get("ts"), where), prefilter=doc.get("prefilter"),
                    samples=samples, order=int(doc.get("order", 100)),
                    deny=tuple(doc.get("deny", ())), weak=tuple(doc.get("weak", ())),
-                   facts=tuple(_load_facts(doc, name, where, captures=set(pyregex.compile(rx).groupindex))))
+                   facts=tuple(_load_facts(doc, name, where, captures=set(compiled.groupindex))))
+    _keep(env, compiled)
     for c in env.weak:
         if c not in IDENTITY_COLUMNS:
             raise FormatError(f"{where}: weak {c!r} is not one of {IDENTITY_COLUMNS}")
@@ -458,7 +479,44 @@ def load_envelope(path: Path) -> Envelope:
     return env
 
 
-def _precedence(patterns: list[Pattern], samples: list[Sample]) -> tuple[list[Pattern], list[str]]:
+def _own_samples(patterns: list[Pattern], samples: list[Sample]) -> dict[str, list[str]]:
+    """pattern key -> the first lines of its own (non-envelope) samples."""
+    own: dict[str, list[str]] = {p.key: [] for p in patterns}
+    for s in samples:
+        k = f"{s.format}.{s.pattern}"
+        if k in own and not s.envelope:
+            own[k].append(s.text.split("\n")[0])
+    return own
+
+
+def _eats(patterns: list[Pattern], own: dict[str, list[str]],
+          known: tuple[frozenset, frozenset] | None = None) -> set[tuple[str, str]]:
+    """{(p, q): q matches one of p's own samples}, by key. `known` (keys,
+    pairs) is this relation already computed among the patterns `keys`
+    (the bundled catalog's, at build time): a pair of those is looked up,
+    not tried. A pattern's own samples are those of its format, so the
+    relation between two patterns does not depend on the other formats."""
+    keys, pairs = known or (frozenset(), frozenset())
+    out: set[tuple[str, str]] = set()
+    for p in patterns:
+        texts = own[p.key]
+        if not texts:
+            continue
+        for q in patterns:
+            if q is p:
+                continue
+            if p.key in keys and q.key in keys:
+                if (p.key, q.key) in pairs:
+                    out.add((p.key, q.key))
+                continue
+            search = q.compiled.search
+            if any(search(t) for t in texts):
+                out.add((p.key, q.key))
+    return out
+
+
+def _precedence(patterns: list[Pattern], samples: list[Sample],
+                known: tuple[frozenset, frozenset] | None = None) -> tuple[list[Pattern], list[str]]:
     """Order patterns so that specific ones come before generic ones.
 
     P must precede Q when Q matches a sample of P but P matches none of Q's
@@ -468,19 +526,15 @@ def _precedence(patterns: list[Pattern], samples: list[Sample]) -> tuple[list[Pa
     patterns without one), then file order (format name, then position):
     the order is deterministic."""
     by_key = {p.key: p for p in patterns}
-    own: dict[str, list[str]] = {p.key: [] for p in patterns}
-    for s in samples:
-        k = f"{s.format}.{s.pattern}"
-        if k in own and not s.envelope:
-            own[k].append(s.text.split("\n")[0])
+    eats = _eats(patterns, _own_samples(patterns, samples), known)
     before: dict[str, set[str]] = {p.key: set() for p in patterns}  # q -> {p that must precede q}
     warnings = []
     for p in patterns:
         for q in patterns:
             if p is q:
                 continue
-            q_eats_p = any(q.compiled.search(t) for t in own[p.key])
-            p_eats_q = any(p.compiled.search(t) for t in own[q.key])
+            q_eats_p = (p.key, q.key) in eats
+            p_eats_q = (q.key, p.key) in eats
             if q_eats_p and not p_eats_q:
                 before[q.key].add(p.key)
             elif q_eats_p and p_eats_q and p.key < q.key:
@@ -511,6 +565,65 @@ def format_dirs(extra: list[str | Path] | None = None) -> list[Path]:
     return dirs
 
 
+def _dir_files(d: Path) -> tuple[list[Path], list[Path], list[Path], list[Path]]:
+    """The files load_catalog reads from one directory, in its order: kinds,
+    envelopes, formats, and the .toml files directly in it (each either a
+    format, an envelope, or skipped: kinds*, path_hints)."""
+    return (sorted(d.glob("kinds*.toml")), sorted(d.glob("envelopes/*.toml")),
+            sorted(d.glob("formats/*.toml")), sorted(d.glob("*.toml")))
+
+
+def _load_dir(d: Path) -> tuple[list[Format], list[Envelope], dict[str, KindInfo]]:
+    """The formats, envelopes (in file order) and kinds of one directory."""
+    formats: list[Format] = []
+    envelopes: list[Envelope] = []
+    kinds: dict[str, KindInfo] = {}
+    kind_files, envelope_files, format_files, top = _dir_files(d)
+    for kpath in kind_files:
+        kinds.update(load_kinds(kpath))
+    for path in envelope_files:
+        envelopes.append(load_envelope(path))
+    for path in format_files:
+        formats.append(load_format(path))
+    for path in top:
+        if path.name.startswith("kinds") or path.name == "path_hints.toml":
+            continue
+        doc = tomllib.loads(path.read_text())
+        (envelopes.append(load_envelope(path)) if doc.get("envelope")
+         else formats.append(load_format(path)))
+    return formats, envelopes, kinds
+
+
+def _load_dirs(dirs: list[Path], pre: dict | None = None
+               ) -> tuple[list[Format], list[Envelope], dict[str, KindInfo], Catalog]:
+    """Load and check the directories `dirs` (the first from `pre`, the
+    precomputed load of it, if given): formats, envelopes (sorted, as in the
+    catalog), kinds, and the catalog they make."""
+    formats: list[Format] = []
+    envelopes: list[Envelope] = []
+    kinds: dict[str, KindInfo] = {}
+    for n, d in enumerate(dirs):
+        if not d.is_dir():
+            raise FormatError(f"{d}: formats directory does not exist")
+        if n == 0 and pre is not None:
+            got = pre["formats"], pre["envelopes"], pre["kinds"]
+        else:
+            got = _load_dir(d)
+        formats += got[0]
+        envelopes += got[1]
+        kinds.update(got[2])
+    names = [f.name for f in formats]
+    dup = {n for n in names if names.count(n) > 1}
+    if dup:
+        raise FormatError(f"duplicate format names: {sorted(dup)} (a user format must use a new name)")
+    for f in formats:
+        for item in (*f.patterns, *f.blocks, *f.rules):
+            if item.kind is not None and item.kind not in kinds:
+                raise FormatError(f"{f.path}: kind {item.kind!r} is not in parsers/kinds.toml")
+    cat = _assemble(formats, envelopes, kinds, known=(pre or {}).get("eats"))
+    return formats, envelopes, kinds, cat
+
+
 def load_catalog(extra_dirs: list[str | Path] | None = None, *, check_samples: bool | str = True) -> Catalog:
     """Load every format, envelope and kind. Raises FormatError on a bad file.
 
@@ -524,39 +637,21 @@ def load_catalog(extra_dirs: list[str | Path] | None = None, *, check_samples: b
 
     User directories may hold formats/*.toml and envelopes/*.toml, or the
     .toml files directly (an envelope file says `envelope = true`)."""
-    formats: list[Format] = []
-    envelopes: list[Envelope] = []
-    kinds: dict[str, KindInfo] = {}
-    for d in format_dirs(extra_dirs):
-        if not d.is_dir():
-            raise FormatError(f"{d}: formats directory does not exist")
-        for kpath in sorted(d.glob("kinds*.toml")):
-            kinds.update(load_kinds(kpath))
-        for path in sorted(d.glob("envelopes/*.toml")):
-            envelopes.append(load_envelope(path))
-        for path in sorted(d.glob("formats/*.toml")):
-            formats.append(load_format(path))
-        for path in sorted(d.glob("*.toml")):
-            if path.name.startswith("kinds") or path.name == "path_hints.toml":
-                continue
-            doc = tomllib.loads(path.read_text())
-            (envelopes.append(load_envelope(path)) if doc.get("envelope")
-             else formats.append(load_format(path)))
-    names = [f.name for f in formats]
-    dup = {n for n in names if names.count(n) > 1}
-    if dup:
-        raise FormatError(f"duplicate format names: {sorted(dup)} (a user format must use a new name)")
-    for f in formats:
-        for item in (*f.patterns, *f.blocks, *f.rules):
-            if item.kind is not None and item.kind not in kinds:
-                raise FormatError(f"{f.path}: kind {item.kind!r} is not in parsers/kinds.toml")
-    cat = _assemble(formats, envelopes, kinds)
-    if check_samples and len(format_dirs(extra_dirs)) > 1:
+    dirs = format_dirs(extra_dirs)
+    # The bundled directory (always the first) comes validated from the
+    # build when its files and this loader are the ones the build validated
+    # (see precomputed); a user directory is always loaded and checked here.
+    pre = precomputed(dirs[0])
+    if pre is not None and len(dirs) == 1:
+        return pre["catalog"]
+    formats, envelopes, kinds, cat = _load_dirs(dirs, pre)
+    if check_samples and len(dirs) > 1:
         from .samples import check_catalog  # late: samples uses the pipeline
         problems = check_catalog(cat)
         if problems and check_samples == "drop":
             bad = sorted({p.split()[1] for p in problems if p.startswith("format ")})
-            cat = _assemble([f for f in formats if f.name not in bad], envelopes, kinds)
+            cat = _assemble([f for f in formats if f.name not in bad], envelopes, kinds,
+                            known=(pre or {}).get("eats"))
             cat.warnings += [f"format {name} left out: its samples fail "
                              f"(`ranktrace formats check` says why)" for name in bad]
         elif problems:
@@ -564,10 +659,98 @@ def load_catalog(extra_dirs: list[str | Path] | None = None, *, check_samples: b
     return cat
 
 
-def _assemble(formats: list[Format], envelopes: list[Envelope], kinds: dict) -> Catalog:
+# ---------------------------------------------------------------- the bundled catalog, validated at build
+
+# The build (hatch_build.py) loads the bundled catalog (parsers/) with this
+# loader, every check above included, and keeps the result here, beside this
+# file: the catalog, the relation between its patterns that precedence is
+# derived from, and the engine's spec (ingest/core.py). It is used only when
+# its fingerprint is that of the files the loader would read now and of the
+# code that reads them (and of this Python, whose `re` the checks use): an
+# edited format, envelope or kinds file, or an edited loader, makes it stale,
+# and a stale one is ignored (the files are loaded and checked as ever).
+# Nothing is written at run time.
+PRECOMPUTED = Path(__file__).resolve().with_name("_catalog.pickle")
+_MAGIC = b"ranktrace-precomputed-catalog 1\n"
+# The code whose output the precomputed catalog is (paths under the package).
+_CODE = ("formats.py", "ingest/dispatch.py", "ingest/core.py")
+
+
+def catalog_fingerprint(d: Path) -> str:
+    """sha256 of what the loader reads from directory `d` (names and bytes),
+    of the loader's code, and of the Python version."""
+    h = hashlib.sha256()
+    h.update(f"{sys.implementation.name} {tuple(sys.version_info)}\0".encode())
+    pkg = Path(__file__).resolve().parent
+    for rel in _CODE:
+        h.update(f"{rel}\0".encode() + (pkg / rel).read_bytes() + b"\0")
+    for path in sorted({p for group in _dir_files(d) for p in group}):
+        h.update(f"{path.relative_to(d).as_posix()}\0".encode() + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def precomputed(d: Path, artifact: Path | None = None) -> dict | None:
+    """The build's load of directory `d` (the bundled one), or None when
+    there is none or it is stale: {"catalog", "formats", "envelopes" (file
+    order), "kinds", "eats" (keys, pairs: see _eats)}. Fresh objects on
+    every call, as a load from the files gives."""
+    try:
+        data = (artifact or PRECOMPUTED).read_bytes()
+        if not data.startswith(_MAGIC):
+            return None
+        head, _, payload = data[len(_MAGIC):].partition(b"\n")
+        if head.decode("ascii") != catalog_fingerprint(d):
+            return None
+        got = pickle.loads(payload)
+    except Exception:   # missing, unreadable or not this loader's: load the files
+        return None
+    for f in got["formats"]:
+        f.path = d / f.path
+    for e in got["envelopes"]:
+        object.__setattr__(e, "path", d / e.path)
+    cat: Catalog = got["catalog"]
+    cat.__dict__["_spec_json"] = (got.pop("spec"), cat.spec_guard())
+    return got
+
+
+def write_precomputed(out: Path, d: Path | None = None) -> None:
+    """Load directory `d` (default: the bundled parsers/) as load_catalog
+    does, and write what precomputed() reads to `out`. Raises FormatError
+    when the directory does not load."""
+    import json
+
+    from .ingest import core   # the spec: core needs no compiled engine for it
+    d = d or data_dir("parsers")
+    fingerprint = catalog_fingerprint(d)
+    formats, envelopes, kinds = _load_dir(d)
+    in_order = list(envelopes)   # _load_dirs sorts the catalog's envelopes: a user's join them later
+    formats, _, kinds, cat = _load_dirs([d], {"formats": formats, "envelopes": envelopes, "kinds": kinds})
+    patterns = [p for f in formats for p in f.patterns]
+    eats = _eats(patterns, _own_samples(patterns, [s for f in formats for s in f.samples]))
+    spec = json.dumps(core.spec(cat))
+    # Regexes are compiled again where used (a compiled pattern does not
+    # belong in the file); derived values of the catalog are derived again.
+    for item in (*cat.patterns, *cat.rules, *cat.facts, *cat.envelopes):
+        item.__dict__.pop("compiled", None)
+    for name in ("line_tests", "message_tests", "fact_tables", "levels", "_spec_json"):
+        cat.__dict__.pop(name, None)
+    for f in formats:
+        f.path = f.path.relative_to(d).as_posix()
+    for e in in_order:
+        object.__setattr__(e, "path", e.path.relative_to(d).as_posix())
+    payload = pickle.dumps({"catalog": cat, "formats": formats, "envelopes": in_order, "kinds": kinds,
+                            "eats": (frozenset(p.key for p in patterns), frozenset(eats)), "spec": spec},
+                           protocol=pickle.HIGHEST_PROTOCOL)
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_bytes(_MAGIC + fingerprint.encode("ascii") + b"\n" + payload)
+    os.replace(tmp, out)
+
+
+def _assemble(formats: list[Format], envelopes: list[Envelope], kinds: dict,
+              known: tuple[frozenset, frozenset] | None = None) -> Catalog:
     patterns = [p for f in formats for p in f.patterns]
     samples = [s for f in formats for s in f.samples]
-    ordered, warnings = _precedence(patterns, samples)
+    ordered, warnings = _precedence(patterns, samples, known)
     envelopes.sort(key=lambda e: (e.order, e.name))
     cat = Catalog(
         formats=formats, envelopes=envelopes, kinds=kinds, patterns=ordered,

@@ -186,11 +186,13 @@ def _init_schema(con: duckdb.DuckDBPyConnection, cat: Catalog | None) -> None:
     con.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", [SCHEMA_VERSION])
     if cat is None:
         return
-    import polars as pl
-    kinds_df = pl.DataFrame(  # noqa: F841 - referenced by name in SQL
-        [(k.name, k.role, k.severity, k.failure, k.description) for k in cat.kinds.values()],
-        schema=["kind", "role", "severity", "failure", "description"], orient="row")
-    con.execute("INSERT OR REPLACE INTO kinds SELECT * FROM kinds_df")
+    # One statement, each column a list parameter (polars, for a frame to insert from, costs 0.2 s
+    # to import; a VALUES list of 5 parameters a row takes DuckDB 15-40 ms to plan; executemany 0.3 s).
+    kinds = list(cat.kinds.values())
+    if kinds:
+        con.execute("INSERT OR REPLACE INTO kinds SELECT unnest($1), unnest($2), unnest($3), unnest($4), unnest($5)",
+                    [[k.name for k in kinds], [k.role for k in kinds], [k.severity for k in kinds],
+                     [k.failure for k in kinds], [k.description for k in kinds]])
     have: dict[str, set[str]] = {}
     for table, column in con.execute("SELECT table_name, column_name FROM information_schema.columns "
                                      "WHERE table_schema = 'main'").fetchall():

@@ -9,12 +9,16 @@ and returns Arrow record batches (see _core.pyi)."""
 from __future__ import annotations
 
 import json
+import threading
+from typing import TYPE_CHECKING
 
-import pyarrow as pa
-
-from .. import _core
 from ..formats import IDENTITY_COLUMNS, INT_IDENTITY, SEVERITIES, Catalog, TimeSpec
 from .dispatch import PRE, first_chars, literal_set, split_tail
+
+if TYPE_CHECKING:   # imported where used: the build makes spec() without them (formats.write_precomputed)
+    import pyarrow as pa
+
+    from .. import _core
 
 MAX_LINE = 1 << 20        # a longer line keeps its first MAX_LINE bytes (whole characters)
 # Bytes handed to the engine at a time; its working set is ~25x that per parser
@@ -95,21 +99,36 @@ def spec(cat: Catalog) -> dict:
     }
 
 
+def spec_json(cat: Catalog) -> str:
+    """json.dumps(spec(cat)); the build's, kept with the bundled catalog
+    (formats.precomputed), while the catalog is as it was loaded."""
+    kept = cat.__dict__.get("_spec_json")
+    if kept is not None and kept[1] == cat.spec_guard():
+        return kept[0]
+    return json.dumps(spec(cat))
+
+
 _ENGINES: dict[int, tuple[Catalog, _core.Engine]] = {}
+_ENGINES_LOCK = threading.Lock()   # parser threads asking at once compile it once
 
 
 def engine(cat: Catalog) -> _core.Engine:
     """The compiled engine of a catalog (compiled once per catalog object)."""
     got = _ENGINES.get(id(cat))
     if got is None or got[0] is not cat:
-        got = (cat, _core.Engine(json.dumps(spec(cat))))
-        _ENGINES[id(cat)] = got
+        with _ENGINES_LOCK:
+            got = _ENGINES.get(id(cat))
+            if got is None or got[0] is not cat:
+                from .. import _core
+                got = (cat, _core.Engine(spec_json(cat)))
+                _ENGINES[id(cat)] = got
     return got[1]
 
 
 def file_parser(cat: Catalog, file_id: int, file: str, hints: dict, tz: str = "UTC",
                 envelopes: list[str] | None = None, max_line: int = MAX_LINE) -> _core.FileParser:
     """A parser for one file; `envelopes` None: line envelopes + those the head calls for."""
+    from .. import _core
     return _core.FileParser(engine(cat), file_id, file, sorted((k, str(v)) for k, v in hints.items() if v is not None),
                             tz, envelopes, max_line)
 
@@ -129,6 +148,7 @@ def widen(rows: pa.Table | pa.RecordBatch, classes: pa.Table | pa.RecordBatch) -
     a reader of the store sees, for tests and `formats check`. `classes`
     holds every class the rows have (a batch carries only the classes new
     to its file: gather them from the batches before)."""
+    import pyarrow as pa
     import pyarrow.compute as pc
     at = pc.index_in(rows["class_id"], classes["class_id"])
     if at.null_count:
@@ -165,6 +185,7 @@ def events_table(outs) -> pa.Table | None:
 def whole(outs) -> tuple[pa.Table | None, pa.Table | None, dict[str, list[pa.RecordBatch]]]:
     """The batches `outs` (of one file) as one table of rows, one of
     classes, and each fact table's batches (None, None, {}: no batch)."""
+    import pyarrow as pa
     rows, classes, facts = [], [], {}
     for ev, cl, f in outs:
         rows.append(ev)
