@@ -3,8 +3,9 @@
 //! identity, the outermost envelope winning; `weak` identity only where
 //! nothing closer to the message says otherwise (that is decided later).
 
-use crate::compile::Catalog;
+use crate::compile::{Catalog, Envelope};
 use crate::rx::Locs;
+use crate::shape::{Asked, Trace};
 use crate::timefmt::{TsKind, Zoner};
 
 pub const MAX_DEPTH: usize = 4;
@@ -155,28 +156,48 @@ pub fn sniff<'a, I: Iterator<Item = &'a str> + Clone>(cat: &Catalog, lines: I) -
         .collect()
 }
 
-/// Whether envelope `ei` may peel `body`: its first characters, literals and
-/// deny prefixes. `dirty`: set when a part that tells digits apart was asked
-/// (shape.rs).
-fn candidate(cat: &Catalog, ei: usize, body: &str, dirty: &mut bool) -> bool {
+/// Whether envelope `ei` may peel `body` (at `at` in the line): its first
+/// characters, literals and deny prefixes. What it asks of a part that
+/// tells digits apart goes into `tr` (shape.rs).
+fn candidate(cat: &Catalog, ei: usize, body: &str, at: u32, tr: &mut Trace) -> bool {
     let (env, sens) = (&cat.envelopes[ei], &cat.shapes.sensitive);
-    *dirty |= sens.env_first[ei] && body.as_bytes().first().map_or(false, |b| b.is_ascii_digit());
+    if sens.env_first[ei] {
+        if let Some(&b) = body.as_bytes().first().filter(|b| b.is_ascii_digit()) {
+            tr.note(Asked::Byte(at, b));
+        }
+    }
     if !env.first.admits(body) {
         return false;
     }
     if !env.literals.is_empty() {
-        *dirty |= sens.env_literals[ei];
-        if !env.literals.iter().any(|f| f.find(body.as_bytes()).is_some()) {
+        let has = has_literal(env, body);
+        if sens.env_literals[ei] {
+            tr.note(Asked::EnvLiterals(ei as u16, (at, at + body.len() as u32), has));
+        }
+        if !has {
             return false;
         }
     }
-    *dirty |= sens.env_deny[ei];
-    !env.deny.iter().any(|d| body.starts_with(d.as_str()))
+    let denied = denied(env, body);
+    if sens.env_deny[ei] {
+        tr.note(Asked::EnvDeny(ei as u16, (at, at + body.len() as u32), denied));
+    }
+    !denied
+}
+
+/// Whether one of the envelope's required literals occurs in `body`.
+pub fn has_literal(env: &Envelope, body: &str) -> bool {
+    env.literals.iter().any(|f| f.find(body.as_bytes()).is_some())
+}
+
+/// Whether `body` starts with one of the envelope's deny prefixes.
+pub fn denied(env: &Envelope, body: &str) -> bool {
+    env.deny.iter().any(|d| body.starts_with(d.as_str()))
 }
 
 /// The structure of a line: its envelopes peeled (their identity, kept
 /// captures and time groups), nothing parsed yet.
-pub fn peel(cat: &Catalog, envs: &[usize], locs: &mut [Locs], raw: &str, ascii: bool, dirty: &mut bool) -> (Peeled, EnvTimes) {
+pub fn peel(cat: &Catalog, envs: &[usize], locs: &mut [Locs], raw: &str, ascii: bool, tr: &mut Trace) -> (Peeled, EnvTimes) {
     let mut p = Peeled {
         no: 0,
         offset: 0,
@@ -194,7 +215,7 @@ pub fn peel(cat: &Catalog, envs: &[usize], locs: &mut [Locs], raw: &str, ascii: 
     };
     let mut times = EnvTimes::default();
     if !envs.is_empty() {
-        peel_into(cat, envs, locs, raw, &mut p, &mut times, dirty);
+        peel_into(cat, envs, locs, raw, &mut p, &mut times, tr);
     }
     (p, times)
 }
@@ -213,19 +234,22 @@ pub fn env_time(cat: &Catalog, p: &mut Peeled, times: &EnvTimes, tz: &Zoner) {
 }
 
 fn peel_into(cat: &Catalog, envs: &[usize], locs: &mut [Locs], raw: &str, p: &mut Peeled, times: &mut EnvTimes,
-             dirty: &mut bool) {
+             tr: &mut Trace) {
     for _ in 0..MAX_DEPTH {
         let base = p.body.0;
         let body = &raw[p.body.0 as usize..p.body.1 as usize];
         let mut peeled = false;
         for &ei in envs {
             let env = &cat.envelopes[ei];
-            if !candidate(cat, ei, body, dirty) {
+            if !candidate(cat, ei, body, base, tr) {
                 continue;
             }
-            *dirty |= cat.shapes.sensitive.env_regex[ei];
             let l = &mut locs[ei];
-            if !env.matcher.regex.read(l, body, p.ascii) {
+            let hit = env.matcher.regex.read(l, body, p.ascii);
+            if cat.shapes.sensitive.env_regex[ei] {
+                tr.note(Asked::EnvRegex(ei as u16, p.body, crate::shape::answer(&env.matcher.regex, l, hit)));
+            }
+            if !hit {
                 continue;
             }
             let l = &locs[ei];

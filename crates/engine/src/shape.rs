@@ -12,10 +12,17 @@
 //! claimed alike, with every capture at the same offsets; only the text in
 //! those spans differs. A log repeats few shapes (an NCCL line differs from
 //! the next in its digits), so the structure is worked out once per shape.
+//!
+//! The parts that tell digits apart (a day `[0-3]\d`, `0x`) are left out of
+//! the classes; what a reading asked of them is kept with its shape as a
+//! trace (question, answer). A later line of the shape asks those questions
+//! alone, of its own bytes: same answers, same structure (every other
+//! question has the shape's answer), so a syslog line pays for its time
+//! regex, not for the whole claim.
 
 use crate::compile::Catalog;
-use crate::peel::{self, Claim, EnvTimes, Peeled};
-use crate::rx::Locs;
+use crate::peel::{self, Claim, EnvTimes, Peeled, Span};
+use crate::rx::{Locs, Rx};
 use crate::timefmt::Zoner;
 use regex_automata::nfa::thompson::{self, WhichCaptures, NFA};
 use regex_automata::util::syntax;
@@ -233,6 +240,53 @@ struct Shape {
     peeled: Peeled,
     times: EnvTimes,
     starts: Box<[u64]>,
+    /// what its reading asked of the parts that tell digits apart (empty: nothing)
+    asks: Box<[Asked]>,
+}
+
+/// A question a line's reading asked of a part of the catalog that tells
+/// digits apart, with its answer (spans are the line's offsets).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Asked {
+    /// the digit at this offset (a first-character table reads it)
+    Byte(u32, u8),
+    /// whether one of envelope's literals occurs in the span
+    EnvLiterals(u16, Span, bool),
+    /// whether the span starts with one of envelope's deny prefixes
+    EnvDeny(u16, Span, bool),
+    /// envelope's regex on the span: every group's span (None: no match)
+    EnvRegex(u16, Span, Option<Box<[Option<Span>]>>),
+    /// whether block's start regex matches the span
+    BlockStart(u16, Span, bool),
+    /// pattern's regex on the span: every group's span (None: no match)
+    PatRegex(u16, Span, Option<Box<[Option<Span>]>>),
+}
+
+/// The questions of one reading, in the order asked.
+#[derive(Default)]
+pub struct Trace {
+    asks: Vec<Asked>,
+}
+
+impl Trace {
+    #[inline]
+    pub fn note(&mut self, a: Asked) {
+        self.asks.push(a);
+    }
+}
+
+/// The answer of a regex read (`hit`: whether it matched): every group's span.
+pub fn answer(rx: &Rx, locs: &Locs, hit: bool) -> Option<Box<[Option<Span>]>> {
+    hit.then(|| (0..rx.unicode().captures_len()).map(|i| locs.get(i).map(|(a, b)| (a as u32, b as u32))).collect())
+}
+
+/// Whether `rx` read on `text` gives `want` (as `answer` makes it).
+fn same_answer(rx: &Rx, locs: &mut Locs, text: &str, ascii: bool, want: &Option<Box<[Option<Span>]>>) -> bool {
+    let hit = rx.read(locs, text, ascii);
+    match want {
+        None => !hit,
+        Some(w) => hit && w.iter().enumerate().all(|(i, s)| locs.get(i).map(|(a, b)| (a as u32, b as u32)) == *s),
+    }
 }
 
 /// The shapes of one file's lines seen so far (one per parsing thread).
@@ -243,7 +297,7 @@ pub struct Memo {
 }
 
 /// Lines read through a memo: of a shape met before, of a new shape, or
-/// read from their bytes (a digit-telling part asked, non-ASCII, long).
+/// read from their bytes (a digit-telling part answered otherwise, non-ASCII, long).
 #[derive(Default, Clone, Copy, Debug)]
 pub struct MemoStats {
     pub hits: u64,
@@ -286,30 +340,30 @@ impl<'a> Reader<'a> {
         let (mut p, times) = if self.memo && ascii && raw.len() <= MAX_SHAPE {
             self.cat.shapes.key(raw.as_bytes(), &mut self.key);
             match memo.shapes.get(self.key.as_slice()) {
-                Some(s) => {
+                Some(s) if self.holds(&s.asks, &raw) => {
                     memo.stats.hits += 1;
                     starts.copy_from_slice(&s.starts);
                     (s.peeled.same_shape(), s.times)
                 }
+                Some(_) => {
+                    memo.stats.own += 1;
+                    self.structure(&raw, ascii, starts, &mut Trace::default())
+                }
                 None => {
-                    let mut dirty = false;
-                    let (p, times) = self.structure(&raw, ascii, starts, &mut dirty);
-                    if dirty {
-                        memo.stats.own += 1;
-                    } else {
-                        memo.stats.new += 1;
-                        if memo.shapes.len() >= MEMO_SHAPES {
-                            memo.shapes.clear();
-                        }
-                        let shape = Shape { peeled: p.same_shape(), times, starts: starts.into() };
-                        memo.shapes.insert(self.key.as_slice().into(), shape);
+                    let mut tr = Trace::default();
+                    let (p, times) = self.structure(&raw, ascii, starts, &mut tr);
+                    memo.stats.new += 1;
+                    if memo.shapes.len() >= MEMO_SHAPES {
+                        memo.shapes.clear();
                     }
+                    let shape = Shape { peeled: p.same_shape(), times, starts: starts.into(), asks: tr.asks.into() };
+                    memo.shapes.insert(self.key.as_slice().into(), shape);
                     (p, times)
                 }
             }
         } else {
             memo.stats.own += 1;
-            self.structure(&raw, ascii, starts, &mut false)
+            self.structure(&raw, ascii, starts, &mut Trace::default())
         };
         p.no = no;
         p.offset = offset;
@@ -318,13 +372,31 @@ impl<'a> Reader<'a> {
         p
     }
 
-    /// Worked out from the line's bytes; `dirty` set when a part of the
-    /// catalog that tells digits apart was asked (the result is then this
-    /// line's only, not its shape's).
-    fn structure(&mut self, raw: &str, ascii: bool, starts: &mut [u64], dirty: &mut bool) -> (Peeled, EnvTimes) {
+    /// Whether an ASCII line of a shape gets `asks`' answers (then it reads
+    /// as the shape does: the questions it would ask are the same, in order).
+    fn holds(&mut self, asks: &[Asked], raw: &str) -> bool {
+        let cat = self.cat;
+        let at = |s: &Span| &raw[s.0 as usize..s.1 as usize];
+        asks.iter().all(|a| match a {
+            Asked::Byte(i, b) => raw.as_bytes()[*i as usize] == *b,
+            Asked::EnvLiterals(e, s, v) => peel::has_literal(&cat.envelopes[*e as usize], at(s)) == *v,
+            Asked::EnvDeny(e, s, v) => peel::denied(&cat.envelopes[*e as usize], at(s)) == *v,
+            Asked::EnvRegex(e, s, v) => {
+                same_answer(&cat.envelopes[*e as usize].matcher.regex, &mut self.env_locs[*e as usize], at(s), true, v)
+            }
+            Asked::BlockStart(b, s, v) => cat.blocks[*b as usize].start.is_match(at(s), true) == *v,
+            Asked::PatRegex(q, s, v) => {
+                same_answer(&cat.patterns[*q as usize].matcher.regex, &mut self.pat_locs[*q as usize], at(s), true, v)
+            }
+        })
+    }
+
+    /// Worked out from the line's bytes; what it asks of a part of the
+    /// catalog that tells digits apart goes into `tr` with its answer.
+    fn structure(&mut self, raw: &str, ascii: bool, starts: &mut [u64], tr: &mut Trace) -> (Peeled, EnvTimes) {
         let cat = self.cat;
         let sens = &cat.shapes.sensitive;
-        let (mut p, times) = peel::peel(cat, self.envs, &mut self.env_locs, raw, ascii, dirty);
+        let (mut p, times) = peel::peel(cat, self.envs, &mut self.env_locs, raw, ascii, tr);
         let body = &raw[p.body.0 as usize..p.body.1 as usize];
         self.found.iter_mut().for_each(|w| *w = 0);
         cat.literals.scan(body, &mut self.found);
@@ -333,8 +405,11 @@ impl<'a> Reader<'a> {
             let may = !b.has_literal
                 || cat.start_literals.iter().any(|(l, bs)| bs.contains(&bi) && has(*l));
             if may {
-                *dirty |= sens.block_start[bi];
-                if b.start.is_match(body, ascii) {
+                let hit = b.start.is_match(body, ascii);
+                if sens.block_start[bi] {
+                    tr.note(Asked::BlockStart(bi as u16, p.body, hit));
+                }
+                if hit {
                     starts[bi / 64] |= 1 << (bi % 64);
                 }
             }
@@ -343,7 +418,9 @@ impl<'a> Reader<'a> {
         // candidates: those that can start with the body's first character
         // and whose literal occurs in it.
         if let Some(&b) = body.as_bytes().first() {
-            *dirty |= sens.by_first && b.is_ascii_digit();
+            if sens.by_first && b.is_ascii_digit() {
+                tr.note(Asked::Byte(p.body.0, b));
+            }
             for &pi in &cat.by_first[if b < 128 { b as usize } else { 128 }] {
                 let pat = &cat.patterns[pi];
                 if let Some(ids) = &pat.literal_ids {
@@ -351,8 +428,11 @@ impl<'a> Reader<'a> {
                         continue;
                     }
                 }
-                *dirty |= sens.pat_regex[pi];
-                if pat.matcher.regex.read(&mut self.pat_locs[pi], body, ascii) {
+                let hit = pat.matcher.regex.read(&mut self.pat_locs[pi], body, ascii);
+                if sens.pat_regex[pi] {
+                    tr.note(Asked::PatRegex(pi as u16, p.body, answer(&pat.matcher.regex, &self.pat_locs[pi], hit)));
+                }
+                if hit {
                     let spans = pat.matcher.spans(&self.pat_locs[pi], body);
                     p.claim = Some(Claim { pattern: pi as u32, spans: Arc::from(spans) });
                     break;
@@ -414,5 +494,51 @@ mod tests {
         assert_ne!(key("mlx5: x"), key("mlx6: x"));
         assert_ne!(key("mlx5: mlx6"), key("mlx6: mlx5"));
         assert_eq!(key("mlx5: mlx6"), key("mlx5: mlx7"));
+    }
+    /// A small catalog: `day` tells digits apart (a day of 40 is no day), `num` does not.
+    fn digit_catalog() -> Catalog {
+        let pat = |key: &str, regex: &str| {
+            format!(r#"{{"key": "f.{key}", "format": "f", "regex": {}, "first": null, "literals": null, "ts": null,
+                 "kind": null, "carry": [], "end_carry": [], "program": null, "split": null}}"#, serde_json::to_string(regex).unwrap())
+        };
+        let spec = format!(
+            r#"{{"identity": ["host", "rank", "local_rank", "program"], "int_identity": ["rank", "local_rank"],
+                "severities": ["debug", "info"], "envelopes": [], "patterns": [{}, {}], "blocks": [], "rules": [],
+                "facts": [], "fact_tables": {{}}, "kinds": {{}}, "levels": {{}}}}"#,
+            pat("day", r"^(?P<day>[0-3]\d) (?P<message>.*)$"),
+            pat("num", r"^(?P<n>\d+) +(?P<message>.*)$")
+        );
+        Catalog::compile(&crate::CatalogSpec::from_json(&spec).unwrap()).unwrap()
+    }
+
+    /// A line of a shape met before asks the digit-telling questions of its
+    /// own bytes: the same answers take the shape's structure, others are
+    /// read from the line, and either way as if there were no memo.
+    #[test]
+    fn digit_telling_questions_are_asked_again() {
+        let cat = digit_catalog();
+        assert!(cat.shapes.sensitive.pat_regex[0] && !cat.shapes.sensitive.pat_regex[1]);
+        let tz = Zoner::new("UTC").unwrap();
+        let claims = |memo_on: bool, lines: &[&str]| {
+            let mut r = Reader::new(&cat, &[], &tz, memo_on);
+            let mut memo = Memo::default();
+            let got: Vec<_> = lines
+                .iter()
+                .map(|l| {
+                    let p = r.read(&mut memo, 1, 0, l.to_string(), &mut [0]);
+                    p.claim.map(|c| (c.pattern, c.spans.to_vec()))
+                })
+                .collect();
+            (got, memo.stats)
+        };
+        let lines = ["12 abc", "13 abc", "45 abc", "31 abc", "45 abc"];
+        let (with, st) = claims(true, &lines);
+        let (without, _) = claims(false, &lines);
+        assert_eq!(with, without);
+        assert_eq!(with.iter().map(|c| c.as_ref().unwrap().0).collect::<Vec<_>>(), [0, 0, 1, 0, 1]);
+        assert_eq!((st.new, st.hits, st.own), (1, 2, 2));
+        // a shape whose reading asked nothing that tells digits apart: every line a hit
+        let (_, st) = claims(true, &["x1 a", "x2 b", "x9 c"]);
+        assert_eq!((st.new, st.hits, st.own), (1, 2, 0));
     }
 }
