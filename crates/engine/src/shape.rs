@@ -45,6 +45,12 @@ impl Classes {
     #[inline]
     pub fn shape(&self, text: &[u8], out: &mut Vec<u8>) {
         out.clear();
+        self.push_shape(text, out);
+    }
+
+    /// `shape`, appended to `out`.
+    #[inline]
+    pub fn push_shape(&self, text: &[u8], out: &mut Vec<u8>) {
         out.extend_from_slice(&(text.len() as u32).to_le_bytes());
         out.extend(text.iter().map(|&b| self.of[b as usize]));
     }
@@ -149,7 +155,7 @@ fn splits_digits(of: &[u8; 256]) -> bool {
 
 /// Gathers the sources of the classes: per byte, its class in each source
 /// that does not tell digits apart.
-struct Gather {
+pub(crate) struct Gather {
     sig: Vec<Vec<u8>>,
 }
 
@@ -161,7 +167,7 @@ impl Default for Gather {
 
 impl Gather {
     /// Adds the classes of `regex`; true (and nothing added) when it tells digits apart.
-    fn add(&mut self, regex: &str) -> Result<bool, String> {
+    pub(crate) fn add(&mut self, regex: &str) -> Result<bool, String> {
         let of = byte_classes(regex)?;
         if splits_digits(&of) {
             return Ok(true);
@@ -173,7 +179,7 @@ impl Gather {
     }
 
     /// Bytes that share a class in every source share one here.
-    fn classes(self) -> Classes {
+    pub(crate) fn classes(self) -> Classes {
         let mut ids: std::collections::HashMap<&[u8], u8> = Default::default();
         let mut of = [0u8; 256];
         for (b, sig) in self.sig.iter().enumerate() {
