@@ -47,7 +47,15 @@ pub fn find(cat: &Catalog, lines: &[Peeled], stream: &[u32], start_bits: &[u64])
     }
     let n_streams = stream.iter().copied().max().map_or(0, |m| m as usize + 1);
     let w = cat.start_words;
+    // The kinds some line may start: most batches start one or two of them.
+    let mut any = vec![0u64; w];
+    for row in start_bits.chunks_exact(w) {
+        any.iter_mut().zip(row).for_each(|(a, r)| *a |= r);
+    }
     for (bi, b) in cat.blocks.iter().enumerate() {
+        if !crate::literals::has(&any, bi) {
+            continue;
+        }
         let starts: Vec<bool> =
             (0..n).map(|i| block[i] == NO_BLOCK && crate::literals::has(&start_bits[i * w..(i + 1) * w], bi)).collect();
         if !starts.iter().any(|&s| s) {

@@ -198,11 +198,13 @@ impl<'c, 'e> Reader<'c, 'e> {
         if format.facts.is_empty() && format.raw_rules {
             return self.rule(f, e);
         }
-        if !self.by_message.contains_key(&(e.src, e.message())) {
-            let m = self.new_message(f, e);
-            self.by_message.insert((e.src, e.message()), m);
-        }
-        let m = &self.by_message[&(e.src, e.message())];
+        let m = match self.by_message.get(&(e.src, e.message())) {
+            Some(m) => m,
+            None => {
+                let m = self.new_message(f, e);
+                self.by_message.entry((e.src, e.message())).or_insert(m)
+            }
+        };
         for emit in m.emits.iter() {
             match emit {
                 Emit::Row(fi, values) => {

@@ -79,7 +79,67 @@ pub struct Shapes {
     pub sensitive: Sensitive,
     /// the required literals with a digit (`mlx5`): where they occur is
     /// part of a line's shape, so that asking for them reads the shape
-    digit_literals: Vec<memchr::memmem::Finder<'static>>,
+    digit_literals: DigitLiterals,
+}
+
+/// The literals with a digit, found in a line. There are few (three in
+/// the catalog): one memchr pass for their first bytes and a comparison at
+/// each hit cost less than a memmem search per literal.
+#[derive(Clone, Default)]
+pub struct DigitLiterals {
+    lits: Vec<Vec<u8>>,
+    /// their distinct first bytes, when at most three (else: one memmem search each)
+    firsts: Option<Vec<u8>>,
+    finders: Vec<memchr::memmem::Finder<'static>>,
+}
+
+impl DigitLiterals {
+    pub fn new(lits: &[&str]) -> DigitLiterals {
+        let mut firsts: Vec<u8> = lits.iter().filter_map(|l| l.as_bytes().first().copied()).collect();
+        firsts.sort_unstable();
+        firsts.dedup();
+        let all_nonempty = lits.iter().all(|l| !l.is_empty());
+        DigitLiterals {
+            lits: lits.iter().map(|l| l.as_bytes().to_vec()).collect(),
+            firsts: (all_nonempty && firsts.len() <= 3).then_some(firsts),
+            finders: lits.iter().map(|l| memchr::memmem::Finder::new(l.as_bytes()).into_owned()).collect(),
+        }
+    }
+
+    /// Appends to `out` every (literal, offset) where a literal occurs in
+    /// `line`, overlapping ones too, in an order that depends only on that set.
+    fn push_found(&self, line: &[u8], out: &mut Vec<u8>) {
+        let mut note = |k: usize, at: usize| {
+            out.extend_from_slice(&(k as u16).to_le_bytes());
+            out.extend_from_slice(&(at as u32).to_le_bytes());
+        };
+        match &self.firsts {
+            Some(firsts) => {
+                let mut at = |i: usize| {
+                    for (k, l) in self.lits.iter().enumerate() {
+                        if line[i..].starts_with(l) {
+                            note(k, i);
+                        }
+                    }
+                };
+                match firsts.as_slice() {
+                    [] => {}
+                    [a] => memchr::memchr_iter(*a, line).for_each(&mut at),
+                    [a, b] => memchr::memchr2_iter(*a, *b, line).for_each(&mut at),
+                    [a, b, c, ..] => memchr::memchr3_iter(*a, *b, *c, line).for_each(&mut at),
+                }
+            }
+            None => {
+                for (k, f) in self.finders.iter().enumerate() {
+                    let mut from = 0usize;
+                    while let Some(i) = f.find(&line[from..]) {
+                        note(k, from + i);
+                        from += i + 1;
+                    }
+                }
+            }
+        }
+    }
 }
 
 impl Shapes {
@@ -87,17 +147,7 @@ impl Shapes {
     /// where each literal with a digit occurs in it.
     pub fn key(&self, line: &[u8], out: &mut Vec<u8>) {
         self.classes.shape(line, out);
-        for f in &self.digit_literals {
-            let count_at = out.len();
-            out.extend_from_slice(&[0; 4]);
-            let (mut n, mut from) = (0u32, 0usize);
-            while let Some(i) = f.find(&line[from..]) {
-                out.extend_from_slice(&((from + i) as u32).to_le_bytes());
-                n += 1;
-                from += i + 1;
-            }
-            out[count_at..count_at + 4].copy_from_slice(&n.to_le_bytes());
-        }
+        self.digit_literals.push_found(line, out);
     }
 }
 
@@ -228,10 +278,10 @@ pub fn shapes(cat: &Catalog) -> Result<Shapes, String> {
     let mut digit_literals = Vec::new();
     for l in cat.literals.strings() {
         if g.add(&escape(l))? {
-            digit_literals.push(memchr::memmem::Finder::new(l.as_bytes()).into_owned());
+            digit_literals.push(l.as_str());
         }
     }
-    Ok(Shapes { classes: g.classes(), sensitive: s, digit_literals })
+    Ok(Shapes { classes: g.classes(), sensitive: s, digit_literals: DigitLiterals::new(&digit_literals) })
 }
 
 /// Lines longer than this are read without the memo (long lines rarely repeat).
@@ -484,23 +534,30 @@ mod tests {
         assert_ne!(key("[x"), key("(x")); // a first-character table
     }
 
-    /// Where a literal with a digit occurs is part of the key.
+    /// Where a literal with a digit occurs is part of the key (found by
+    /// their first bytes, or by a search each when they have more than three).
     #[test]
     fn a_literal_with_a_digit_is_found_where_it_is() {
-        let s = Shapes {
-            classes: Classes::default(),
-            sensitive: Sensitive::default(),
-            digit_literals: vec![memchr::memmem::Finder::new(b"mlx5").into_owned()],
-        };
-        let key = |t: &str| {
-            let mut k = Vec::new();
-            s.key(t.as_bytes(), &mut k);
-            k
-        };
-        assert_ne!(key("mlx5: x"), key("mlx6: x"));
-        assert_ne!(key("mlx5: mlx6"), key("mlx6: mlx5"));
-        assert_eq!(key("mlx5: mlx6"), key("mlx5: mlx7"));
+        let many = ["mlx5", "a1", "b2", "c3"];
+        for lits in [&["mlx5"][..], &["mlx5", "x5", "5x"][..], &many[..]] {
+            let s = Shapes { classes: Classes::default(), sensitive: Sensitive::default(), digit_literals: DigitLiterals::new(lits) };
+            assert_eq!(s.digit_literals.firsts.is_some(), lits.len() < 4);
+            let key = |t: &str| {
+                let mut k = Vec::new();
+                s.key(t.as_bytes(), &mut k);
+                k
+            };
+            assert_ne!(key("mlx5: x"), key("mlx6: x"));
+            assert_ne!(key("mlx5: mlx6"), key("mlx6: mlx5"));
+            assert_eq!(key("mlx5: mlx6"), key("mlx5: mlx7"));
+            assert_ne!(key("mlx5mlx5"), key("mlx5mlx6")); // overlapping and repeated
+        }
+        let two = DigitLiterals::new(&["x5", "5x"]);
+        let mut found = Vec::new();
+        two.push_found(b"x5x5x", &mut found);
+        assert_eq!(found.len() / 6, 4, "x5 at 0 and 2, 5x at 1 and 3");
     }
+
     /// A small catalog: `day` tells digits apart (a day of 40 is no day), `num` does not.
     fn digit_catalog() -> Catalog {
         let pat = |key: &str, regex: &str| {
