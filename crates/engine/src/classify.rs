@@ -484,4 +484,29 @@ mod tests {
             assert_eq!(with.1.iter().filter(|r| r.1.contains("Str")).count(), 4, "{:?}", with.1); // 0x in all but line 3
         }
     }
+
+    /// Two events have the same class key exactly when `same_key` says so.
+    #[test]
+    fn same_key_is_key_equality() {
+        let cat = catalog(false);
+        let lines = ["day 12 n=5", "day 13 n=5", "warn 7 n=1", "warn 8", "x", "day 45"];
+        let mut evs = events(&cat, &lines);
+        evs[1].ids[0] = Id::Text("h1".into()); // a text identity: part of the key
+        evs[2].ids[1] = Id::Int(3); // an integer one: not
+        let (classes, _) = read(&cat, &mut evs, true);
+        let key = |i: usize| {
+            let mut k = Vec::new();
+            crate::classes::key(&cat, &evs[i], &classes[i], None, &mut k);
+            k
+        };
+        let mut same = 0;
+        for a in 0..evs.len() {
+            for b in 0..evs.len() {
+                let s = crate::classes::same_key(&cat, &evs[a], &classes[a], &evs[b], &classes[b]);
+                assert_eq!(s, key(a) == key(b), "{a} {b}");
+                same += (s && a != b) as usize;
+            }
+        }
+        assert!(same > 0);
+    }
 }

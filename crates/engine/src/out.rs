@@ -64,7 +64,11 @@ pub fn event_rows(cat: &Catalog, file_id: i64, events: &[Event], classes: &[Clas
     }
     let mut local = classes::Local::with_capacity(events.len());
     let mut key = Vec::with_capacity(256);
-    for (e, class) in events.iter().zip(classes) {
+    for (i, (e, class)) in events.iter().zip(classes).enumerate() {
+        if i > 0 && classes::same_key(cat, &events[i - 1], &classes[i - 1], e, class) {
+            local.again();
+            continue;
+        }
         classes::key(cat, e, class, joined.get(e.envelopes.as_slice()).map(String::as_str), &mut key);
         local.add(&key);
     }
