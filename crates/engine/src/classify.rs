@@ -198,10 +198,12 @@ impl<'c, 'e> Reader<'c, 'e> {
         if format.facts.is_empty() && format.raw_rules {
             return self.rule(f, e);
         }
+        let mut shaped = None; // whether self.key holds e's shape, when new_message made it
         let m = match self.by_message.get(&(e.src, e.message())) {
             Some(m) => m,
             None => {
-                let m = self.new_message(f, e);
+                let (m, s) = self.new_message(f, e);
+                shaped = Some(s);
                 self.by_message.entry((e.src, e.message())).or_insert(m)
             }
         };
@@ -221,7 +223,12 @@ impl<'c, 'e> Reader<'c, 'e> {
                 }
             }
         }
-        if format.raw_rules { self.rule(f, e) } else { m.rule }
+        let rule = m.rule;
+        match (format.raw_rules, shaped) {
+            (false, _) => rule,
+            (true, Some(s)) => self.rule_given(f, e, s),
+            (true, None) => self.rule(f, e),
+        }
     }
 
     /// The first rule of format `f` that matches event `e`.
@@ -243,7 +250,9 @@ impl<'c, 'e> Reader<'c, 'e> {
         first_rule(cat, f, src_key(cat, e.src), e.message(), &e.raw, e.ascii, &cat.messages.rule_sensitive, &mut self.asks)
     }
 
-    fn new_message(&mut self, f: usize, e: &Event) -> ByMessage {
+    /// The rule and fact rows of a (source, message) met for the first
+    /// time, and whether `self.key` holds the event's shape.
+    fn new_message(&mut self, f: usize, e: &Event) -> (ByMessage, bool) {
         let cat = self.cat;
         let shaped = self.shape(f, e);
         let rule = if cat.formats[f].raw_rules { None } else { self.rule_given(f, e, shaped) };
@@ -276,7 +285,7 @@ impl<'c, 'e> Reader<'c, 'e> {
             };
             emits.push(Emit::Row(fi, r.values));
         }
-        ByMessage { rule, emits: emits.into() }
+        (ByMessage { rule, emits: emits.into() }, shaped)
     }
 
     /// Puts the key of event `e`'s shape in `self.key` and makes sure the
