@@ -163,11 +163,10 @@ mod tests {
             "fact_tables": {}, "kinds": {}, "levels": {}}"#;
         let cat = Catalog::compile(&crate::CatalogSpec::from_json(spec).unwrap()).unwrap();
         let line = |raw: &str, host: Option<(u32, u32)>, weak_rank: Option<(u32, u32)>| {
-            let (mut p, _) = crate::peel::peel(&cat, &[], &mut [], raw, true, &mut Default::default());
-            p.raw = raw.to_string();
-            p.strong[0] = host;
-            p.weak[1] = weak_rank;
-            p
+            let (mut s, _) = crate::peel::peel(&cat, &[], &mut [], raw, true, &mut Default::default());
+            s.strong[0] = host;
+            s.weak[1] = weak_rank;
+            Peeled::new(0, 0, raw.to_string(), std::sync::Arc::new(s))
         };
         let lines = [
             line("a x", Some((0, 1)), None),

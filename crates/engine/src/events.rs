@@ -173,7 +173,7 @@ fn line_event(cat: &Catalog, p: &mut Peeled, hints: &[Id], tz: &Zoner, nid: usiz
         env_ts_text: p.env_ts_text,
         envelopes: p.envelopes,
         ids: Default::default(),
-        kept: std::mem::take(&mut p.kept),
+        kept: p.kept.clone(),
     };
     let mut line_ids: [Id; MAX_ID] = Default::default();
     if let Some(claim) = &p.claim {

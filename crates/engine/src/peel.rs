@@ -7,6 +7,7 @@ use crate::compile::{Catalog, Envelope};
 use crate::rx::Locs;
 use crate::shape::{Asked, Trace};
 use crate::timefmt::{TsKind, Zoner};
+use std::sync::Arc;
 
 pub const MAX_DEPTH: usize = 4;
 pub const SNIFF_LINES: usize = 200;
@@ -65,49 +66,51 @@ pub struct Claim {
     pub spans: std::sync::Arc<[Option<Span>]>,
 }
 
-/// A line after peeling: spans point into `raw`.
-pub struct Peeled {
-    pub no: i64,
-    pub offset: i64,
-    pub raw: String,
-    /// whether `raw` is ASCII (the regexes' ASCII twins apply)
+/// What a line's shape decides of it (shape.rs): spans of its text. Shared
+/// by the lines of a shape, so that a line read through the memo costs a
+/// reference count, not a copy of ~0.4 KB of spans.
+#[derive(Clone, Debug)]
+pub struct Structure {
+    /// whether the line is ASCII (the regexes' ASCII twins apply)
     pub ascii: bool,
     pub body: Span,
     pub strong: [Option<Span>; MAX_ID],
     pub weak: [Option<Span>; MAX_ID],
-    pub env_ts: Option<i64>,
-    pub env_ts_kind: Option<TsKind>,
-    pub env_ts_text: Option<Span>,
     pub envelopes: Chain,
     pub kept: Vec<(usize, Span)>,
     /// the first pattern (in precedence order) that matches the body
     pub claim: Option<Claim>,
 }
 
+/// A line after peeling: its own text, place and envelope time, and its
+/// structure (spans point into `raw`).
+pub struct Peeled {
+    pub no: i64,
+    pub offset: i64,
+    pub raw: String,
+    pub env_ts: Option<i64>,
+    pub env_ts_kind: Option<TsKind>,
+    pub env_ts_text: Option<Span>,
+    pub s: Arc<Structure>,
+}
+
+impl std::ops::Deref for Peeled {
+    type Target = Structure;
+    #[inline]
+    fn deref(&self) -> &Structure {
+        &self.s
+    }
+}
+
 impl Peeled {
-    /// The structure of this line, for another line of the same shape (no
-    /// text, position or times: those are the other line's own).
-    pub fn same_shape(&self) -> Peeled {
-        Peeled {
-            no: 0,
-            offset: 0,
-            raw: String::new(),
-            ascii: self.ascii,
-            body: self.body,
-            strong: self.strong,
-            weak: self.weak,
-            env_ts: None,
-            env_ts_kind: None,
-            env_ts_text: None,
-            envelopes: self.envelopes,
-            kept: self.kept.clone(),
-            claim: self.claim.clone(),
-        }
+    /// Line `no` at `offset` with text `raw` and structure `s`, no envelope time yet.
+    pub fn new(no: i64, offset: i64, raw: String, s: Arc<Structure>) -> Peeled {
+        Peeled { no, offset, raw, env_ts: None, env_ts_kind: None, env_ts_text: None, s }
     }
 
     #[inline]
     pub fn body(&self) -> &str {
-        &self.raw[self.body.0 as usize..self.body.1 as usize]
+        &self.raw[self.s.body.0 as usize..self.s.body.1 as usize]
     }
     #[inline]
     pub fn span(&self, s: Span) -> &str {
@@ -197,18 +200,12 @@ pub fn denied(env: &Envelope, body: &str) -> bool {
 
 /// The structure of a line: its envelopes peeled (their identity, kept
 /// captures and time groups), nothing parsed yet.
-pub fn peel(cat: &Catalog, envs: &[usize], locs: &mut [Locs], raw: &str, ascii: bool, tr: &mut Trace) -> (Peeled, EnvTimes) {
-    let mut p = Peeled {
-        no: 0,
-        offset: 0,
-        body: (0, raw.len() as u32),
+pub fn peel(cat: &Catalog, envs: &[usize], locs: &mut [Locs], raw: &str, ascii: bool, tr: &mut Trace) -> (Structure, EnvTimes) {
+    let mut p = Structure {
         ascii,
-        raw: String::new(),
+        body: (0, raw.len() as u32),
         strong: [None; MAX_ID],
         weak: [None; MAX_ID],
-        env_ts: None,
-        env_ts_kind: None,
-        env_ts_text: None,
         envelopes: Chain::default(),
         kept: Vec::new(),
         claim: None,
@@ -233,7 +230,7 @@ pub fn env_time(cat: &Catalog, p: &mut Peeled, times: &EnvTimes, tz: &Zoner) {
     }
 }
 
-fn peel_into(cat: &Catalog, envs: &[usize], locs: &mut [Locs], raw: &str, p: &mut Peeled, times: &mut EnvTimes,
+fn peel_into(cat: &Catalog, envs: &[usize], locs: &mut [Locs], raw: &str, p: &mut Structure, times: &mut EnvTimes,
              tr: &mut Trace) {
     for _ in 0..MAX_DEPTH {
         let base = p.body.0;

@@ -21,7 +21,7 @@
 //! regex, not for the whole claim.
 
 use crate::compile::Catalog;
-use crate::peel::{self, Claim, EnvTimes, Peeled, Span};
+use crate::peel::{self, Claim, EnvTimes, Peeled, Span, Structure};
 use crate::rx::{Locs, Rx};
 use crate::timefmt::Zoner;
 use regex_automata::nfa::thompson::{self, WhichCaptures, NFA};
@@ -293,7 +293,7 @@ pub const MEMO_SHAPES: usize = 1024;
 /// What a line's shape decides: its peeled structure, envelope time groups,
 /// claim and block starts.
 struct Shape {
-    peeled: Peeled,
+    s: Arc<Structure>,
     times: EnvTimes,
     starts: Box<[u64]>,
     /// what its reading asked of the parts that tell digits apart (empty: nothing)
@@ -393,37 +393,38 @@ impl<'a> Reader<'a> {
     /// before takes that shape's structure, with its own times.
     pub fn read(&mut self, memo: &mut Memo, no: i64, offset: i64, raw: String, starts: &mut [u64]) -> Peeled {
         let ascii = raw.is_ascii();
-        let (mut p, times) = if self.memo && ascii && raw.len() <= MAX_SHAPE {
+        let (s, times) = if self.memo && ascii && raw.len() <= MAX_SHAPE {
             self.cat.shapes.key(raw.as_bytes(), &mut self.key);
             match memo.shapes.get(self.key.as_slice()) {
                 Some(s) if self.holds(&s.asks, &raw) => {
                     memo.stats.hits += 1;
                     starts.copy_from_slice(&s.starts);
-                    (s.peeled.same_shape(), s.times)
+                    (s.s.clone(), s.times)
                 }
                 Some(_) => {
                     memo.stats.own += 1;
-                    self.structure(&raw, ascii, starts, &mut Trace::default())
+                    let (s, times) = self.structure(&raw, ascii, starts, &mut Trace::default());
+                    (Arc::new(s), times)
                 }
                 None => {
                     let mut tr = Trace::default();
-                    let (p, times) = self.structure(&raw, ascii, starts, &mut tr);
+                    let (s, times) = self.structure(&raw, ascii, starts, &mut tr);
+                    let s = Arc::new(s);
                     memo.stats.new += 1;
                     if memo.shapes.len() >= MEMO_SHAPES {
                         memo.shapes.clear();
                     }
-                    let shape = Shape { peeled: p.same_shape(), times, starts: starts.into(), asks: tr.asks.into() };
+                    let shape = Shape { s: s.clone(), times, starts: starts.into(), asks: tr.asks.into() };
                     memo.shapes.insert(self.key.as_slice().into(), shape);
-                    (p, times)
+                    (s, times)
                 }
             }
         } else {
             memo.stats.own += 1;
-            self.structure(&raw, ascii, starts, &mut Trace::default())
+            let (s, times) = self.structure(&raw, ascii, starts, &mut Trace::default());
+            (Arc::new(s), times)
         };
-        p.no = no;
-        p.offset = offset;
-        p.raw = raw;
+        let mut p = Peeled::new(no, offset, raw, s);
         peel::env_time(self.cat, &mut p, &times, self.tz);
         p
     }
@@ -449,7 +450,7 @@ impl<'a> Reader<'a> {
 
     /// Worked out from the line's bytes; what it asks of a part of the
     /// catalog that tells digits apart goes into `tr` with its answer.
-    fn structure(&mut self, raw: &str, ascii: bool, starts: &mut [u64], tr: &mut Trace) -> (Peeled, EnvTimes) {
+    fn structure(&mut self, raw: &str, ascii: bool, starts: &mut [u64], tr: &mut Trace) -> (Structure, EnvTimes) {
         let cat = self.cat;
         let sens = &cat.shapes.sensitive;
         let (mut p, times) = peel::peel(cat, self.envs, &mut self.env_locs, raw, ascii, tr);
@@ -589,7 +590,7 @@ mod tests {
                 .iter()
                 .map(|l| {
                     let p = r.read(&mut memo, 1, 0, l.to_string(), &mut [0]);
-                    p.claim.map(|c| (c.pattern, c.spans.to_vec()))
+                    p.claim.as_ref().map(|c| (c.pattern, c.spans.to_vec()))
                 })
                 .collect();
             (got, memo.stats)
