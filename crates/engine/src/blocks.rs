@@ -15,21 +15,35 @@ use rustc_hash::FxHashMap as HashMap;
 pub const NO_BLOCK: u32 = u32::MAX;
 
 /// Stream key of a line: the envelope's host, rank, local_rank and weak rank.
-fn stream_key(cat: &Catalog, p: &Peeled) -> [Option<(u32, u32)>; 4] {
+/// The identity columns of a stream key: host, rank, local_rank.
+fn stream_cols(cat: &Catalog) -> (usize, usize, usize) {
     let ix = |n: &str| cat.identity.iter().position(|c| c == n).unwrap();
-    let (h, r, l) = (ix("host"), ix("rank"), ix("local_rank"));
+    (ix("host"), ix("rank"), ix("local_rank"))
+}
+
+/// Stream key of a line (`cols`: `stream_cols`).
+fn stream_key(cols: (usize, usize, usize), p: &Peeled) -> [Option<(u32, u32)>; 4] {
+    let (h, r, l) = cols;
     [p.strong[h], p.strong[r], p.strong[l], p.weak[r]]
 }
 
 /// Streams of the lines, as small integers (by the text of their keys).
 pub fn streams(cat: &Catalog, lines: &[Peeled]) -> Vec<u32> {
     let mut ids: HashMap<[Option<&str>; 4], u32> = HashMap::default();
+    // Lines of one stream come in runs: the line before's key is compared, not hashed.
+    let mut last: Option<([Option<&str>; 4], u32)> = None;
+    let cols = stream_cols(cat);
     lines
         .iter()
         .map(|p| {
-            let k = stream_key(cat, p).map(|s| s.map(|s| p.span(s)));
+            let k = stream_key(cols, p).map(|s| s.map(|s| p.span(s)));
+            if let Some((_, id)) = last.filter(|(lk, _)| *lk == k) {
+                return id;
+            }
             let n = ids.len() as u32;
-            *ids.entry(k).or_insert(n)
+            let id = *ids.entry(k).or_insert(n);
+            last = Some((k, id));
+            id
         })
         .collect()
 }
@@ -47,7 +61,15 @@ pub fn find(cat: &Catalog, lines: &[Peeled], stream: &[u32], start_bits: &[u64])
     }
     let n_streams = stream.iter().copied().max().map_or(0, |m| m as usize + 1);
     let w = cat.start_words;
+    // The kinds some line may start: most batches start one or two of them.
+    let mut any = vec![0u64; w];
+    for row in start_bits.chunks_exact(w) {
+        any.iter_mut().zip(row).for_each(|(a, r)| *a |= r);
+    }
     for (bi, b) in cat.blocks.iter().enumerate() {
+        if !crate::literals::has(&any, bi) {
+            continue;
+        }
         let starts: Vec<bool> =
             (0..n).map(|i| block[i] == NO_BLOCK && crate::literals::has(&start_bits[i * w..(i + 1) * w], bi)).collect();
         if !starts.iter().any(|&s| s) {
@@ -126,4 +148,36 @@ pub fn carry_from(cat: &Catalog, lines: &[Peeled], stream: &[u32], block: &[u32]
         keep = back;
     }
     (lines.len() - keep <= CARRY_LIMIT).then_some(keep)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Streams are numbered by the text of their keys, first seen first,
+    /// whether a line follows one of its stream or not.
+    #[test]
+    fn streams_by_key_text() {
+        let spec = r#"{"identity": ["host", "rank", "local_rank", "program"], "int_identity": ["rank", "local_rank"],
+            "severities": ["info"], "envelopes": [], "patterns": [], "blocks": [], "rules": [], "facts": [],
+            "fact_tables": {}, "kinds": {}, "levels": {}}"#;
+        let cat = Catalog::compile(&crate::CatalogSpec::from_json(spec).unwrap()).unwrap();
+        let line = |raw: &str, host: Option<(u32, u32)>, weak_rank: Option<(u32, u32)>| {
+            let (mut s, _) = crate::peel::peel(&cat, &[], &mut [], raw, true, &mut Default::default());
+            s.strong[0] = host;
+            s.weak[1] = weak_rank;
+            Peeled::new(0, 0, raw.to_string(), std::sync::Arc::new(s))
+        };
+        let lines = [
+            line("a x", Some((0, 1)), None),
+            line("a y", Some((0, 1)), None),
+            line("b x", Some((0, 1)), None),
+            line("a z", Some((0, 1)), None),
+            line("a 1", Some((0, 1)), Some((2, 3))),
+            line("a 2", Some((0, 1)), Some((2, 3))),
+            line("a 1", Some((0, 1)), Some((2, 3))),
+            line("zzz", None, None),
+        ];
+        assert_eq!(streams(&cat, &lines), vec![0, 0, 1, 0, 2, 3, 2, 4]);
+    }
 }

@@ -65,6 +65,21 @@ pub fn key(cat: &Catalog, e: &Event, class: &Class, envelopes: Option<&str>, key
     push(key, Some(class.role));
 }
 
+/// Whether events `a` and `b` (with their classifications) have the same
+/// class key: the same values of everything `key` reads. Runs of lines of
+/// one class are the rule (a rank's NCCL lines; ranks are integer
+/// identity, not part of the key), and comparing is cheaper than building.
+pub fn same_key(cat: &Catalog, a: &Event, ca: &Class, b: &Event, cb: &Class) -> bool {
+    a.src == b.src
+        && a.ts_kind == b.ts_kind
+        && a.envelopes == b.envelopes
+        && ca.severity == cb.severity
+        && ca.kind == cb.kind
+        && ca.role == cb.role
+        && a.level.map(|s| a.span(s)) == b.level.map(|s| b.span(s))
+        && (0..cat.identity.len()).filter(|&c| !cat.int_identity[c]).all(|c| a.ids[c].text(&a.raw) == b.ids[c].text(&b.raw))
+}
+
 /// Appends one value of a class key: 0 (null) or 1, its length (u32 LE) and its bytes.
 #[inline]
 fn push(key: &mut Vec<u8>, v: Option<&str>) {
@@ -107,6 +122,12 @@ pub struct Local {
 impl Local {
     pub fn with_capacity(n: usize) -> Local {
         Local { of: Vec::with_capacity(n), ..Default::default() }
+    }
+
+    /// The class of the next event, whose key is the key of the event before.
+    pub fn again(&mut self) {
+        let k = self.last.expect("an event before");
+        self.of.push(k);
     }
 
     /// The class of the next event, whose key is `key`.

@@ -1,10 +1,15 @@
 //! classify + facts: kind, severity and role from the format's rules (first
 //! match wins, in file order), typed facts from messages. Logs repeat
 //! themselves: both are worked out once per distinct (source, message) and
-//! reused for every event that carries it.
+//! reused for every event that carries it. A message met for the first time
+//! whose shape was met before (its bytes' classes under its format's rule
+//! and fact regexes, as shape.rs makes them for a line's structure: an NCCL
+//! or syslog message differs from the next in its digits) takes the shape's
+//! rule and fact spans; only the regexes that tell digits apart run on it.
 
 use crate::compile::{Catalog, FType};
 use crate::events::{Event, Id, Src};
+use crate::shape::{Classes, Gather};
 use rustc_hash::FxHashMap as HashMap;
 use std::rc::Rc;
 
@@ -55,44 +60,338 @@ fn default_kind(cat: &Catalog, src: Src) -> Option<usize> {
     }
 }
 
-/// (rule index) of the first rule of the format that matches.
-fn first_rule(cat: &Catalog, f: usize, key: Option<&str>, message: &str, raw: &str, ascii: bool) -> Option<usize> {
+/// (rule index) of the first rule of the format that matches; the rules
+/// that tell digits apart (`sensitive`) it asks go into `asks` with their answers.
+fn first_rule(cat: &Catalog, f: usize, key: Option<&str>, message: &str, raw: &str, ascii: bool,
+              sensitive: &[bool], asks: &mut Vec<(usize, bool)>) -> Option<usize> {
     cat.formats[f].rules.iter().copied().find(|&ri| {
         let r = &cat.rules[ri];
-        (r.on.is_none() || r.on.as_deref() == key) && r.regex.is_match(if r.raw { raw } else { message }, ascii)
+        if !(r.on.is_none() || r.on.as_deref() == key) {
+            return false;
+        }
+        let hit = rule_matches(cat, ri, message, raw, ascii);
+        if sensitive[ri] {
+            asks.push((ri, hit));
+        }
+        hit
     })
 }
 
-pub fn classify<'c>(cat: &'c Catalog, events: &[Event]) -> Vec<Class<'c>> {
-    let info = cat.severities.iter().position(|s| s == "info").unwrap_or(1) as u8;
-    let mut cache: HashMap<(Src, &str), Option<usize>> = HashMap::default();
-    events
-        .iter()
-        .map(|e| {
-            let f = format_of(cat, e.src);
-            let rule = match f {
-                None => None,
-                Some(f) if cat.formats[f].raw_rules => first_rule(cat, f, src_key(cat, e.src), e.message(), &e.raw, e.ascii),
-                Some(f) => *cache
-                    .entry((e.src, e.message()))
-                    .or_insert_with(|| first_rule(cat, f, src_key(cat, e.src), e.message(), &e.raw, e.ascii)),
-            };
-            let rule = rule.map(|r| &cat.rules[r]);
-            let kind = rule.map(|r| r.kind).or_else(|| default_kind(cat, e.src));
-            let level_sev = match (f, e.level) {
-                (Some(f), Some(l)) => cat.formats[f].levels.get(e.span(l)).copied(),
+#[inline]
+fn rule_matches(cat: &Catalog, ri: usize, message: &str, raw: &str, ascii: bool) -> bool {
+    let r = &cat.rules[ri];
+    r.regex.is_match(if r.raw { raw } else { message }, ascii)
+}
+
+fn class_of<'c>(cat: &'c Catalog, e: &Event, f: Option<usize>, rule: Option<usize>, info: u8) -> Class<'c> {
+    let rule = rule.map(|r| &cat.rules[r]);
+    let kind = rule.map(|r| r.kind).or_else(|| default_kind(cat, e.src));
+    let level_sev = match (f, e.level) {
+        (Some(f), Some(l)) => cat.formats[f].levels.get(e.span(l)).copied(),
+        _ => None,
+    };
+    let kind_sev = kind.map(|k| cat.kinds[k].severity);
+    let rule_sev = rule.and_then(|r| r.severity);
+    let severity = [level_sev, kind_sev, rule_sev].into_iter().flatten().max().unwrap_or(info);
+    let role = rule
+        .and_then(|r| r.role.as_deref())
+        .or_else(|| kind.map(|k| cat.kinds[k].role.as_str()))
+        .unwrap_or("info");
+    Class { kind, severity, role }
+}
+
+/// The byte classes of what each format's rules and message facts read
+/// (as shape.rs makes them for a line's structure), but for the regexes
+/// that tell digits apart: those are run on every message.
+#[derive(Default, Clone)]
+pub struct MessageShapes {
+    classes: Vec<Classes>,
+    rule_sensitive: Vec<bool>,
+    fact_sensitive: Vec<bool>,
+}
+
+pub fn message_shapes(cat: &Catalog) -> Result<MessageShapes, String> {
+    let mut m = MessageShapes {
+        classes: Vec::new(),
+        rule_sensitive: vec![false; cat.rules.len()],
+        fact_sensitive: vec![false; cat.facts.len()],
+    };
+    for f in &cat.formats {
+        let mut g = Gather::default();
+        for &ri in &f.rules {
+            m.rule_sensitive[ri] = g.add(cat.rules[ri].regex.unicode().as_str())?;
+        }
+        for &fi in f.facts.iter().filter(|&&fi| !cat.facts[fi].multi) {
+            m.fact_sensitive[fi] = g.add(cat.facts[fi].regex.unicode().as_str())?;
+        }
+        m.classes.push(g.classes());
+    }
+    Ok(m)
+}
+
+/// Texts longer than this have no shape here (they rarely repeat).
+pub const MAX_MESSAGE_SHAPE: usize = 512;
+/// Shapes remembered before starting again (bounded: ~2 MB).
+pub const MESSAGE_SHAPES: usize = 4096;
+
+/// What a message's shape decides of a fact of its format.
+enum ShapeFact {
+    /// the fact is not for the message's source
+    Skip,
+    /// captures_iter on the raw text: per event
+    Multi,
+    /// tells digits apart: read on each message
+    Read,
+    /// every group's span in the message (None: no match)
+    Spans(Option<Box<[Option<(usize, usize)>]>>),
+}
+
+/// What a message's shape decides.
+struct ByShape {
+    rule: Option<usize>,
+    /// the rules that tell digits apart the reading asked, with their answers
+    rule_asks: Box<[(usize, bool)]>,
+    /// per fact of the format
+    facts: Box<[ShapeFact]>,
+}
+
+/// A fact row a message makes, in the order of the format's facts.
+enum Emit {
+    Row(usize, Rc<[Val]>),
+    Multi(usize),
+}
+
+/// What a (source, message) decides: its rule (formats whose rules read
+/// the message) and its fact rows.
+struct ByMessage {
+    rule: Option<usize>,
+    emits: Box<[Emit]>,
+}
+
+/// The classification and facts of one part of a batch.
+struct Reader<'c, 'e> {
+    cat: &'c Catalog,
+    /// whether messages of a shape met before take its answers (RANKTRACE_ENGINE_MEMO)
+    memo: bool,
+    by_message: HashMap<(Src, &'e str), ByMessage>,
+    by_shape: HashMap<Box<[u8]>, ByShape>,
+    key: Vec<u8>,
+    locs: Vec<crate::rx::Locs>,
+    asks: Vec<(usize, bool)>,
+}
+
+fn src_bytes(src: Src) -> [u8; 5] {
+    let (t, v) = match src {
+        Src::Raw => (0, 0),
+        Src::Pattern(p) => (1, p),
+        Src::Block(b) => (2, b),
+    };
+    let v = v.to_le_bytes();
+    [t, v[0], v[1], v[2], v[3]]
+}
+
+impl<'c, 'e> Reader<'c, 'e> {
+    /// The rule and fact rows of event `ei` (of format `f`).
+    fn event(&mut self, f: usize, e: &'e Event, ei: usize, out: &mut Vec<FactRow>, fills: &mut Vec<(usize, usize, usize)>) -> Option<usize> {
+        let cat = self.cat;
+        let format = &cat.formats[f];
+        if format.facts.is_empty() && format.raw_rules {
+            return self.rule(f, e);
+        }
+        let mut shaped = None; // whether self.key holds e's shape, when new_message made it
+        let m = match self.by_message.get(&(e.src, e.message())) {
+            Some(m) => m,
+            None => {
+                let (m, s) = self.new_message(f, e);
+                shaped = Some(s);
+                self.by_message.entry((e.src, e.message())).or_insert(m)
+            }
+        };
+        for emit in m.emits.iter() {
+            match emit {
+                Emit::Row(fi, values) => {
+                    let fact = &cat.facts[*fi];
+                    if !fact.identity.is_empty() {
+                        fills.push((ei, *fi, out.len()));
+                    }
+                    out.push(FactRow { table: fact.table, event: ei, values: values.clone() });
+                }
+                Emit::Multi(fi) => {
+                    for c in cat.facts[*fi].regex.all_captures(&e.raw, e.ascii) {
+                        out.push(row(cat, *fi, &e.raw, |g| c.get(g).copied().flatten(), ei));
+                    }
+                }
+            }
+        }
+        let rule = m.rule;
+        match (format.raw_rules, shaped) {
+            (false, _) => rule,
+            (true, Some(s)) => self.rule_given(f, e, s),
+            (true, None) => self.rule(f, e),
+        }
+    }
+
+    /// The first rule of format `f` that matches event `e`.
+    fn rule(&mut self, f: usize, e: &Event) -> Option<usize> {
+        let shaped = self.shape(f, e);
+        self.rule_given(f, e, shaped)
+    }
+
+    /// `rule`, `shaped`: whether `self.key` holds the shape of `e` (`shape`).
+    fn rule_given(&mut self, f: usize, e: &Event, shaped: bool) -> Option<usize> {
+        let cat = self.cat;
+        if shaped {
+            let s = &self.by_shape[self.key.as_slice()];
+            if s.rule_asks.iter().all(|&(ri, v)| rule_matches(cat, ri, e.message(), &e.raw, e.ascii) == v) {
+                return s.rule;
+            }
+        }
+        self.asks.clear();
+        first_rule(cat, f, src_key(cat, e.src), e.message(), &e.raw, e.ascii, &cat.messages.rule_sensitive, &mut self.asks)
+    }
+
+    /// The rule and fact rows of a (source, message) met for the first
+    /// time, and whether `self.key` holds the event's shape.
+    fn new_message(&mut self, f: usize, e: &Event) -> (ByMessage, bool) {
+        let cat = self.cat;
+        let shaped = self.shape(f, e);
+        let rule = if cat.formats[f].raw_rules { None } else { self.rule_given(f, e, shaped) };
+        let key = src_key(cat, e.src);
+        let m = e.message();
+        let mut emits = Vec::new();
+        for (k, &fi) in cat.formats[f].facts.iter().enumerate() {
+            let fact = &cat.facts[fi];
+            if !(fact.on.is_none() || fact.on.as_deref() == key) {
+                continue;
+            }
+            if fact.multi {
+                emits.push(Emit::Multi(fi));
+                continue;
+            }
+            let spans = match shaped.then(|| &self.by_shape[self.key.as_slice()].facts[k]) {
+                Some(ShapeFact::Spans(None)) => continue,
+                Some(ShapeFact::Spans(Some(sp))) => Some(row(cat, fi, m, |g| sp[g], 0)),
                 _ => None,
             };
-            let kind_sev = kind.map(|k| cat.kinds[k].severity);
-            let rule_sev = rule.and_then(|r| r.severity);
-            let severity = [level_sev, kind_sev, rule_sev].into_iter().flatten().max().unwrap_or(info);
-            let role = rule
-                .and_then(|r| r.role.as_deref())
-                .or_else(|| kind.map(|k| cat.kinds[k].role.as_str()))
-                .unwrap_or("info");
-            Class { kind, severity, role }
-        })
-        .collect()
+            let r = match spans {
+                Some(r) => r,
+                None => {
+                    if !fact.regex.read(&mut self.locs[fi], m, e.ascii) {
+                        continue;
+                    }
+                    let l = &self.locs[fi];
+                    row(cat, fi, m, |g| l.get(g), 0)
+                }
+            };
+            emits.push(Emit::Row(fi, r.values));
+        }
+        (ByMessage { rule, emits: emits.into() }, shaped)
+    }
+
+    /// Puts the key of event `e`'s shape in `self.key` and makes sure the
+    /// shape is known; false: it has none (memo off, non-ASCII, long).
+    fn shape(&mut self, f: usize, e: &Event) -> bool {
+        let cat = self.cat;
+        let raw_rules = cat.formats[f].raw_rules;
+        let text = if raw_rules { e.raw.as_str() } else { e.message() };
+        if !self.memo || !e.ascii || text.len() > MAX_MESSAGE_SHAPE {
+            return false;
+        }
+        self.key.clear();
+        self.key.extend_from_slice(&src_bytes(e.src));
+        if raw_rules {
+            self.key.extend_from_slice(&e.message.0.to_le_bytes());
+            self.key.extend_from_slice(&e.message.1.to_le_bytes());
+        }
+        cat.messages.classes[f].push_shape(text.as_bytes(), &mut self.key);
+        if !self.by_shape.contains_key(self.key.as_slice()) {
+            let s = self.read_shape(f, e);
+            if self.by_shape.len() >= MESSAGE_SHAPES {
+                self.by_shape.clear();
+            }
+            self.by_shape.insert(self.key.as_slice().into(), s);
+        }
+        true
+    }
+
+    /// What event `e` answers, for its shape.
+    fn read_shape(&mut self, f: usize, e: &Event) -> ByShape {
+        let cat = self.cat;
+        let key = src_key(cat, e.src);
+        let m = e.message();
+        self.asks.clear();
+        let rule = first_rule(cat, f, key, m, &e.raw, e.ascii, &cat.messages.rule_sensitive, &mut self.asks);
+        let facts = cat.formats[f]
+            .facts
+            .iter()
+            .map(|&fi| {
+                let fact = &cat.facts[fi];
+                if !(fact.on.is_none() || fact.on.as_deref() == key) {
+                    ShapeFact::Skip
+                } else if fact.multi {
+                    ShapeFact::Multi
+                } else if cat.messages.fact_sensitive[fi] {
+                    ShapeFact::Read
+                } else {
+                    let hit = fact.regex.read(&mut self.locs[fi], m, e.ascii);
+                    let l = &self.locs[fi];
+                    ShapeFact::Spans(hit.then(|| (0..fact.regex.unicode().captures_len()).map(|g| l.get(g)).collect()))
+                }
+            })
+            .collect();
+        ByShape { rule, rule_asks: self.asks.as_slice().into(), facts }
+    }
+}
+
+/// Each event's class, the fact rows of the events, and identity filled
+/// from facts (`identity = [...]`) where the event has none: the first such
+/// fact of the catalog wins. `memo`: messages of a shape met before take its answers.
+pub fn read<'c>(cat: &'c Catalog, events: &mut [Event], memo: bool) -> (Vec<Class<'c>>, Vec<FactRow>) {
+    let info = cat.severities.iter().position(|s| s == "info").unwrap_or(1) as u8;
+    let mut classes = Vec::with_capacity(events.len());
+    let mut out = Vec::new();
+    let mut fills: Vec<(usize, usize, usize)> = Vec::new(); // (event, fact, row)
+    {
+        let mut r = Reader {
+            cat,
+            memo,
+            by_message: HashMap::default(),
+            by_shape: HashMap::default(),
+            key: Vec::new(),
+            locs: cat.facts.iter().map(|f| f.regex.locations()).collect(),
+            asks: Vec::new(),
+        };
+        for (ei, e) in events.iter().enumerate() {
+            if !e.kept.is_empty() {
+                for &fi in &cat.env_facts {
+                    let col = cat.facts[fi].kept.unwrap();
+                    if let Some(&(_, s)) = e.kept.iter().find(|(c, _)| *c == col) {
+                        let text = e.span(s);
+                        if cat.facts[fi].regex.read(&mut r.locs[fi], text, e.ascii) {
+                            let l = &r.locs[fi];
+                            out.push(row(cat, fi, text, |g| l.get(g), ei));
+                        }
+                    }
+                }
+            }
+            let f = format_of(cat, e.src);
+            let rule = f.and_then(|f| r.event(f, e, ei, &mut out, &mut fills));
+            classes.push(class_of(cat, e, f, rule, info));
+        }
+    }
+    for (ei, fi, ri) in fills {
+        for &(ci, col) in &cat.facts[fi].identity {
+            if events[ei].ids[col].is_none() {
+                let v = val_text(&out[ri].values[ci]);
+                events[ei].ids[col] = if cat.int_identity[col] {
+                    Id::int_of(v.as_deref(), false)
+                } else {
+                    v.map_or(Id::None, |t| Id::Text(t.into()))
+                };
+            }
+        }
+    }
+    (classes, out)
 }
 
 fn typed(text: Option<&str>, t: FType) -> Val {
@@ -100,7 +399,8 @@ fn typed(text: Option<&str>, t: FType) -> Val {
         None => Val::Null,
         Some(s) => match t {
             FType::Str => Val::Str(s.to_string()),
-            FType::Int => s.replace(',', "").parse::<i64>().map(Val::Int).unwrap_or(Val::Null),
+            FType::Int if s.contains(',') => s.replace(',', "").parse::<i64>().map(Val::Int).unwrap_or(Val::Null),
+            FType::Int => s.parse::<i64>().map(Val::Int).unwrap_or(Val::Null),
             FType::Float => s.parse::<f64>().map(Val::Float).unwrap_or(Val::Null),
         },
     }
@@ -126,86 +426,96 @@ fn val_text(v: &Val) -> Option<String> {
     }
 }
 
-/// Fact rows of the events, and identity filled from facts (`identity = [...]`)
-/// where the event has none: the first such fact of the catalog wins.
-pub fn facts(cat: &Catalog, events: &mut [Event]) -> Vec<FactRow> {
-    let mut out = Vec::new();
-    // (src, message) -> index in `memo_rows`: for each fact of the format,
-    // the values a message fact captured (None: not applicable, multi, no match)
-    let mut memo: HashMap<(Src, &str), usize> = HashMap::default();
-    let mut memo_rows: Vec<Vec<Option<Rc<[Val]>>>> = Vec::new();
-    let mut fills: Vec<(usize, usize, usize)> = Vec::new(); // (event, fact, row)
-    let mut locs: Vec<crate::rx::Locs> = cat.facts.iter().map(|f| f.regex.locations()).collect();
-    for (ei, e) in events.iter().enumerate() {
-        if !e.kept.is_empty() {
-            for &fi in &cat.env_facts {
-                let col = cat.facts[fi].kept.unwrap();
-                if let Some(&(_, s)) = e.kept.iter().find(|(c, _)| *c == col) {
-                    let text = e.span(s);
-                    if cat.facts[fi].regex.read(&mut locs[fi], text, e.ascii) {
-                        let l = &locs[fi];
-                        out.push(row(cat, fi, text, |g| l.get(g), ei));
-                    }
-                }
-            }
-        }
-        let f = match format_of(cat, e.src) {
-            Some(f) => f,
-            None => continue,
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::blocks::NO_BLOCK;
+
+    /// One pattern claims every line; rule `day` and fact `hex` tell digits
+    /// apart, rule `warn` and fact `n` do not.
+    fn catalog(raw_rules: bool) -> Catalog {
+        let field = if raw_rules { "raw" } else { "message" };
+        let rule = |re: &str, kind: &str, field: &str| {
+            format!(r#"{{"format": "f", "regex": {}, "kind": "{kind}", "on": null, "field": "{field}", "severity": null, "role": null}}"#,
+                    serde_json::to_string(re).unwrap())
         };
-        let key = src_key(cat, e.src);
-        let list = &cat.formats[f].facts;
-        if list.is_empty() {
-            continue;
-        }
-        let applies = |fi: usize| cat.facts[fi].on.is_none() || cat.facts[fi].on.as_deref() == key;
-        let at = *memo.entry((e.src, e.message())).or_insert_with(|| {
-            let m = e.message();
-            let vals = list
-                .iter()
-                .map(|&fi| {
-                    let fact = &cat.facts[fi];
-                    if fact.multi || !applies(fi) || !fact.regex.read(&mut locs[fi], m, e.ascii) {
-                        return None;
-                    }
-                    let l = &locs[fi];
-                    Some(row(cat, fi, m, |g| l.get(g), 0).values)
-                })
-                .collect();
-            memo_rows.push(vals);
-            memo_rows.len() - 1
-        });
-        for (k, &fi) in list.iter().enumerate() {
-            let fact = &cat.facts[fi];
-            if !applies(fi) {
-                continue;
-            }
-            if fact.multi {
-                for c in fact.regex.all_captures(&e.raw, e.ascii) {
-                    out.push(row(cat, fi, &e.raw, |g| c.get(g).copied().flatten(), ei));
-                }
-                continue;
-            }
-            if let Some(values) = &memo_rows[at][k] {
-                if !fact.identity.is_empty() {
-                    fills.push((ei, fi, out.len()));
-                }
-                out.push(FactRow { table: fact.table, event: ei, values: values.clone() });
-            }
+        let fact = |re: &str| {
+            format!(r#"{{"format": "f", "table": "t", "regex": {}, "on": null, "field": "message"}}"#, serde_json::to_string(re).unwrap())
+        };
+        let spec = format!(
+            r#"{{"identity": ["host", "rank", "local_rank", "program"], "int_identity": ["rank", "local_rank"],
+                "severities": ["debug", "info", "error"], "envelopes": [],
+                "patterns": [{{"key": "f.all", "format": "f", "regex": "^(?P<message>.*)$", "first": null, "literals": null,
+                               "ts": null, "kind": null, "carry": [], "end_carry": [], "program": null, "split": null}}],
+                "blocks": [], "rules": [{}, {}], "facts": [{}, {}],
+                "fact_tables": {{"t": [["n", "int"], ["hex", "str"]]}},
+                "kinds": {{"a": {{"role": "info", "severity": "info"}}, "b": {{"role": "cause", "severity": "error"}}}},
+                "levels": {{}}}}"#,
+            rule(r"^day [0-3]\d", "a", field),
+            rule(r"^(day|warn) \d+", "b", field),
+            fact(r"n=(?P<n>\d+)"),
+            fact(r"0x(?P<hex>[0-9a-f]+)")
+        );
+        Catalog::compile(&crate::CatalogSpec::from_json(&spec).unwrap()).unwrap()
+    }
+
+    fn events(cat: &Catalog, lines: &[&str]) -> Vec<Event> {
+        let tz = crate::timefmt::Zoner::new("UTC").unwrap();
+        let mut r = crate::shape::Reader::new(cat, &[], &tz, false);
+        let mut memo = crate::shape::Memo::default();
+        let peeled: Vec<_> = lines.iter().map(|l| r.read(&mut memo, 1, 0, l.to_string(), &mut [0])).collect();
+        let n = peeled.len();
+        let hints = vec![Id::None; cat.identity.len()];
+        crate::events::build(cat, peeled, &vec![NO_BLOCK; n], &vec![usize::MAX; n], &hints, &tz)
+    }
+
+    /// Messages of one shape take its rule and fact spans; the regexes that
+    /// tell digits apart are asked again: the same kinds and facts as with
+    /// every message read on its own.
+    #[test]
+    fn message_shapes_answer_as_the_messages_do() {
+        let lines = ["day 12 n=5 0x1f", "day 45 n=7 0x2e", "day 31 n=9 1x2e", "warn 7 n=1 0x00", "day 12 n=5 0x1f"];
+        for raw_rules in [false, true] {
+            let cat = catalog(raw_rules);
+            assert!(cat.messages.rule_sensitive[0] && !cat.messages.rule_sensitive[1]);
+            assert!(!cat.messages.fact_sensitive[0] && cat.messages.fact_sensitive[1]);
+            let read = |memo: bool| {
+                let mut evs = events(&cat, &lines);
+                let (classes, rows) = read(&cat, &mut evs, memo);
+                let kinds: Vec<_> = classes.iter().map(|c| c.kind.map(|k| cat.kinds[k].name.clone())).collect();
+                let rows: Vec<_> = rows.iter().map(|r| (r.event, format!("{:?}", r.values))).collect();
+                (kinds, rows)
+            };
+            let (with, without) = (read(true), read(false));
+            assert_eq!(with, without);
+            let k = |s: &str| Some(s.to_string());
+            assert_eq!(with.0, vec![k("a"), k("b"), k("a"), k("b"), k("a")]);
+            assert_eq!(with.1.iter().filter(|r| r.1.contains("Str")).count(), 4, "{:?}", with.1); // 0x in all but line 3
         }
     }
-    drop(memo);
-    for (ei, fi, ri) in fills {
-        for &(ci, col) in &cat.facts[fi].identity {
-            if events[ei].ids[col].is_none() {
-                let v = val_text(&out[ri].values[ci]);
-                events[ei].ids[col] = if cat.int_identity[col] {
-                    Id::int_of(v.as_deref(), false)
-                } else {
-                    v.map_or(Id::None, |t| Id::Text(t.into()))
-                };
+
+    /// Two events have the same class key exactly when `same_key` says so.
+    #[test]
+    fn same_key_is_key_equality() {
+        let cat = catalog(false);
+        let lines = ["day 12 n=5", "day 13 n=5", "warn 7 n=1", "warn 8", "x", "day 45"];
+        let mut evs = events(&cat, &lines);
+        evs[1].ids[0] = Id::Text("h1".into()); // a text identity: part of the key
+        evs[2].ids[1] = Id::Int(3); // an integer one: not
+        let (classes, _) = read(&cat, &mut evs, true);
+        let key = |i: usize| {
+            let mut k = Vec::new();
+            crate::classes::key(&cat, &evs[i], &classes[i], None, &mut k);
+            k
+        };
+        let mut same = 0;
+        for a in 0..evs.len() {
+            for b in 0..evs.len() {
+                let s = crate::classes::same_key(&cat, &evs[a], &classes[a], &evs[b], &classes[b]);
+                assert_eq!(s, key(a) == key(b), "{a} {b}");
+                same += (s && a != b) as usize;
             }
         }
+        assert!(same > 0);
     }
-    out
 }

@@ -245,6 +245,8 @@ pub struct Catalog {
     pub start_words: usize,
     /// the byte classes of line shapes (shape.rs)
     pub shapes: crate::shape::Shapes,
+    /// the byte classes of message shapes (classify.rs)
+    pub messages: crate::classify::MessageShapes,
 }
 
 impl Catalog {
@@ -500,8 +502,10 @@ impl Catalog {
             program_col: spec.identity.iter().position(|c| c == "program").ok_or("catalog spec: no program column")?,
             start_words,
             shapes: Default::default(),
+            messages: Default::default(),
         };
         cat.shapes = crate::shape::shapes(&cat)?;
+        cat.messages = crate::classify::message_shapes(&cat)?;
         Ok(cat)
     }
 

@@ -46,6 +46,10 @@ impl Id {
     }
     /// An integer column's value from text (polars' cast after strip: None when not an integer).
     pub fn int_of(text: Option<&str>, strip: bool) -> Id {
+        // Digits alone (most ranks and pids): nothing to strip, no sign, no overflow.
+        if let Some(b) = text.map(str::as_bytes).filter(|b| (1..=18).contains(&b.len()) && b.iter().all(u8::is_ascii_digit)) {
+            return Id::Int(b.iter().fold(0i64, |v, &d| v * 10 + (d - b'0') as i64));
+        }
         match text.and_then(|t| (if strip { t.trim() } else { t }).parse::<i64>().ok()) {
             Some(v) => Id::Int(v),
             None => Id::None,
@@ -169,7 +173,7 @@ fn line_event(cat: &Catalog, p: &mut Peeled, hints: &[Id], tz: &Zoner, nid: usiz
         env_ts_text: p.env_ts_text,
         envelopes: p.envelopes,
         ids: Default::default(),
-        kept: std::mem::take(&mut p.kept),
+        kept: p.kept.clone(),
     };
     let mut line_ids: [Id; MAX_ID] = Default::default();
     if let Some(claim) = &p.claim {
@@ -375,3 +379,22 @@ pub fn times(events: &mut [Event], mut prev: Option<i64>, implausible: &mut u64)
     prev
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The digits-only fast path reads what `parse` after `trim` reads.
+    #[test]
+    fn int_of_is_parse() {
+        let long = "9".repeat(19);
+        for t in ["0", "0012", "123456789012345678", long.as_str(), " 7 ", "+5", "-5", "", "1a", "\u{0b}4", "٣"] {
+            let want = t.trim().parse::<i64>().ok();
+            let got = match Id::int_of(Some(t), true) {
+                Id::Int(v) => Some(v),
+                _ => None,
+            };
+            assert_eq!(got, want, "{t:?}");
+        }
+        assert!(Id::int_of(None, true).is_none());
+    }
+}

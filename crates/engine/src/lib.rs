@@ -280,8 +280,7 @@ impl FileParser {
             v
         };
         let parts = par::map(parts, |evs: &mut [events::Event]| {
-            let classes = classify::classify(cat, evs);
-            let rows = classify::facts(cat, evs);
+            let (classes, rows) = classify::read(cat, evs, memo_on);
             (out::event_rows(cat, file_id, evs, &classes), out::fact_batches(cat, file_id, evs, &rows))
         });
         let schema = out::event_schema(cat);

@@ -42,6 +42,12 @@ fn sized_text_col<'a>(events: &'a [Event], bytes: usize, f: impl Fn(usize, &'a E
     Arc::new(b.finish())
 }
 
+/// A column of one value per event, none null (the same array a builder
+/// makes of them, without a validity check per value).
+fn values_col(events: &[Event], f: impl Fn(&Event) -> i64) -> ArrayRef {
+    Arc::new(arrow_array::Int64Array::from_iter_values(events.iter().map(f)))
+}
+
 fn int_col(events: &[Event], f: impl Fn(&Event) -> Option<i64>) -> ArrayRef {
     let mut b = Int64Builder::with_capacity(events.len());
     for e in events {
@@ -64,16 +70,20 @@ pub fn event_rows(cat: &Catalog, file_id: i64, events: &[Event], classes: &[Clas
     }
     let mut local = classes::Local::with_capacity(events.len());
     let mut key = Vec::with_capacity(256);
-    for (e, class) in events.iter().zip(classes) {
+    for (i, (e, class)) in events.iter().zip(classes).enumerate() {
+        if i > 0 && classes::same_key(cat, &events[i - 1], &classes[i - 1], e, class) {
+            local.again();
+            continue;
+        }
         classes::key(cat, e, class, joined.get(e.envelopes.as_slice()).map(String::as_str), &mut key);
         local.add(&key);
     }
     let mut cols: Vec<ArrayRef> = vec![
-        int_col(events, |e| Some((file_id << 32) + e.line)),
-        int_col(events, |_| Some(file_id)),
-        int_col(events, |e| Some(e.line)),
-        int_col(events, |e| Some(e.end_line)),
-        int_col(events, |e| Some(e.offset)),
+        values_col(events, |e| (file_id << 32) + e.line),
+        values_col(events, |_| file_id),
+        values_col(events, |e| e.line),
+        values_col(events, |e| e.end_line),
+        values_col(events, |e| e.offset),
     ];
     let mut ts = TimestampMicrosecondBuilder::with_capacity(events.len());
     events.iter().for_each(|e| ts.append_option(e.ts));

@@ -3,9 +3,11 @@
 //! identity, the outermost envelope winning; `weak` identity only where
 //! nothing closer to the message says otherwise (that is decided later).
 
-use crate::compile::Catalog;
+use crate::compile::{Catalog, Envelope};
 use crate::rx::Locs;
+use crate::shape::{Asked, Trace};
 use crate::timefmt::{TsKind, Zoner};
+use std::sync::Arc;
 
 pub const MAX_DEPTH: usize = 4;
 pub const SNIFF_LINES: usize = 200;
@@ -64,49 +66,51 @@ pub struct Claim {
     pub spans: std::sync::Arc<[Option<Span>]>,
 }
 
-/// A line after peeling: spans point into `raw`.
-pub struct Peeled {
-    pub no: i64,
-    pub offset: i64,
-    pub raw: String,
-    /// whether `raw` is ASCII (the regexes' ASCII twins apply)
+/// What a line's shape decides of it (shape.rs): spans of its text. Shared
+/// by the lines of a shape, so that a line read through the memo costs a
+/// reference count, not a copy of ~0.4 KB of spans.
+#[derive(Clone, Debug)]
+pub struct Structure {
+    /// whether the line is ASCII (the regexes' ASCII twins apply)
     pub ascii: bool,
     pub body: Span,
     pub strong: [Option<Span>; MAX_ID],
     pub weak: [Option<Span>; MAX_ID],
-    pub env_ts: Option<i64>,
-    pub env_ts_kind: Option<TsKind>,
-    pub env_ts_text: Option<Span>,
     pub envelopes: Chain,
     pub kept: Vec<(usize, Span)>,
     /// the first pattern (in precedence order) that matches the body
     pub claim: Option<Claim>,
 }
 
+/// A line after peeling: its own text, place and envelope time, and its
+/// structure (spans point into `raw`).
+pub struct Peeled {
+    pub no: i64,
+    pub offset: i64,
+    pub raw: String,
+    pub env_ts: Option<i64>,
+    pub env_ts_kind: Option<TsKind>,
+    pub env_ts_text: Option<Span>,
+    pub s: Arc<Structure>,
+}
+
+impl std::ops::Deref for Peeled {
+    type Target = Structure;
+    #[inline]
+    fn deref(&self) -> &Structure {
+        &self.s
+    }
+}
+
 impl Peeled {
-    /// The structure of this line, for another line of the same shape (no
-    /// text, position or times: those are the other line's own).
-    pub fn same_shape(&self) -> Peeled {
-        Peeled {
-            no: 0,
-            offset: 0,
-            raw: String::new(),
-            ascii: self.ascii,
-            body: self.body,
-            strong: self.strong,
-            weak: self.weak,
-            env_ts: None,
-            env_ts_kind: None,
-            env_ts_text: None,
-            envelopes: self.envelopes,
-            kept: self.kept.clone(),
-            claim: self.claim.clone(),
-        }
+    /// Line `no` at `offset` with text `raw` and structure `s`, no envelope time yet.
+    pub fn new(no: i64, offset: i64, raw: String, s: Arc<Structure>) -> Peeled {
+        Peeled { no, offset, raw, env_ts: None, env_ts_kind: None, env_ts_text: None, s }
     }
 
     #[inline]
     pub fn body(&self) -> &str {
-        &self.raw[self.body.0 as usize..self.body.1 as usize]
+        &self.raw[self.s.body.0 as usize..self.s.body.1 as usize]
     }
     #[inline]
     pub fn span(&self, s: Span) -> &str {
@@ -155,46 +159,60 @@ pub fn sniff<'a, I: Iterator<Item = &'a str> + Clone>(cat: &Catalog, lines: I) -
         .collect()
 }
 
-/// Whether envelope `ei` may peel `body`: its first characters, literals and
-/// deny prefixes. `dirty`: set when a part that tells digits apart was asked
-/// (shape.rs).
-fn candidate(cat: &Catalog, ei: usize, body: &str, dirty: &mut bool) -> bool {
+/// Whether envelope `ei` may peel `body` (at `at` in the line): its first
+/// characters, literals and deny prefixes. What it asks of a part that
+/// tells digits apart goes into `tr` (shape.rs).
+fn candidate(cat: &Catalog, ei: usize, body: &str, at: u32, tr: &mut Trace) -> bool {
     let (env, sens) = (&cat.envelopes[ei], &cat.shapes.sensitive);
-    *dirty |= sens.env_first[ei] && body.as_bytes().first().map_or(false, |b| b.is_ascii_digit());
+    if sens.env_first[ei] {
+        if let Some(&b) = body.as_bytes().first().filter(|b| b.is_ascii_digit()) {
+            tr.note(Asked::Byte(at, b));
+        }
+    }
     if !env.first.admits(body) {
         return false;
     }
     if !env.literals.is_empty() {
-        *dirty |= sens.env_literals[ei];
-        if !env.literals.iter().any(|f| f.find(body.as_bytes()).is_some()) {
+        let has = has_literal(env, body);
+        if sens.env_literals[ei] {
+            tr.note(Asked::EnvLiterals(ei as u16, (at, at + body.len() as u32), has));
+        }
+        if !has {
             return false;
         }
     }
-    *dirty |= sens.env_deny[ei];
-    !env.deny.iter().any(|d| body.starts_with(d.as_str()))
+    let denied = denied(env, body);
+    if sens.env_deny[ei] {
+        tr.note(Asked::EnvDeny(ei as u16, (at, at + body.len() as u32), denied));
+    }
+    !denied
+}
+
+/// Whether one of the envelope's required literals occurs in `body`.
+pub fn has_literal(env: &Envelope, body: &str) -> bool {
+    env.literals.iter().any(|f| f.find(body.as_bytes()).is_some())
+}
+
+/// Whether `body` starts with one of the envelope's deny prefixes.
+pub fn denied(env: &Envelope, body: &str) -> bool {
+    env.deny.iter().any(|d| body.starts_with(d.as_str()))
 }
 
 /// The structure of a line: its envelopes peeled (their identity, kept
 /// captures and time groups), nothing parsed yet.
-pub fn peel(cat: &Catalog, envs: &[usize], locs: &mut [Locs], raw: &str, ascii: bool, dirty: &mut bool) -> (Peeled, EnvTimes) {
-    let mut p = Peeled {
-        no: 0,
-        offset: 0,
-        body: (0, raw.len() as u32),
+pub fn peel(cat: &Catalog, envs: &[usize], locs: &mut [Locs], raw: &str, ascii: bool, tr: &mut Trace) -> (Structure, EnvTimes) {
+    let mut p = Structure {
         ascii,
-        raw: String::new(),
+        body: (0, raw.len() as u32),
         strong: [None; MAX_ID],
         weak: [None; MAX_ID],
-        env_ts: None,
-        env_ts_kind: None,
-        env_ts_text: None,
         envelopes: Chain::default(),
         kept: Vec::new(),
         claim: None,
     };
     let mut times = EnvTimes::default();
     if !envs.is_empty() {
-        peel_into(cat, envs, locs, raw, &mut p, &mut times, dirty);
+        peel_into(cat, envs, locs, raw, &mut p, &mut times, tr);
     }
     (p, times)
 }
@@ -212,20 +230,23 @@ pub fn env_time(cat: &Catalog, p: &mut Peeled, times: &EnvTimes, tz: &Zoner) {
     }
 }
 
-fn peel_into(cat: &Catalog, envs: &[usize], locs: &mut [Locs], raw: &str, p: &mut Peeled, times: &mut EnvTimes,
-             dirty: &mut bool) {
+fn peel_into(cat: &Catalog, envs: &[usize], locs: &mut [Locs], raw: &str, p: &mut Structure, times: &mut EnvTimes,
+             tr: &mut Trace) {
     for _ in 0..MAX_DEPTH {
         let base = p.body.0;
         let body = &raw[p.body.0 as usize..p.body.1 as usize];
         let mut peeled = false;
         for &ei in envs {
             let env = &cat.envelopes[ei];
-            if !candidate(cat, ei, body, dirty) {
+            if !candidate(cat, ei, body, base, tr) {
                 continue;
             }
-            *dirty |= cat.shapes.sensitive.env_regex[ei];
             let l = &mut locs[ei];
-            if !env.matcher.regex.read(l, body, p.ascii) {
+            let hit = env.matcher.regex.read(l, body, p.ascii);
+            if cat.shapes.sensitive.env_regex[ei] {
+                tr.note(Asked::EnvRegex(ei as u16, p.body, crate::shape::answer(&env.matcher.regex, l, hit)));
+            }
+            if !hit {
                 continue;
             }
             let l = &locs[ei];

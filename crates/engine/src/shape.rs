@@ -12,10 +12,17 @@
 //! claimed alike, with every capture at the same offsets; only the text in
 //! those spans differs. A log repeats few shapes (an NCCL line differs from
 //! the next in its digits), so the structure is worked out once per shape.
+//!
+//! The parts that tell digits apart (a day `[0-3]\d`, `0x`) are left out of
+//! the classes; what a reading asked of them is kept with its shape as a
+//! trace (question, answer). A later line of the shape asks those questions
+//! alone, of its own bytes: same answers, same structure (every other
+//! question has the shape's answer), so a syslog line pays for its time
+//! regex, not for the whole claim.
 
 use crate::compile::Catalog;
-use crate::peel::{self, Claim, EnvTimes, Peeled};
-use crate::rx::Locs;
+use crate::peel::{self, Claim, EnvTimes, Peeled, Span, Structure};
+use crate::rx::{Locs, Rx};
 use crate::timefmt::Zoner;
 use regex_automata::nfa::thompson::{self, WhichCaptures, NFA};
 use regex_automata::util::syntax;
@@ -38,6 +45,12 @@ impl Classes {
     #[inline]
     pub fn shape(&self, text: &[u8], out: &mut Vec<u8>) {
         out.clear();
+        self.push_shape(text, out);
+    }
+
+    /// `shape`, appended to `out`.
+    #[inline]
+    pub fn push_shape(&self, text: &[u8], out: &mut Vec<u8>) {
         out.extend_from_slice(&(text.len() as u32).to_le_bytes());
         out.extend(text.iter().map(|&b| self.of[b as usize]));
     }
@@ -66,7 +79,67 @@ pub struct Shapes {
     pub sensitive: Sensitive,
     /// the required literals with a digit (`mlx5`): where they occur is
     /// part of a line's shape, so that asking for them reads the shape
-    digit_literals: Vec<memchr::memmem::Finder<'static>>,
+    digit_literals: DigitLiterals,
+}
+
+/// The literals with a digit, found in a line. There are few (three in
+/// the catalog): one memchr pass for their first bytes and a comparison at
+/// each hit cost less than a memmem search per literal.
+#[derive(Clone, Default)]
+pub struct DigitLiterals {
+    lits: Vec<Vec<u8>>,
+    /// their distinct first bytes, when at most three (else: one memmem search each)
+    firsts: Option<Vec<u8>>,
+    finders: Vec<memchr::memmem::Finder<'static>>,
+}
+
+impl DigitLiterals {
+    pub fn new(lits: &[&str]) -> DigitLiterals {
+        let mut firsts: Vec<u8> = lits.iter().filter_map(|l| l.as_bytes().first().copied()).collect();
+        firsts.sort_unstable();
+        firsts.dedup();
+        let all_nonempty = lits.iter().all(|l| !l.is_empty());
+        DigitLiterals {
+            lits: lits.iter().map(|l| l.as_bytes().to_vec()).collect(),
+            firsts: (all_nonempty && firsts.len() <= 3).then_some(firsts),
+            finders: lits.iter().map(|l| memchr::memmem::Finder::new(l.as_bytes()).into_owned()).collect(),
+        }
+    }
+
+    /// Appends to `out` every (literal, offset) where a literal occurs in
+    /// `line`, overlapping ones too, in an order that depends only on that set.
+    fn push_found(&self, line: &[u8], out: &mut Vec<u8>) {
+        let mut note = |k: usize, at: usize| {
+            out.extend_from_slice(&(k as u16).to_le_bytes());
+            out.extend_from_slice(&(at as u32).to_le_bytes());
+        };
+        match &self.firsts {
+            Some(firsts) => {
+                let mut at = |i: usize| {
+                    for (k, l) in self.lits.iter().enumerate() {
+                        if line[i..].starts_with(l) {
+                            note(k, i);
+                        }
+                    }
+                };
+                match firsts.as_slice() {
+                    [] => {}
+                    [a] => memchr::memchr_iter(*a, line).for_each(&mut at),
+                    [a, b] => memchr::memchr2_iter(*a, *b, line).for_each(&mut at),
+                    [a, b, c, ..] => memchr::memchr3_iter(*a, *b, *c, line).for_each(&mut at),
+                }
+            }
+            None => {
+                for (k, f) in self.finders.iter().enumerate() {
+                    let mut from = 0usize;
+                    while let Some(i) = f.find(&line[from..]) {
+                        note(k, from + i);
+                        from += i + 1;
+                    }
+                }
+            }
+        }
+    }
 }
 
 impl Shapes {
@@ -74,17 +147,7 @@ impl Shapes {
     /// where each literal with a digit occurs in it.
     pub fn key(&self, line: &[u8], out: &mut Vec<u8>) {
         self.classes.shape(line, out);
-        for f in &self.digit_literals {
-            let count_at = out.len();
-            out.extend_from_slice(&[0; 4]);
-            let (mut n, mut from) = (0u32, 0usize);
-            while let Some(i) = f.find(&line[from..]) {
-                out.extend_from_slice(&((from + i) as u32).to_le_bytes());
-                n += 1;
-                from += i + 1;
-            }
-            out[count_at..count_at + 4].copy_from_slice(&n.to_le_bytes());
-        }
+        self.digit_literals.push_found(line, out);
     }
 }
 
@@ -142,7 +205,7 @@ fn splits_digits(of: &[u8; 256]) -> bool {
 
 /// Gathers the sources of the classes: per byte, its class in each source
 /// that does not tell digits apart.
-struct Gather {
+pub(crate) struct Gather {
     sig: Vec<Vec<u8>>,
 }
 
@@ -154,7 +217,7 @@ impl Default for Gather {
 
 impl Gather {
     /// Adds the classes of `regex`; true (and nothing added) when it tells digits apart.
-    fn add(&mut self, regex: &str) -> Result<bool, String> {
+    pub(crate) fn add(&mut self, regex: &str) -> Result<bool, String> {
         let of = byte_classes(regex)?;
         if splits_digits(&of) {
             return Ok(true);
@@ -166,7 +229,7 @@ impl Gather {
     }
 
     /// Bytes that share a class in every source share one here.
-    fn classes(self) -> Classes {
+    pub(crate) fn classes(self) -> Classes {
         let mut ids: std::collections::HashMap<&[u8], u8> = Default::default();
         let mut of = [0u8; 256];
         for (b, sig) in self.sig.iter().enumerate() {
@@ -215,10 +278,10 @@ pub fn shapes(cat: &Catalog) -> Result<Shapes, String> {
     let mut digit_literals = Vec::new();
     for l in cat.literals.strings() {
         if g.add(&escape(l))? {
-            digit_literals.push(memchr::memmem::Finder::new(l.as_bytes()).into_owned());
+            digit_literals.push(l.as_str());
         }
     }
-    Ok(Shapes { classes: g.classes(), sensitive: s, digit_literals })
+    Ok(Shapes { classes: g.classes(), sensitive: s, digit_literals: DigitLiterals::new(&digit_literals) })
 }
 
 /// Lines longer than this are read without the memo (long lines rarely repeat).
@@ -230,9 +293,56 @@ pub const MEMO_SHAPES: usize = 1024;
 /// What a line's shape decides: its peeled structure, envelope time groups,
 /// claim and block starts.
 struct Shape {
-    peeled: Peeled,
+    s: Arc<Structure>,
     times: EnvTimes,
     starts: Box<[u64]>,
+    /// what its reading asked of the parts that tell digits apart (empty: nothing)
+    asks: Box<[Asked]>,
+}
+
+/// A question a line's reading asked of a part of the catalog that tells
+/// digits apart, with its answer (spans are the line's offsets).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Asked {
+    /// the digit at this offset (a first-character table reads it)
+    Byte(u32, u8),
+    /// whether one of envelope's literals occurs in the span
+    EnvLiterals(u16, Span, bool),
+    /// whether the span starts with one of envelope's deny prefixes
+    EnvDeny(u16, Span, bool),
+    /// envelope's regex on the span: every group's span (None: no match)
+    EnvRegex(u16, Span, Option<Box<[Option<Span>]>>),
+    /// whether block's start regex matches the span
+    BlockStart(u16, Span, bool),
+    /// pattern's regex on the span: every group's span (None: no match)
+    PatRegex(u16, Span, Option<Box<[Option<Span>]>>),
+}
+
+/// The questions of one reading, in the order asked.
+#[derive(Default)]
+pub struct Trace {
+    asks: Vec<Asked>,
+}
+
+impl Trace {
+    #[inline]
+    pub fn note(&mut self, a: Asked) {
+        self.asks.push(a);
+    }
+}
+
+/// The answer of a regex read (`hit`: whether it matched): every group's span.
+pub fn answer(rx: &Rx, locs: &Locs, hit: bool) -> Option<Box<[Option<Span>]>> {
+    hit.then(|| (0..rx.unicode().captures_len()).map(|i| locs.get(i).map(|(a, b)| (a as u32, b as u32))).collect())
+}
+
+/// Whether `rx` read on `text` gives `want` (as `answer` makes it).
+fn same_answer(rx: &Rx, locs: &mut Locs, text: &str, ascii: bool, want: &Option<Box<[Option<Span>]>>) -> bool {
+    let hit = rx.read(locs, text, ascii);
+    match want {
+        None => !hit,
+        Some(w) => hit && w.iter().enumerate().all(|(i, s)| locs.get(i).map(|(a, b)| (a as u32, b as u32)) == *s),
+    }
 }
 
 /// The shapes of one file's lines seen so far (one per parsing thread).
@@ -243,7 +353,7 @@ pub struct Memo {
 }
 
 /// Lines read through a memo: of a shape met before, of a new shape, or
-/// read from their bytes (a digit-telling part asked, non-ASCII, long).
+/// read from their bytes (a digit-telling part answered otherwise, non-ASCII, long).
 #[derive(Default, Clone, Copy, Debug)]
 pub struct MemoStats {
     pub hits: u64,
@@ -283,48 +393,67 @@ impl<'a> Reader<'a> {
     /// before takes that shape's structure, with its own times.
     pub fn read(&mut self, memo: &mut Memo, no: i64, offset: i64, raw: String, starts: &mut [u64]) -> Peeled {
         let ascii = raw.is_ascii();
-        let (mut p, times) = if self.memo && ascii && raw.len() <= MAX_SHAPE {
+        let (s, times) = if self.memo && ascii && raw.len() <= MAX_SHAPE {
             self.cat.shapes.key(raw.as_bytes(), &mut self.key);
             match memo.shapes.get(self.key.as_slice()) {
-                Some(s) => {
+                Some(s) if self.holds(&s.asks, &raw) => {
                     memo.stats.hits += 1;
                     starts.copy_from_slice(&s.starts);
-                    (s.peeled.same_shape(), s.times)
+                    (s.s.clone(), s.times)
+                }
+                Some(_) => {
+                    memo.stats.own += 1;
+                    let (s, times) = self.structure(&raw, ascii, starts, &mut Trace::default());
+                    (Arc::new(s), times)
                 }
                 None => {
-                    let mut dirty = false;
-                    let (p, times) = self.structure(&raw, ascii, starts, &mut dirty);
-                    if dirty {
-                        memo.stats.own += 1;
-                    } else {
-                        memo.stats.new += 1;
-                        if memo.shapes.len() >= MEMO_SHAPES {
-                            memo.shapes.clear();
-                        }
-                        let shape = Shape { peeled: p.same_shape(), times, starts: starts.into() };
-                        memo.shapes.insert(self.key.as_slice().into(), shape);
+                    let mut tr = Trace::default();
+                    let (s, times) = self.structure(&raw, ascii, starts, &mut tr);
+                    let s = Arc::new(s);
+                    memo.stats.new += 1;
+                    if memo.shapes.len() >= MEMO_SHAPES {
+                        memo.shapes.clear();
                     }
-                    (p, times)
+                    let shape = Shape { s: s.clone(), times, starts: starts.into(), asks: tr.asks.into() };
+                    memo.shapes.insert(self.key.as_slice().into(), shape);
+                    (s, times)
                 }
             }
         } else {
             memo.stats.own += 1;
-            self.structure(&raw, ascii, starts, &mut false)
+            let (s, times) = self.structure(&raw, ascii, starts, &mut Trace::default());
+            (Arc::new(s), times)
         };
-        p.no = no;
-        p.offset = offset;
-        p.raw = raw;
+        let mut p = Peeled::new(no, offset, raw, s);
         peel::env_time(self.cat, &mut p, &times, self.tz);
         p
     }
 
-    /// Worked out from the line's bytes; `dirty` set when a part of the
-    /// catalog that tells digits apart was asked (the result is then this
-    /// line's only, not its shape's).
-    fn structure(&mut self, raw: &str, ascii: bool, starts: &mut [u64], dirty: &mut bool) -> (Peeled, EnvTimes) {
+    /// Whether an ASCII line of a shape gets `asks`' answers (then it reads
+    /// as the shape does: the questions it would ask are the same, in order).
+    fn holds(&mut self, asks: &[Asked], raw: &str) -> bool {
+        let cat = self.cat;
+        let at = |s: &Span| &raw[s.0 as usize..s.1 as usize];
+        asks.iter().all(|a| match a {
+            Asked::Byte(i, b) => raw.as_bytes()[*i as usize] == *b,
+            Asked::EnvLiterals(e, s, v) => peel::has_literal(&cat.envelopes[*e as usize], at(s)) == *v,
+            Asked::EnvDeny(e, s, v) => peel::denied(&cat.envelopes[*e as usize], at(s)) == *v,
+            Asked::EnvRegex(e, s, v) => {
+                same_answer(&cat.envelopes[*e as usize].matcher.regex, &mut self.env_locs[*e as usize], at(s), true, v)
+            }
+            Asked::BlockStart(b, s, v) => cat.blocks[*b as usize].start.is_match(at(s), true) == *v,
+            Asked::PatRegex(q, s, v) => {
+                same_answer(&cat.patterns[*q as usize].matcher.regex, &mut self.pat_locs[*q as usize], at(s), true, v)
+            }
+        })
+    }
+
+    /// Worked out from the line's bytes; what it asks of a part of the
+    /// catalog that tells digits apart goes into `tr` with its answer.
+    fn structure(&mut self, raw: &str, ascii: bool, starts: &mut [u64], tr: &mut Trace) -> (Structure, EnvTimes) {
         let cat = self.cat;
         let sens = &cat.shapes.sensitive;
-        let (mut p, times) = peel::peel(cat, self.envs, &mut self.env_locs, raw, ascii, dirty);
+        let (mut p, times) = peel::peel(cat, self.envs, &mut self.env_locs, raw, ascii, tr);
         let body = &raw[p.body.0 as usize..p.body.1 as usize];
         self.found.iter_mut().for_each(|w| *w = 0);
         cat.literals.scan(body, &mut self.found);
@@ -333,8 +462,11 @@ impl<'a> Reader<'a> {
             let may = !b.has_literal
                 || cat.start_literals.iter().any(|(l, bs)| bs.contains(&bi) && has(*l));
             if may {
-                *dirty |= sens.block_start[bi];
-                if b.start.is_match(body, ascii) {
+                let hit = b.start.is_match(body, ascii);
+                if sens.block_start[bi] {
+                    tr.note(Asked::BlockStart(bi as u16, p.body, hit));
+                }
+                if hit {
                     starts[bi / 64] |= 1 << (bi % 64);
                 }
             }
@@ -343,7 +475,9 @@ impl<'a> Reader<'a> {
         // candidates: those that can start with the body's first character
         // and whose literal occurs in it.
         if let Some(&b) = body.as_bytes().first() {
-            *dirty |= sens.by_first && b.is_ascii_digit();
+            if sens.by_first && b.is_ascii_digit() {
+                tr.note(Asked::Byte(p.body.0, b));
+            }
             for &pi in &cat.by_first[if b < 128 { b as usize } else { 128 }] {
                 let pat = &cat.patterns[pi];
                 if let Some(ids) = &pat.literal_ids {
@@ -351,8 +485,11 @@ impl<'a> Reader<'a> {
                         continue;
                     }
                 }
-                *dirty |= sens.pat_regex[pi];
-                if pat.matcher.regex.read(&mut self.pat_locs[pi], body, ascii) {
+                let hit = pat.matcher.regex.read(&mut self.pat_locs[pi], body, ascii);
+                if sens.pat_regex[pi] {
+                    tr.note(Asked::PatRegex(pi as u16, p.body, answer(&pat.matcher.regex, &self.pat_locs[pi], hit)));
+                }
+                if hit {
                     let spans = pat.matcher.spans(&self.pat_locs[pi], body);
                     p.claim = Some(Claim { pattern: pi as u32, spans: Arc::from(spans) });
                     break;
@@ -398,21 +535,74 @@ mod tests {
         assert_ne!(key("[x"), key("(x")); // a first-character table
     }
 
-    /// Where a literal with a digit occurs is part of the key.
+    /// Where a literal with a digit occurs is part of the key (found by
+    /// their first bytes, or by a search each when they have more than three).
     #[test]
     fn a_literal_with_a_digit_is_found_where_it_is() {
-        let s = Shapes {
-            classes: Classes::default(),
-            sensitive: Sensitive::default(),
-            digit_literals: vec![memchr::memmem::Finder::new(b"mlx5").into_owned()],
+        let many = ["mlx5", "a1", "b2", "c3"];
+        for lits in [&["mlx5"][..], &["mlx5", "x5", "5x"][..], &many[..]] {
+            let s = Shapes { classes: Classes::default(), sensitive: Sensitive::default(), digit_literals: DigitLiterals::new(lits) };
+            assert_eq!(s.digit_literals.firsts.is_some(), lits.len() < 4);
+            let key = |t: &str| {
+                let mut k = Vec::new();
+                s.key(t.as_bytes(), &mut k);
+                k
+            };
+            assert_ne!(key("mlx5: x"), key("mlx6: x"));
+            assert_ne!(key("mlx5: mlx6"), key("mlx6: mlx5"));
+            assert_eq!(key("mlx5: mlx6"), key("mlx5: mlx7"));
+            assert_ne!(key("mlx5mlx5"), key("mlx5mlx6")); // overlapping and repeated
+        }
+        let two = DigitLiterals::new(&["x5", "5x"]);
+        let mut found = Vec::new();
+        two.push_found(b"x5x5x", &mut found);
+        assert_eq!(found.len() / 6, 4, "x5 at 0 and 2, 5x at 1 and 3");
+    }
+
+    /// A small catalog: `day` tells digits apart (a day of 40 is no day), `num` does not.
+    fn digit_catalog() -> Catalog {
+        let pat = |key: &str, regex: &str| {
+            format!(r#"{{"key": "f.{key}", "format": "f", "regex": {}, "first": null, "literals": null, "ts": null,
+                 "kind": null, "carry": [], "end_carry": [], "program": null, "split": null}}"#, serde_json::to_string(regex).unwrap())
         };
-        let key = |t: &str| {
-            let mut k = Vec::new();
-            s.key(t.as_bytes(), &mut k);
-            k
+        let spec = format!(
+            r#"{{"identity": ["host", "rank", "local_rank", "program"], "int_identity": ["rank", "local_rank"],
+                "severities": ["debug", "info"], "envelopes": [], "patterns": [{}, {}], "blocks": [], "rules": [],
+                "facts": [], "fact_tables": {{}}, "kinds": {{}}, "levels": {{}}}}"#,
+            pat("day", r"^(?P<day>[0-3]\d) (?P<message>.*)$"),
+            pat("num", r"^(?P<n>\d+) +(?P<message>.*)$")
+        );
+        Catalog::compile(&crate::CatalogSpec::from_json(&spec).unwrap()).unwrap()
+    }
+
+    /// A line of a shape met before asks the digit-telling questions of its
+    /// own bytes: the same answers take the shape's structure, others are
+    /// read from the line, and either way as if there were no memo.
+    #[test]
+    fn digit_telling_questions_are_asked_again() {
+        let cat = digit_catalog();
+        assert!(cat.shapes.sensitive.pat_regex[0] && !cat.shapes.sensitive.pat_regex[1]);
+        let tz = Zoner::new("UTC").unwrap();
+        let claims = |memo_on: bool, lines: &[&str]| {
+            let mut r = Reader::new(&cat, &[], &tz, memo_on);
+            let mut memo = Memo::default();
+            let got: Vec<_> = lines
+                .iter()
+                .map(|l| {
+                    let p = r.read(&mut memo, 1, 0, l.to_string(), &mut [0]);
+                    p.claim.as_ref().map(|c| (c.pattern, c.spans.to_vec()))
+                })
+                .collect();
+            (got, memo.stats)
         };
-        assert_ne!(key("mlx5: x"), key("mlx6: x"));
-        assert_ne!(key("mlx5: mlx6"), key("mlx6: mlx5"));
-        assert_eq!(key("mlx5: mlx6"), key("mlx5: mlx7"));
+        let lines = ["12 abc", "13 abc", "45 abc", "31 abc", "45 abc"];
+        let (with, st) = claims(true, &lines);
+        let (without, _) = claims(false, &lines);
+        assert_eq!(with, without);
+        assert_eq!(with.iter().map(|c| c.as_ref().unwrap().0).collect::<Vec<_>>(), [0, 0, 1, 0, 1]);
+        assert_eq!((st.new, st.hits, st.own), (1, 2, 2));
+        // a shape whose reading asked nothing that tells digits apart: every line a hit
+        let (_, st) = claims(true, &["x1 a", "x2 b", "x9 c"]);
+        assert_eq!((st.new, st.hits, st.own), (1, 2, 0));
     }
 }
