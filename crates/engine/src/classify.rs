@@ -119,10 +119,10 @@ pub fn message_shapes(cat: &Catalog) -> Result<MessageShapes, String> {
     for f in &cat.formats {
         let mut g = Gather::default();
         for &ri in &f.rules {
-            m.rule_sensitive[ri] = g.add(cat.rules[ri].regex.unicode().as_str())?;
+            m.rule_sensitive[ri] = g.add(cat.rules[ri].regex.as_str())?;
         }
         for &fi in f.facts.iter().filter(|&&fi| !cat.facts[fi].multi) {
-            m.fact_sensitive[fi] = g.add(cat.facts[fi].regex.unicode().as_str())?;
+            m.fact_sensitive[fi] = g.add(cat.facts[fi].regex.as_str())?;
         }
         m.classes.push(g.classes());
     }
@@ -335,7 +335,7 @@ impl<'c, 'e> Reader<'c, 'e> {
                 } else {
                     let hit = fact.regex.read(&mut self.locs[fi], m, e.ascii);
                     let l = &self.locs[fi];
-                    ShapeFact::Spans(hit.then(|| (0..fact.regex.unicode().captures_len()).map(|g| l.get(g)).collect()))
+                    ShapeFact::Spans(hit.then(|| (0..fact.regex.captures_len()).map(|g| l.get(g)).collect()))
                 }
             })
             .collect();

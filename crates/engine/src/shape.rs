@@ -333,7 +333,7 @@ impl Trace {
 
 /// The answer of a regex read (`hit`: whether it matched): every group's span.
 pub fn answer(rx: &Rx, locs: &Locs, hit: bool) -> Option<Box<[Option<Span>]>> {
-    hit.then(|| (0..rx.unicode().captures_len()).map(|i| locs.get(i).map(|(a, b)| (a as u32, b as u32))).collect())
+    hit.then(|| (0..rx.captures_len()).map(|i| locs.get(i).map(|(a, b)| (a as u32, b as u32))).collect())
 }
 
 /// Whether `rx` read on `text` gives `want` (as `answer` makes it).
