@@ -115,8 +115,6 @@ pub struct Local {
     pub of: Vec<u32>,
     pub keys: Vec<Vec<u8>>,
     index: FxHashMap<Vec<u8>, u32>,
-    /// the class of the event before
-    last: Option<u32>,
 }
 
 impl Local {
@@ -124,19 +122,15 @@ impl Local {
         Local { of: Vec::with_capacity(n), ..Default::default() }
     }
 
-    /// The class of the next event, whose key is the key of the event before.
+    /// The class of the next event, whose key is the key of the event before
+    /// (runs of one class are the rule: the caller compares the events, `same_key`).
     pub fn again(&mut self) {
-        let k = self.last.expect("an event before");
+        let k = *self.of.last().expect("an event before");
         self.of.push(k);
     }
 
     /// The class of the next event, whose key is `key`.
     pub fn add(&mut self, key: &[u8]) {
-        // Lines of a file come in runs of one class (a rank's NCCL INFO lines): compare, not hash.
-        if let Some(k) = self.last.filter(|&k| self.keys[k as usize] == key) {
-            self.of.push(k);
-            return;
-        }
         let k = match self.index.get(key) {
             Some(&k) => k,
             None => {
@@ -147,7 +141,6 @@ impl Local {
             }
         };
         self.of.push(k);
-        self.last = Some(k);
     }
 }
 

@@ -122,28 +122,33 @@ SRUN_RANK = (r"TRY_CAST(nullif(regexp_extract(raw, '^\s*\d+:\s+(?:\[default\d+\]
              "AS INTEGER)")
 
 
+def _srun_keys(agents: bool) -> str:
+    """The columns srun_lbl and srun_rank of a line (see events_with_keys): constants when srun
+    runs no agents (then no line is reread)."""
+    if not agents:
+        return "CAST(NULL AS BOOLEAN) AS srun_lbl, CAST(NULL AS INTEGER) AS srun_rank"
+    return f"(envelopes LIKE 'srun_label%') AS srun_lbl, {SRUN_RANK} AS srun_rank"
+
+
 def events_with_keys(con) -> str:
     """A SELECT of `events` with the columns the identity views read beside the line's own:
     srun_lbl (the line came through an srun --label stream that carries torchrun agents),
-    srun_rank (the rank of its inner `[rankN]:` prefix) and task; constants when srun runs no
-    agents (then no line is reread). Temp view events_keyed, the source of base_views()."""
+    srun_rank (the rank of its inner `[rankN]:` prefix) and task. Temp view events_keyed, the
+    source of base_views()."""
     agents, has_task = con.execute("SELECT agents, has_task FROM id_mode").fetchone()
     cols = "*" if has_task else "*, CAST(NULL AS INTEGER) AS task"
-    if not agents:
-        return f"SELECT {cols}, CAST(NULL AS BOOLEAN) AS srun_lbl, CAST(NULL AS INTEGER) AS srun_rank FROM events"
-    return f"SELECT {cols}, (envelopes LIKE 'srun_label%') AS srun_lbl, {SRUN_RANK} AS srun_rank FROM events"
+    return f"SELECT {cols}, {_srun_keys(agents)} FROM events"
 
 
 def rows_with_keys(con) -> str:
     """event_rows (a line's own columns, store schema 3) with srun_lbl and srun_rank as in
     events_with_keys: temp view event_rows_keyed, what queries/align/event_groups.sql groups
-    (it joins the classes itself, once per class, not once per line)."""
+    (it joins the classes itself, once per class, not once per line). With agents the classes
+    are joined here for `envelopes` (`raw` is event_rows' own: no column is ambiguous)."""
     agents = con.execute("SELECT agents FROM id_mode").fetchone()[0]
     if not agents:
-        return "SELECT *, CAST(NULL AS BOOLEAN) AS srun_lbl, CAST(NULL AS INTEGER) AS srun_rank FROM event_rows"
-    return ("SELECT r.*, (c.envelopes LIKE 'srun_label%') AS srun_lbl, "
-            f"{SRUN_RANK.replace('(raw,', '(r.raw,')} AS srun_rank "
-            "FROM event_rows r JOIN event_classes c USING (class_id)")
+        return f"SELECT *, {_srun_keys(agents)} FROM event_rows"
+    return f"SELECT r.*, {_srun_keys(agents)} FROM event_rows r JOIN event_classes c USING (class_id)"
 
 
 def base_views(con, src: str, sfx: str) -> None:
