@@ -18,7 +18,7 @@ progress AS (
     WHERE (kind = 'progress' OR (kind IS NULL AND severity IN ('info', 'debug', 'notice')))
       -- (exact and cheap: the regexp needs `tep` or `iter`, and no letter of them has another case-folding;
       -- a line it does not match has no n, and progress_first keeps only lines with one)
-      AND (message ILIKE '%tep%' OR message ILIKE '%iter%')
+      AND has_mark(marks, 'summary') AND (message ILIKE '%tep%' OR message ILIKE '%iter%')
 ),
 progress_first AS (   -- the first line of each step per rank (a rank may print a step twice)
     SELECT host, rank, n, min(t) AS t FROM progress WHERE n IS NOT NULL GROUP BY ALL
@@ -28,7 +28,7 @@ seq AS (
            TRY_CAST(regexp_extract(message, 'SeqNum=(\d+)', 1) AS BIGINT) AS n,
            epoch(ts) - TRY_CAST(regexp_extract(message, 'ran for (\d+) milliseconds', 1) AS DOUBLE) / 1000.0 AS t
     FROM timed
-    WHERE message LIKE '%SeqNum=%' AND message LIKE '%ran for %milliseconds%'
+    WHERE has_mark(marks, 'hot') AND (message LIKE '%SeqNum=%' AND message LIKE '%ran for %milliseconds%')
 ),
 rdzv AS (
     SELECT host, row_number() OVER (PARTITION BY host ORDER BY ts, file, line) AS n, epoch(ts) AS t

@@ -9,54 +9,64 @@
 --   `-- scope: all` read aligned_events instead, those that need every line read the groups of
 --   event_groups.sql. A detector that reads a new kind of line adds its prefilter here
 --   (tests/correlate/test_hot_events.py checks that every detector finds the same rows in both).
+--   The text tests run on the lines the engine marked `hot` only (has_mark, ranktrace.marks): a
+--   text test added here needs a literal of its own in parsers/marks.toml (tests/correlate/test_marks.py).
 SELECT * FROM aligned_events
 WHERE role IN ('cause', 'symptom')                          -- first_cause, first_symptom, the cascade
    OR kind IN ('worker_failed', 'failure_summary', 'sigterm_sent', 'signal_received', 'task_exit', 'step_cancelled',
                'hang_report', 'rdzv_join', 'rdzv_complete', 'rdzv_timeout', 'store_unreachable', 'node_failure')
-   -- named_ranks
-   OR message LIKE '%monitoredBarrier%' OR message LIKE '%from rank%' OR message LIKE '%from  rank%'
-   OR message LIKE '%faulty rank%' OR message LIKE '%check rank%'
-   -- node_events: its case-insensitive regexp's words ('%' also stands for the one letter, s,
-   -- that has a second case-folding: U+017F)
-   OR message ILIKE '%node failure on %' OR message ILIKE '%on failed node %' OR message ILIKE '%not re%ponding%'
-   OR message ILIKE '%nodenotready%'
-   -- rendezvous
-   OR message LIKE '%min_nodes%' OR message LIKE '%max_nodes%' OR message LIKE '%nnodes%'
-   OR message LIKE '%NodeList=%' OR message LIKE '%SLURM_JOB_NODELIST%' OR message LIKE '%SLURM_NODELIST%'
-   OR message LIKE '%Rendezvous%' OR message LIKE '%rendezvous%'
-   -- task_exits
-   OR raw LIKE '%srun: error:%task%'
-   -- watchdog
-   OR message LIKE '%SeqNum=%'
-   -- worker_exits (also read for the identity links of the launchers' exit reports)
-   OR message LIKE '%failed (exitcode:%local_rank:%'
-   OR (raw LIKE '%exitcode%' AND raw LIKE '%local_rank%' AND raw LIKE '%host%' AND raw LIKE '%time%')
-   OR (NOT contains(raw, chr(10)) AND (raw LIKE '%Root Cause (first observed failure)%' OR raw LIKE '%Failures:%'
-                                       -- (its first byte is one the regexp can start with: cheap, exact)
-                                       OR ((starts_with(raw, 't') OR starts_with(raw, 'h') OR starts_with(raw, 'r')
-                                            OR starts_with(raw, 'e') OR starts_with(raw, ' ') OR starts_with(raw, chr(9))
-                                            OR starts_with(raw, chr(10)) OR starts_with(raw, chr(12)) OR starts_with(raw, chr(13)))
-                                           AND regexp_matches(raw, '^\s*(time|host|rank|exitcode)\s*:'))))
-   -- xid
-   OR message LIKE '%Xid (PCI:%'
    -- controlplane
    OR starts_with(kind, 'etcd_') OR starts_with(kind, 'apiserver_')
-   OR ((message ILIKE '%status%' OR message ILIKE '%lease%')
-       AND regexp_matches(message, 'Error updating node status|Unable to update node status|Failed to update lease|(?i:failed to (?:update|patch) status for pod)'))
-   -- gang
-   OR message LIKE '%Restart Count:%' OR message ILIKE '%back-off%restarting failed container%'
-   OR message LIKE '%is restarting because%' OR (((message >= '0' AND message < ':') OR (message >= 'a' AND message < '{'))   -- its first byte, a '/': exact
-                                               AND contains(message, '/')
-                                               AND regexp_matches(message, '^[a-z0-9][a-z0-9.-]*\s+\d+/\d+\s+\S+\s+\d+'))
-   -- stranded
-   OR message LIKE '%Successfully assigned%' OR message LIKE '%Started container%'
-   OR message LIKE '%FailedScheduling%' OR message LIKE '%nodes are available%' OR message LIKE '%UnexpectedAdmissionError%'
-   OR message LIKE '%tasks in gang unschedulable%' OR message LIKE '%PodsReady timeout%'
-   OR message LIKE '%Not all pods are ready or succeeded%' OR message LIKE '%couldn''t assign flavors%'
-   OR message LIKE '%insufficient unused quota%'
    -- topology
-   OR format = 'slurm_topology' OR message LIKE '%topology%'
-   -- allocation (its NCCL communicator sizes come from the groups)
-   OR raw LIKE '%gres/gpu%' OR raw LIKE '%nvidia.com/gpu%' OR raw LIKE '%world_size%'
-   OR raw LIKE '%WORLD_SIZE%' OR raw LIKE '%PET_NNODES%' OR raw LIKE '%NumNodes=%'
-   OR raw LIKE '%#SBATCH%' OR raw LIKE '%TresPerNode=%' OR raw LIKE '%local_ranks=[%'
+   OR format = 'slurm_topology'
+   -- worker_exits: a Root Cause / Failures entry line by line (no literal of its own: it starts with
+   -- a word; its first byte is one the regexp can start with: cheap, exact)
+   OR (NOT contains(raw, chr(10)) AND (starts_with(raw, 't') OR starts_with(raw, 'h') OR starts_with(raw, 'r')
+                                       OR starts_with(raw, 'e') OR starts_with(raw, ' ') OR starts_with(raw, chr(9))
+                                       OR starts_with(raw, chr(10)) OR starts_with(raw, chr(12)) OR starts_with(raw, chr(13)))
+                                  AND regexp_matches(raw, '^\s*(time|host|rank|exitcode)\s*:'))
+   -- gang: `kubectl get pods` rows (its first byte, then a '/': exact)
+   OR (((message >= '0' AND message < ':') OR (message >= 'a' AND message < '{'))
+       AND contains(message, '/')
+       AND regexp_matches(message, '^[a-z0-9][a-z0-9.-]*\s+\d+/\d+\s+\S+\s+\d+'))
+   -- The text tests, on the lines the engine marked (parsers/marks.toml holds a literal of each)
+   OR (has_mark(marks, 'hot') AND (
+      -- named_ranks
+      message LIKE '%monitoredBarrier%' OR message LIKE '%from rank%' OR message LIKE '%from  rank%'
+      OR message LIKE '%faulty rank%' OR message LIKE '%check rank%'
+      -- node_events: its case-insensitive regexp's words ('%' also stands for the one letter, s,
+      -- that has a second case-folding: U+017F)
+      OR message ILIKE '%node failure on %' OR message ILIKE '%on failed node %' OR message ILIKE '%not re%ponding%'
+      OR message ILIKE '%nodenotready%'
+      -- rendezvous
+      OR message LIKE '%min_nodes%' OR message LIKE '%max_nodes%' OR message LIKE '%nnodes%'
+      OR message LIKE '%NodeList=%' OR message LIKE '%SLURM_JOB_NODELIST%' OR message LIKE '%SLURM_NODELIST%'
+      OR message LIKE '%Rendezvous%' OR message LIKE '%rendezvous%'
+      -- task_exits
+      OR raw LIKE '%srun: error:%task%'
+      -- watchdog
+      OR message LIKE '%SeqNum=%'
+      -- worker_exits (also read for the identity links of the launchers' exit reports)
+      OR message LIKE '%failed (exitcode:%local_rank:%'
+      OR (raw LIKE '%exitcode%' AND raw LIKE '%local_rank%' AND raw LIKE '%host%' AND raw LIKE '%time%')
+      OR (NOT contains(raw, chr(10)) AND (raw LIKE '%Root Cause (first observed failure)%' OR raw LIKE '%Failures:%'))
+      -- xid
+      OR message LIKE '%Xid (PCI:%'
+      -- controlplane
+      OR ((message ILIKE '%status%' OR message ILIKE '%lease%')
+          AND regexp_matches(message, 'Error updating node status|Unable to update node status|Failed to update lease|(?i:failed to (?:update|patch) status for pod)'))
+      -- gang
+      OR message LIKE '%Restart Count:%' OR message ILIKE '%back-off%restarting failed container%'
+      OR message LIKE '%is restarting because%'
+      -- stranded
+      OR message LIKE '%Successfully assigned%' OR message LIKE '%Started container%'
+      OR message LIKE '%FailedScheduling%' OR message LIKE '%nodes are available%' OR message LIKE '%UnexpectedAdmissionError%'
+      OR message LIKE '%tasks in gang unschedulable%' OR message LIKE '%PodsReady timeout%'
+      OR message LIKE '%Not all pods are ready or succeeded%' OR message LIKE '%couldn''t assign flavors%'
+      OR message LIKE '%insufficient unused quota%'
+      -- topology
+      OR message LIKE '%topology%'
+      -- allocation (its NCCL communicator sizes come from the groups)
+      OR raw LIKE '%gres/gpu%' OR raw LIKE '%nvidia.com/gpu%' OR raw LIKE '%world_size%'
+      OR raw LIKE '%WORLD_SIZE%' OR raw LIKE '%PET_NNODES%' OR raw LIKE '%NumNodes=%'
+      OR raw LIKE '%#SBATCH%' OR raw LIKE '%TresPerNode=%' OR raw LIKE '%local_ranks=[%'))

@@ -76,5 +76,6 @@ CREATE TABLE IF NOT EXISTS event_rows (
     tid         BIGINT,
     message     VARCHAR,
     raw         VARCHAR NOT NULL,    -- the original line or block
+    marks       INTEGER,             -- prefilter bits (parsers/marks.toml): which text tests the line may pass; NULL: unknown (may pass all)
     class_id    BIGINT NOT NULL      -- its row of event_classes
 );

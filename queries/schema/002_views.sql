@@ -9,7 +9,7 @@ CREATE OR REPLACE VIEW events AS
 SELECT r.event_id, r.file_id, c.file, r.line, r.end_line, r.byte_offset, r.ts, c.ts_kind, r.ts_text,
        c.format, c.pattern, c.envelopes, c.host, r.rank, r.local_rank, r.task, r.pid, r.tid,
        c.job_id, c.step_id, c.pod, c.namespace, c.container, c.gpu, c.program,
-       c.level, c.severity, c.kind, c.role, r.message, r.raw
+       c.level, c.severity, c.kind, c.role, r.message, r.raw, r.marks
 FROM event_rows r JOIN event_classes c USING (class_id);
 
 -- The kind catalogue of parsers/kinds.toml, loaded into table `kinds` at

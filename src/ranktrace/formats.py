@@ -565,10 +565,14 @@ def format_dirs(extra: list[str | Path] | None = None) -> list[Path]:
     return dirs
 
 
+# Files of the catalog directory that are neither formats nor envelopes (read by their own modules).
+NOT_FORMATS = ("path_hints.toml", "marks.toml")
+
+
 def _dir_files(d: Path) -> tuple[list[Path], list[Path], list[Path], list[Path]]:
     """The files load_catalog reads from one directory, in its order: kinds,
     envelopes, formats, and the .toml files directly in it (each either a
-    format, an envelope, or skipped: kinds*, path_hints)."""
+    format, an envelope, or skipped: kinds*, NOT_FORMATS)."""
     return (sorted(d.glob("kinds*.toml")), sorted(d.glob("envelopes/*.toml")),
             sorted(d.glob("formats/*.toml")), sorted(d.glob("*.toml")))
 
@@ -586,7 +590,7 @@ def _load_dir(d: Path) -> tuple[list[Format], list[Envelope], dict[str, KindInfo
     for path in format_files:
         formats.append(load_format(path))
     for path in top:
-        if path.name.startswith("kinds") or path.name == "path_hints.toml":
+        if path.name.startswith("kinds") or path.name in NOT_FORMATS:
             continue
         doc = tomllib.loads(path.read_text())
         (envelopes.append(load_envelope(path)) if doc.get("envelope")
@@ -673,7 +677,7 @@ def load_catalog(extra_dirs: list[str | Path] | None = None, *, check_samples: b
 PRECOMPUTED = Path(__file__).resolve().with_name("_catalog.pickle")
 _MAGIC = b"ranktrace-precomputed-catalog 1\n"
 # The code whose output the precomputed catalog is (paths under the package).
-_CODE = ("formats.py", "ingest/dispatch.py", "ingest/core.py")
+_CODE = ("formats.py", "ingest/dispatch.py", "ingest/core.py", "marks.py")
 
 
 def catalog_fingerprint(d: Path) -> str:

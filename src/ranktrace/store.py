@@ -25,7 +25,7 @@ DEFAULT_DB = "ranktrace.duckdb"
 # The tables behind view `events` (queries/schema): readers read the view, never these as facts.
 EVENT_TABLES = ("event_rows", "event_classes")
 FACT_SQL_TYPES = {"str": "VARCHAR", "int": "BIGINT", "float": "DOUBLE"}
-SCHEMA_VERSION = "3"   # 3: events is a view over event_rows and event_classes
+SCHEMA_VERSION = "4"   # 3: events is a view over event_rows and event_classes; 4: event_rows.marks
 # Year-less times are parsed in this leap year by the engine (crates/engine/src/timefmt.rs)
 # and moved to the inferred year after ingest.
 PLACEHOLDER_YEAR = 2000
@@ -98,6 +98,8 @@ def open_store(path: str | Path, cat: Catalog | None = None) -> duckdb.DuckDBPyC
         raise
     con.execute("SET TimeZone = 'UTC'")
     init_schema(con, cat)  # an older store is brought up to this version here
+    from . import marks
+    marks.stamp(con)       # (a writer adds lines marked by this version)
     return con
 
 
@@ -179,6 +181,8 @@ def _init_schema(con: duckdb.DuckDBPyConnection, cat: Catalog | None) -> None:
         con.execute("DROP VIEW IF EXISTS events_classified")
         con.execute("ALTER TABLE events RENAME TO events_schema2")
     for f in schema_files():
+        if f.name == "002_views.sql":
+            _add_marks(con)   # (the views read it)
         con.execute(f.read_text())
     if wide:
         insert_events(con, "events_schema2")
@@ -206,6 +210,15 @@ def _init_schema(con: duckdb.DuckDBPyConnection, cat: Catalog | None) -> None:
         for c, t in cols.items():
             if c not in have[table]:
                 con.execute(f'ALTER TABLE "{table}" ADD COLUMN "{c}" {FACT_SQL_TYPES[t]}')
+
+
+def _add_marks(con: duckdb.DuckDBPyConnection) -> None:
+    """A store of schema 3 gets column event_rows.marks, NULL on its lines:
+    unknown, so every text test is run on them (marks.py)."""
+    has = con.execute("SELECT count(*) FROM duckdb_columns() WHERE table_name = 'event_rows' "
+                      "AND column_name = 'marks' AND NOT internal AND schema_name = 'main'").fetchone()[0]
+    if not has:
+        con.execute("ALTER TABLE event_rows ADD COLUMN marks INTEGER")
 
 
 def file_id_for(sha256: str, path: str) -> int:

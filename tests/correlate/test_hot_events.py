@@ -113,6 +113,17 @@ def test_hot_events_are_the_aligned_events_that_pass_the_filter(con):
     assert _rows(con, "SELECT * FROM hot_events") == _rows(con, "SELECT * FROM aligned_events WHERE " + where)
 
 
+def test_the_marks_guard_leaves_out_no_line_its_text_tests_pass(con):
+    """hot_events.sql runs its text tests on the lines the engine marked only: without the
+    guard the same lines pass (marks.py; tests/correlate/test_marks.py checks each literal)."""
+    where = sql_file("align/hot_events.sql").split("\nWHERE ", 1)[1]
+    guard = "has_mark(marks, 'hot') AND ("
+    assert guard in where
+    assert con.execute("SELECT count(*) FROM aligned_events WHERE marks IS NULL").fetchone()[0] == 0
+    assert _rows(con, "SELECT * FROM hot_events") == _rows(con, "SELECT * FROM aligned_events WHERE "
+                                                           + where.replace(guard, "TRUE AND ("))
+
+
 @pytest.mark.parametrize("name", DETECT)
 def test_every_detector_finds_in_hot_events_what_it_finds_in_all_events(con, name):
     text = sql_file(f"detect/{name}.sql")

@@ -225,6 +225,8 @@ pub struct Catalog {
     pub patterns: Vec<Pattern>,
     /// the literals of patterns and block starts, found in one pass over a body
     pub literals: Literals,
+    /// the prefilter bits of each line's raw text (event_rows.marks)
+    pub marks: crate::marks::Marks,
     /// first byte class (0..=128) of a body -> candidate patterns in precedence order
     pub by_first: Vec<Vec<usize>>,
     pub blocks: Vec<Block>,
@@ -487,6 +489,7 @@ impl Catalog {
             envelopes,
             kept_cols,
             literals,
+            marks: crate::marks::Marks::new(&spec.marks)?,
             by_first,
             patterns,
             blocks,

@@ -15,6 +15,7 @@ pub mod events;
 pub mod fasttime;
 pub mod lines;
 pub mod literals;
+pub mod marks;
 pub mod out;
 pub mod par;
 pub mod peel;

@@ -25,6 +25,7 @@ pub fn event_schema(cat: &Catalog) -> Arc<Schema> {
     }
     f.push(Field::new("message", DataType::Utf8, true));
     f.push(Field::new("raw", DataType::Utf8, false));
+    f.push(Field::new("marks", DataType::Int32, false));
     f.push(Field::new("class_id", DataType::Int64, false));
     Arc::new(Schema::new(f))
 }
@@ -96,6 +97,7 @@ pub fn event_rows(cat: &Catalog, file_id: i64, events: &[Event], classes: &[Clas
     cols.push(sized_text_col(events, message_bytes, |_, e| Some(e.message())));
     let raw_bytes = events.iter().map(|e| e.raw.len()).sum();
     cols.push(sized_text_col(events, raw_bytes, |_, e| Some(e.raw.as_str())));
+    cols.push(Arc::new(arrow_array::Int32Array::from_iter_values(events.iter().map(|e| cat.marks.of(&e.raw, e.ascii)))));
     (cols, local)
 }
 

@@ -127,6 +127,9 @@ pub struct CatalogSpec {
     pub fact_tables: BTreeMap<String, Vec<(String, String)>>,
     pub kinds: BTreeMap<String, KindSpec>,
     pub levels: BTreeMap<String, BTreeMap<String, String>>,
+    /// parsers/marks.toml: the literals of each mark bit (marks.rs)
+    #[serde(default)]
+    pub marks: Vec<Vec<String>>,
 }
 
 impl CatalogSpec {

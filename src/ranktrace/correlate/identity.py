@@ -49,12 +49,12 @@ def link_sources(con: duckdb.DuckDBPyConnection) -> list[str]:
     # torchrun agent: "failed (exitcode: 1) local_rank: 1 (pid: 7261)"
     qs.append(_sel("agent_failed", host="host", local_rank="m.local_rank", pid="m.pid") +
               f" FROM (SELECT host, regexp_extract(message, '{AGENT_FAILED_RE}', ['exitcode','local_rank','pid']) AS m"
-              " FROM events_base WHERE host IS NOT NULL AND message LIKE '%failed (exitcode:%local_rank:%')"
+              " FROM events_base WHERE host IS NOT NULL AND has_mark(marks, 'hot') AND (message LIKE '%failed (exitcode:%local_rank:%'))"
               " WHERE m.pid <> ''")
     # Root Cause / Failures entries (block events keep the whole entry in raw)
     qs.append(_sel("root_cause", host="m.host", rank="m.rank", local_rank="m.local_rank", pid="m.pid") +
               f" FROM (SELECT unnest(regexp_extract_all(raw, '{ENTRY_RE.replace(chr(39), chr(39)*2)}')) AS s"
-              " FROM events_base WHERE raw LIKE '%exitcode%' AND raw LIKE '%local_rank%' AND raw LIKE '%host%') x,"
+              " FROM events_base WHERE has_mark(marks, 'hot') AND (raw LIKE '%exitcode%' AND raw LIKE '%local_rank%' AND raw LIKE '%host%')) x,"
               f" LATERAL (SELECT regexp_extract(s, '{ENTRY_RE}', ['host','rank','local_rank','exitcode','pid']) AS m)")
     # NCCL comm init: rank + cuda device / bus id, host and pid from the event
     if has_columns(con, "nccl_comm", "rank"):
@@ -85,7 +85,8 @@ def rendezvous_links(con) -> list[dict]:
                    regexp_extract(raw, '(?:^|\s)local_ranks=\[([0-9, ]*)\]', 1) AS lr,
                    regexp_extract(raw, '(?:^|\s)global_ranks=\[([0-9, ]*)\]', 1) AS gr
             FROM events_base
-            WHERE host IS NOT NULL AND raw LIKE '%_ranks=[%'   -- either (`_` is any character): one scan
+            -- either; a contains (`_` would make it a slower LIKE), on the lines marked for it (marks.py)
+            WHERE host IS NOT NULL AND has_mark(marks, 'hot') AND (raw LIKE '%ranks=[%')
         ), lr AS (SELECT * FROM l WHERE lr <> ''), gr AS (SELECT * FROM l WHERE gr <> '')
         SELECT lr.host, lr.lr, (SELECT g.gr FROM gr g WHERE g.file_id = lr.file_id AND g.line >= lr.line
                                 ORDER BY g.line LIMIT 1) AS gr
@@ -196,6 +197,8 @@ def build_base(con: duckdb.DuckDBPyConnection) -> None:
     from the inner `[rankN]:` prefix or from (node, local_rank) later). Also temp table
     `event_groups` (queries/align/event_groups.sql, the one pass over every line) and its
     view `events_base_g`."""
+    from .. import marks
+    marks.define(con)   # the queries below and event_groups.sql test has_mark()
     con.execute("CREATE OR REPLACE TEMP TABLE srun_label_host (task INTEGER, host VARCHAR)")
     agents = srun_runs_agents(con)
     # Stores of schema 1 have no task column: the label was in rank there.

@@ -12,6 +12,7 @@ import json
 import threading
 from typing import TYPE_CHECKING
 
+from .. import marks
 from ..formats import IDENTITY_COLUMNS, INT_IDENTITY, SEVERITIES, Catalog, TimeSpec
 from .dispatch import PRE, first_chars, literal_set, split_tail
 
@@ -96,6 +97,7 @@ def spec(cat: Catalog) -> dict:
         "fact_tables": {t: list(cols.items()) for t, cols in cat.fact_tables.items()},
         "kinds": {k: {"role": i.role, "severity": i.severity} for k, i in cat.kinds.items()},
         "levels": cat.levels,
+        "marks": marks.spec(),
     }
 
 
@@ -140,7 +142,7 @@ def line_envelopes(cat: Catalog) -> list[str]:
 # The columns of view `events` (queries/schema/002_views.sql), in its order.
 EVENT_COLUMNS = (
     "event_id", "file_id", "file", "line", "end_line", "byte_offset", "ts", "ts_kind", "ts_text",
-    "format", "pattern", "envelopes", *IDENTITY_COLUMNS, "level", "severity", "kind", "role", "message", "raw")
+    "format", "pattern", "envelopes", *IDENTITY_COLUMNS, "level", "severity", "kind", "role", "message", "raw", "marks")
 
 
 def widen(rows: pa.Table | pa.RecordBatch, classes: pa.Table | pa.RecordBatch) -> pa.Table:

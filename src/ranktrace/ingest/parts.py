@@ -40,7 +40,7 @@ from .. import __version__, store
 from ..formats import Catalog, format_dirs
 from .rows import Pending, file_ids
 
-PART_FORMAT = 2                   # the layout of a part directory; bump on any change (2: event rows and classes)
+PART_FORMAT = 3                   # the layout of a part directory; bump on any change (2: event rows and classes; 3: marks)
 MANIFEST = "manifest.json"
 INCOMING = ".incoming"            # parts being written (not matched by DIR/*/...)
 ROW_GROUP = 122_880               # rows per Parquet row group (DuckDB's row group)
@@ -53,7 +53,7 @@ def catalog_fingerprint(cat: Catalog) -> str:
     h = hashlib.sha256()
     files = {p.path for p in cat.formats} | {e.path for e in cat.envelopes}
     for d in format_dirs():
-        files |= set(d.glob("kinds*.toml")) | set(d.glob("path_hints.toml"))
+        files |= set(d.glob("kinds*.toml")) | set(d.glob("path_hints.toml")) | set(d.glob("marks.toml"))
     for path in sorted(files, key=lambda p: (p.name, str(p))):
         h.update(f"{path.name}\0".encode())
         h.update(Path(path).read_bytes())

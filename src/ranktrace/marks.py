@@ -1,0 +1,92 @@
+"""marks: the prefilter bits the engine sets per line (parsers/marks.toml), and
+the SQL macro `has_mark(marks, 'NAME')` that queries test them with.
+
+A store's marks are those of the marks.toml its lines were parsed with: meta
+'marks' holds that file's fingerprint, or 'mixed' when an ingest with other
+marks added lines to it. has_mark trusts the bits only when the store's
+fingerprint is this version's; otherwise it is true (every text test runs, as
+before marks existed): slower, never wrong."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tomllib
+from dataclasses import dataclass
+from functools import lru_cache
+
+from .resources import data_dir
+
+
+@dataclass(frozen=True)
+class Mark:
+    name: str
+    bit: int
+    literals: tuple[str, ...]
+
+
+class MarksError(ValueError):
+    pass
+
+
+@lru_cache(maxsize=1)
+def load() -> tuple[Mark, ...]:
+    """The marks of parsers/marks.toml, bit 0 first."""
+    path = data_dir("parsers") / "marks.toml"
+    doc = tomllib.loads(path.read_text())
+    out = []
+    for i, m in enumerate(doc.get("mark", [])):
+        lits = tuple(m.get("literals", ()))
+        if not m.get("name") or not lits or not all(isinstance(x, str) and x for x in lits):
+            raise MarksError(f"{path}: mark #{i + 1} needs a name and non-empty literals")
+        out.append(Mark(m["name"], i, lits))
+    if len(out) > 31:
+        raise MarksError(f"{path}: {len(out)} marks; the column holds 31")
+    return tuple(out)
+
+
+def spec() -> list[list[str]]:
+    """What the engine reads (crates/engine/src/marks.rs): the literals of each bit."""
+    return [list(m.literals) for m in load()]
+
+
+@lru_cache(maxsize=1)
+def fingerprint() -> str:
+    return hashlib.sha256(json.dumps([[m.name, *m.literals] for m in load()]).encode()).hexdigest()[:16]
+
+
+def macro_sql(trusted: bool = True) -> str:
+    """A temp macro: whether a line may pass the text tests mark `name` guards
+    (NULL marks: a line stored before marks existed, or by hand; it may).
+    Not `trusted`: true for every line."""
+    if not trusted:
+        return "CREATE OR REPLACE TEMP MACRO has_mark(m, name) AS true"
+    cases = " ".join(f"WHEN '{m.name}' THEN {1 << m.bit}" for m in load())
+    return (f"CREATE OR REPLACE TEMP MACRO has_mark(m, name) AS "
+            f"(m IS NULL OR (m & (CASE name {cases} END)) <> 0)")
+
+
+def _stored(con) -> str | None:
+    if not con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'meta' "
+                       "AND schema_name = 'main' AND NOT temporary").fetchone()[0]:
+        return None
+    row = con.execute("SELECT value FROM main.meta WHERE key = 'marks'").fetchone()
+    return row[0] if row else None
+
+
+def define(con, trusted: bool | None = None) -> None:
+    """Make has_mark() known to connection `con`; it trusts the stored bits when
+    the store's lines were all marked by this version's marks (or `trusted`)."""
+    con.execute(macro_sql(_stored(con) == fingerprint() if trusted is None else trusted))
+
+
+def stamp(con) -> None:
+    """Before an ingest or a merge writes lines: an empty store takes this
+    version's marks; one marked otherwise (or before marks) becomes 'mixed'."""
+    if con.execute("SELECT count(*) FROM files").fetchone()[0] == 0:
+        value = fingerprint()
+    elif _stored(con) == fingerprint():
+        return
+    else:
+        value = "mixed"
+    con.execute("INSERT OR REPLACE INTO meta VALUES ('marks', ?)", [value])
