@@ -1,12 +1,13 @@
 -- name: anchors
 -- kind: align
--- params: none (reads temp view events_id, made by ranktrace.correlate.identity)
+-- params: none (reads temp view events_id_a: events_id of the lines of anchor_lines.sql, made by
+--   ranktrace.correlate.clock)
 -- returns: host, akey, t (epoch seconds, as logged), unc_s (how far apart the same anchor may
 --   truly be on two hosts), class. Events that must be (nearly) simultaneous on every host:
 --   step N of a synchronous loop (progress), the start of collective SeqNum N of a watchdog
 --   timeout (logged time minus "ran for"), the k-th rendezvous completion of each agent.
 WITH timed AS (
-    SELECT * FROM events_id
+    SELECT * FROM events_id_a
     WHERE ts IS NOT NULL AND host IS NOT NULL
       AND ts_kind IN ('exact', 'local', 'year_inferred', 'envelope')
 ),

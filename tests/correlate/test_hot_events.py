@@ -124,6 +124,13 @@ def test_the_marks_guard_leaves_out_no_line_its_text_tests_pass(con):
                                                            + where.replace(guard, "TRUE AND ("))
 
 
+def test_the_clock_anchors_of_their_lines_are_those_of_every_line(con):
+    """anchors.sql reads events_id of the lines of anchor_lines.sql only (clock.anchor_views)."""
+    anchors = sql_file("align/anchors.sql")
+    assert "events_id_a" in anchors
+    assert _rows(con, anchors) == _rows(con, anchors.replace("events_id_a", "events_id"))
+
+
 @pytest.mark.parametrize("name", DETECT)
 def test_every_detector_finds_in_hot_events_what_it_finds_in_all_events(con, name):
     text = sql_file(f"detect/{name}.sql")

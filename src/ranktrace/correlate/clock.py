@@ -65,6 +65,7 @@ def estimate_offsets(con: duckdb.DuckDBPyConnection, offsets: dict[str, float] |
     hosts = [r["host"] for r in rows(con, f"SELECT host FROM ({_host_lines(con)}) ORDER BY host")]
     anchors: dict[str, dict[str, dict[str, float]]] = {}   # class -> host -> akey -> t
     unc0: dict[str, float] = {}
+    anchor_views(con)
     for r in rows(con, sql_file("align/anchors.sql")):
         if r["t"] is None:
             continue
@@ -153,6 +154,15 @@ def create_aligned_view(con: duckdb.DuckDBPyConnection, clock: list[dict]) -> No
     con.execute(ALIGNED_VIEW.format(sfx="_g"))
     con.execute(ALIGNED_GROUPS)
     _hot_events(con)
+
+
+def anchor_views(con: duckdb.DuckDBPyConnection) -> None:
+    """Temp view events_id_a, what anchors.sql reads: events_id of the lines of
+    queries/align/anchor_lines.sql only (made once: temp table anchor_src)."""
+    from .identity import base_views, events_views
+    con.execute("CREATE OR REPLACE TEMP TABLE anchor_src AS " + sql_file("align/anchor_lines.sql"))
+    base_views(con, "anchor_src", "_a")
+    events_views(con, "_a")
 
 
 def _hot_events(con: duckdb.DuckDBPyConnection) -> None:

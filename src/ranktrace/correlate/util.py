@@ -98,6 +98,8 @@ def on(host: str | None) -> str:
 
 def platforms(con) -> set[str]:
     """Which schedulers the store shows: slurm (job ids, Slurm formats), k8s (pods, kubelet...)."""
+    # Every column read is a class's (event_classes): the classes that have lines answer it
+    # without a pass over the lines' text (one over their class ids).
     r = con.execute("""
         SELECT count(*) FILTER (WHERE job_id IS NOT NULL OR format IN ('sacct', 'scontrol', 'slurm_daemon',
                                 'slurm_jobcomp', 'slurm_srun', 'slurm_stepd')) AS slurm,
@@ -105,5 +107,5 @@ def platforms(con) -> set[str]:
                                 'containerd', 'nvidia_device_plugin')
                                 -- a lone '{' of any JSON dump is no sign of Kubernetes
                                 OR (format = 'kubectl_get' AND pattern <> 'kubectl_get.json_punct')) AS k8s
-        FROM events""").fetchone()
+        FROM event_classes JOIN (SELECT DISTINCT class_id FROM event_rows) USING (class_id)""").fetchone()
     return {p for p, n in zip(("slurm", "k8s"), r) if n}

@@ -324,7 +324,8 @@ def diagnose(con: duckdb.DuckDBPyConnection, *, offsets: dict[str, float] | None
     node_failed = {f.host for f in findings if f.kind == "node_failure" and f.host}
     failure = _failure_seen(con) or bool(findings)
     unc = {c["host"]: c["uncertainty_s"] for c in clock}
-    n_events = con.execute("SELECT count(*) FROM events").fetchone()[0]
+    # (every row has its class: the writer stores both; counting the rows skips the view's join)
+    n_events = con.execute("SELECT count(*) FROM event_rows").fetchone()[0]
 
     empty = {"kind": "none", "rank": None, "local_rank": None, "host": None, "pod": None, "pid": None,
              "gpu": None, "time": None, "confidence": 0.0, "summary": ""}
