@@ -14,7 +14,6 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.css.query import NoMatches
-from textual.lazy import Lazy
 from textual.message import Message
 from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
 
@@ -130,6 +129,7 @@ class RanktraceApp(App):
         self._sync_pending = False
         self._pending_select: int | None = None
         self._first_paint = threading.Event()
+        self._tabs_mounted = False
 
     # ------------------------------------------------------------------ layout
 
@@ -142,11 +142,11 @@ class RanktraceApp(App):
                 with Horizontal(id="bottom"):
                     yield EventList(self.store, id="events")
                     yield DetailPane(self.store, id="detail")
-            # the tabs not on the first screen are mounted after it is drawn
-            with TabPane("Evidence", id="tab-evidence"):
-                yield Lazy(EvidenceView(self.store, id="evidence"))
-            with TabPane("SQL", id="tab-sql"):
-                yield Lazy(SqlConsole(self.store, id="sql"))
+            # The tabs not on the first screen get their content once it is drawn
+            # (_painted): mounting it (DataTables, TextArea, Select and their CSS)
+            # held up the first screen on the UI thread.
+            yield TabPane("Evidence", id="tab-evidence")
+            yield TabPane("SQL", id="tab-sql")
         yield FilterBar(placeholder="sev:error role:cause kind:… host:… rank:N text   (Enter applies, Esc closes)",
                         id="filter", disabled=True)
         yield Footer()
@@ -158,7 +158,7 @@ class RanktraceApp(App):
         self._startup()
 
     def on_unmount(self) -> None:
-        self._first_paint.set()
+        self._first_paint.set()   # the startup worker stops waiting
         self.store.interrupt()
 
     # ------------------------------------------------------------------ startup: two phases
@@ -199,7 +199,7 @@ class RanktraceApp(App):
             try:
                 self.query_one(EvidenceView).refresh_verdict()
             except NoMatches:
-                pass   # not mounted yet (Lazy): its on_mount shows the verdict
+                pass   # not mounted yet (_painted): its on_mount shows the verdict
         tl.set_model(sm.lanes, sm.extent, sm.incident, sm.first_failure, self.store.culprit(),
                      self.store.cascade_keys())
         if sm.extent is None:
@@ -224,20 +224,39 @@ class RanktraceApp(App):
 
     @property
     def busy(self) -> bool:
-        """True while startup, a pending list sync or any worker is in flight (tests wait on it)."""
+        """True while startup (verdict, the tabs' content), a pending list sync or any worker is in
+        flight (tests wait on it)."""
         from textual.worker import WorkerState
-        return (self.phase < 2 or self._sync_pending
+        return (self.phase < 2 or self._sync_pending or not self._tabs_mounted
                 or any(w.state in (WorkerState.PENDING, WorkerState.RUNNING) for w in self.workers))
 
     def _check_first_paint(self) -> None:
-        """Polled until the timeline has its data and the list its first page."""
+        """Polled until the timeline has its data and the list its first page;
+        the first screen is drawn by the refresh after that (_painted)."""
         try:
             tl, el = self.query_one(Timeline), self.query_one(EventList)
         except NoMatches:
             return
         if self.phase >= 1 and (tl.data_token is not None or not tl.all_lanes) and (el.items or el.exhausted):
-            self._first_paint.set()
             self._paint_timer.stop()
+            self.call_after_refresh(self._painted)
+
+    async def _painted(self) -> None:
+        """The first screen is on the terminal: the diagnosis may start (it set
+        _first_paint before this was drawn, and its imports and queries slowed
+        the drawing), and the other tabs get their content."""
+        self._first_paint.set()
+        if self._tabs_mounted:
+            return
+        try:
+            await self.query_one("#tab-evidence", TabPane).mount(EvidenceView(self.store, id="evidence"))
+            await self.query_one("#tab-sql", TabPane).mount(SqlConsole(self.store, id="sql"))
+        except NoMatches:   # the app is closing
+            return
+        self._tabs_mounted = True
+        active = self.query_one(TabbedContent).active
+        if active != "tab-timeline":   # switched to before its content was there: focus it now
+            self.action_tab(active)
 
     def _sync_list(self) -> None:
         self._sync_pending = False
