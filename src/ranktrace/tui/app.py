@@ -287,7 +287,10 @@ class RanktraceApp(App):
 
     @on(EventList.Selected)
     def _event_selected(self, msg: EventList.Selected) -> None:
-        self.query_one(DetailPane).show(msg.row.event_id)
+        try:
+            self.query_one(DetailPane).show(msg.row.event_id)
+        except NoMatches:   # a selection still queued while the app closes
+            pass
 
     @on(EventList.Opened)
     def _event_opened(self, msg: EventList.Opened) -> None:
