@@ -19,7 +19,7 @@ from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
 
 from ..safe_text import safe
 from .data import Filters, Lane, StoreData, fmt_time
-from .widgets.panes import (DetailPane, EventList, EvidenceView, FilterBar, HelpScreen, SqlConsole,
+from .widgets.panes import (DetailPane, EventList, EvidenceView, FilterBar, HelpScreen,
                             VerdictHeader)
 from .widgets.timeline import Timeline
 
@@ -250,6 +250,7 @@ class RanktraceApp(App):
             return
         try:
             await self.query_one("#tab-evidence", TabPane).mount(EvidenceView(self.store, id="evidence"))
+            from .widgets.sql import SqlConsole   # TextArea: imported after the first screen
             await self.query_one("#tab-sql", TabPane).mount(SqlConsole(self.store, id="sql"))
         except NoMatches:   # the app is closing
             return
