@@ -17,6 +17,10 @@ from .timeline import _fit_mid
 from ..data import EventRow, Filters, StoreData, fmt_time, parse_time
 
 PAGE = 200
+# A new list (the first screen's among them) starts with fewer rows: DataTable
+# measures and lays out every row it is given, and ~20 are on screen; the
+# next pages (PAGE) load as the cursor nears the end.
+FIRST_PAGE = 64
 SEV_STYLE = {"critical": "bold red", "error": "red", "warning": "yellow", "notice": "cyan",
              "info": "", "debug": "dim"}
 ROLE_STYLE = {"cause": "bold reverse red", "symptom": "magenta", "lifecycle": "cyan", "info": "dim"}
@@ -109,12 +113,14 @@ class EventList(DataTable):
             self.row = row
 
     class Page(Message):
-        """append: False (a new list), True (after the last row), "before"."""
-        def __init__(self, token: tuple, rows: list[EventRow], append: bool | str) -> None:
+        """append: False (a new list), True (after the last row), "before";
+        limit: the rows asked for (fewer: nothing more that way)."""
+        def __init__(self, token: tuple, rows: list[EventRow], append: bool | str, limit: int = PAGE) -> None:
             super().__init__()
             self.token = token
             self.rows = rows
             self.append = append
+            self.limit = limit
 
     def __init__(self, store: StoreData, **kw) -> None:
         super().__init__(cursor_type="row", zebra_stripes=False, **kw)
@@ -155,15 +161,16 @@ class EventList(DataTable):
 
     @work(thread=True, exclusive=True, group="event-page")
     def _fetch(self, token, start, filters, offset, append) -> None:
+        limit = PAGE if append else FIRST_PAGE
         try:
             if append == "before":
-                rows = self.store.events_before(self.items[0], filters, limit=PAGE)
+                rows = self.store.events_before(self.items[0], filters, limit=limit)
             else:
-                rows = self.store.events_page(start, filters, offset=offset, limit=PAGE)
+                rows = self.store.events_page(start, filters, offset=offset, limit=limit)
         except Exception as exc:
             self.app.call_from_thread(self.notify, f"event query failed: {safe(exc)}", severity="error", markup=False)
             rows = []
-        self.post_message(self.Page(token, rows, append))
+        self.post_message(self.Page(token, rows, append, limit))
 
     def _add(self, r: EventRow, width: int) -> None:
         self.add_row(
@@ -185,7 +192,7 @@ class EventList(DataTable):
         if msg.append == "before":
             # Earlier events go on top: the table is rebuilt (DataTable only
             # appends) and the cursor moves to the event just above where it was.
-            if len(msg.rows) < PAGE:
+            if len(msg.rows) < msg.limit:
                 self.at_start = True
             if not msg.rows:
                 return
@@ -196,7 +203,7 @@ class EventList(DataTable):
                 self._add(r, width)
             self.move_cursor(row=len(msg.rows) - 1)
             return
-        if len(msg.rows) < PAGE:
+        if len(msg.rows) < msg.limit:
             self.exhausted = True
         if not msg.append:
             self.items = []
