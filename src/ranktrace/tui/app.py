@@ -266,8 +266,8 @@ class RanktraceApp(App):
             self.call_after_refresh(self._painted)
 
     async def _painted(self) -> None:
-        """The first screen is on the terminal: the diagnosis may start (it set
-        _first_paint before this was drawn, and its imports and queries slowed
+        """The first screen is on the terminal: the diagnosis may start (started
+        when the data arrived, before the drawing, its imports and queries slowed
         the drawing), and the other tabs get their content."""
         self._first_paint.set()
         if self._tabs_mounted:
