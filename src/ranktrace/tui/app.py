@@ -63,10 +63,18 @@ HELP: list[tuple[str, list[tuple[str, str]]]] = [
 
 class KeyFooter(Footer):
     """Textual's Footer, recomposed once per refresh however often the bindings
-    changed before it (Footer queues one recompose per change: three before the
-    first screen, each remounting every key, ~15% of the UI thread's work)."""
+    changed before it, and only when the keys it shows changed (Footer queues one
+    recompose per change: three before the first screen, each remounting every
+    key, ~15% of the UI thread's work; now one)."""
 
     _recompose_queued = False
+    _shown: tuple | None = None   # the keys the last recompose drew
+
+    def _shows(self) -> tuple:
+        """What compose would draw: the screen's shown bindings."""
+        return (self.compact, self.show_command_palette,
+                tuple((b.key, b.action, b.description, b.group, enabled, tooltip)
+                      for (_, b, enabled, tooltip) in self.screen.active_bindings.values() if b.show))
 
     def bindings_changed(self, screen) -> None:
         self._bindings_ready = True   # Footer.compose draws nothing until then
@@ -78,6 +86,10 @@ class KeyFooter(Footer):
 
     async def _recompose_once(self) -> None:
         self._recompose_queued = False   # a change from here on queues another
+        shows = self._shows()
+        if shows == self._shown:   # the same keys (focus moved between widgets that add none)
+            return
+        self._shown = shows
         await self.recompose()
 
 
