@@ -315,8 +315,9 @@ def build_parser() -> argparse.ArgumentParser:
     formats_arg(sp)
     sp.set_defaults(func=cmd_formats)
 
-    for name, mod in EXTRA_COMMANDS.items():
-        mod(sub, db_arg, formats_arg)
+    for name in EXTRA_NAMES:   # in this order, whichever were registered first
+        if name in EXTRA_COMMANDS:
+            EXTRA_COMMANDS[name](sub, db_arg, formats_arg)
     return p
 
 
@@ -330,11 +331,14 @@ def _explain_arg_fix(args) -> None:
 
 # Commands registered by other modules (diagnose, report, tui, demo, export).
 EXTRA_COMMANDS: dict = {}
+EXTRA_NAMES = ("diagnose", "report", "tui", "demo", "export", "merge", "action")
 
 
-def _register_extras() -> None:
+def _register_extras(only: str | None = None) -> None:
+    """Import the command modules and keep their `register`; `only`: just
+    that command's module (the command line names it)."""
     import importlib
-    for name in ("diagnose", "report", "tui", "demo", "export", "merge", "action"):
+    for name in (only,) if only in EXTRA_NAMES else EXTRA_NAMES:
         try:
             mod = importlib.import_module(f".commands.{name}", __package__)
         except ModuleNotFoundError as exc:
@@ -344,8 +348,17 @@ def _register_extras() -> None:
         EXTRA_COMMANDS[name] = mod.register
 
 
+def _named_command(argv: list[str]) -> str | None:
+    """The command when the command line starts with one (`ranktrace tui
+    --db X`); the top-level parser has no option that takes a value."""
+    return argv[0] if argv and argv[0] in EXTRA_NAMES else None
+
+
 def main(argv: list[str] | None = None) -> int:
-    _register_extras()
+    # `ranktrace tui` and the like import only their own command's module
+    # (the others' imports and parsers cost every start ~20 ms); no command,
+    # or an option first (--help, --version), registers them all.
+    _register_extras(_named_command(sys.argv[1:] if argv is None else argv))
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

@@ -14,13 +14,12 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.css.query import NoMatches
-from textual.lazy import Lazy
 from textual.message import Message
 from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
 
 from ..safe_text import safe
 from .data import Filters, Lane, StoreData, fmt_time
-from .widgets.panes import (DetailPane, EventList, EvidenceView, FilterBar, HelpScreen, SqlConsole,
+from .widgets.panes import (DetailPane, EventList, EvidenceView, FilterBar, HelpScreen,
                             VerdictHeader)
 from .widgets.timeline import Timeline
 
@@ -60,6 +59,38 @@ HELP: list[tuple[str, list[tuple[str, str]]]] = [
                      ("esc", "leave the editor (then 1/2/3, q, ? work again)"),
                      ("canned queries", "pick one from queries/canned/ in the list")]),
 ]
+
+
+class KeyFooter(Footer):
+    """Textual's Footer, recomposed once per refresh however often the bindings
+    changed before it, and only when the keys it shows changed (Footer queues one
+    recompose per change: three before the first screen, each remounting every
+    key, ~15% of the UI thread's work; now one)."""
+
+    _recompose_queued = False
+    _shown: tuple | None = None   # the keys the last recompose drew
+
+    def _shows(self) -> tuple:
+        """What compose would draw: the screen's shown bindings."""
+        return (self.compact, self.show_command_palette,
+                tuple((b.key, b.action, b.description, b.group, enabled, tooltip)
+                      for (_, b, enabled, tooltip) in self.screen.active_bindings.values() if b.show))
+
+    def bindings_changed(self, screen) -> None:
+        self._bindings_ready = True   # Footer.compose draws nothing until then
+        if not screen.app.app_focus:
+            return
+        if self.is_attached and screen is self.screen and not self._recompose_queued:
+            self._recompose_queued = True
+            self.call_after_refresh(self._recompose_once)
+
+    async def _recompose_once(self) -> None:
+        self._recompose_queued = False   # a change from here on queues another
+        shows = self._shows()
+        if shows == self._shown:   # the same keys (focus moved between widgets that add none)
+            return
+        self._shown = shows
+        await self.recompose()
 
 
 @dataclass
@@ -130,6 +161,7 @@ class RanktraceApp(App):
         self._sync_pending = False
         self._pending_select: int | None = None
         self._first_paint = threading.Event()
+        self._tabs_mounted = False
 
     # ------------------------------------------------------------------ layout
 
@@ -142,14 +174,14 @@ class RanktraceApp(App):
                 with Horizontal(id="bottom"):
                     yield EventList(self.store, id="events")
                     yield DetailPane(self.store, id="detail")
-            # the tabs not on the first screen are mounted after it is drawn
-            with TabPane("Evidence", id="tab-evidence"):
-                yield Lazy(EvidenceView(self.store, id="evidence"))
-            with TabPane("SQL", id="tab-sql"):
-                yield Lazy(SqlConsole(self.store, id="sql"))
+            # The tabs not on the first screen get their content once it is drawn
+            # (_painted): mounting it (DataTables, TextArea, Select and their CSS)
+            # held up the first screen on the UI thread.
+            yield TabPane("Evidence", id="tab-evidence")
+            yield TabPane("SQL", id="tab-sql")
         yield FilterBar(placeholder="sev:error role:cause kind:… host:… rank:N text   (Enter applies, Esc closes)",
                         id="filter", disabled=True)
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.query_one(VerdictHeader).show_loading(self.db)
@@ -158,7 +190,7 @@ class RanktraceApp(App):
         self._startup()
 
     def on_unmount(self) -> None:
-        self._first_paint.set()
+        self._first_paint.set()   # the startup worker stops waiting
         self.store.interrupt()
 
     # ------------------------------------------------------------------ startup: two phases
@@ -199,7 +231,7 @@ class RanktraceApp(App):
             try:
                 self.query_one(EvidenceView).refresh_verdict()
             except NoMatches:
-                pass   # not mounted yet (Lazy): its on_mount shows the verdict
+                pass   # not mounted yet (_painted): its on_mount shows the verdict
         tl.set_model(sm.lanes, sm.extent, sm.incident, sm.first_failure, self.store.culprit(),
                      self.store.cascade_keys())
         if sm.extent is None:
@@ -217,27 +249,51 @@ class RanktraceApp(App):
             self._sync_timer.stop()
         self._sync_pending = True
         # The first list comes at once; later ones wait for the cursor to rest.
-        if not self.query_one(EventList).items:
+        try:
+            first = not self.query_one(EventList).items
+        except NoMatches:   # the app is closing
+            return
+        if first:
             self._sync_list()
             return
         self._sync_timer = self.set_timer(0.12, self._sync_list)
 
     @property
     def busy(self) -> bool:
-        """True while startup, a pending list sync or any worker is in flight (tests wait on it)."""
+        """True while startup (verdict, the tabs' content), a pending list sync or any worker is in
+        flight (tests wait on it)."""
         from textual.worker import WorkerState
-        return (self.phase < 2 or self._sync_pending
+        return (self.phase < 2 or self._sync_pending or not self._tabs_mounted
                 or any(w.state in (WorkerState.PENDING, WorkerState.RUNNING) for w in self.workers))
 
     def _check_first_paint(self) -> None:
-        """Polled until the timeline has its data and the list its first page."""
+        """Polled until the timeline has its data and the list its first page;
+        the first screen is drawn by the refresh after that (_painted)."""
         try:
             tl, el = self.query_one(Timeline), self.query_one(EventList)
         except NoMatches:
             return
         if self.phase >= 1 and (tl.data_token is not None or not tl.all_lanes) and (el.items or el.exhausted):
-            self._first_paint.set()
             self._paint_timer.stop()
+            self.call_after_refresh(self._painted)
+
+    async def _painted(self) -> None:
+        """The first screen is on the terminal: the diagnosis may start (started
+        when the data arrived, before the drawing, its imports and queries slowed
+        the drawing), and the other tabs get their content."""
+        self._first_paint.set()
+        if self._tabs_mounted:
+            return
+        try:
+            await self.query_one("#tab-evidence", TabPane).mount(EvidenceView(self.store, id="evidence"))
+            from .widgets.sql import SqlConsole   # TextArea: imported after the first screen
+            await self.query_one("#tab-sql", TabPane).mount(SqlConsole(self.store, id="sql"))
+        except NoMatches:   # the app is closing
+            return
+        self._tabs_mounted = True
+        active = self.query_one(TabbedContent).active
+        if active != "tab-timeline":   # switched to before its content was there: focus it now
+            self.action_tab(active)
 
     def _sync_list(self) -> None:
         self._sync_pending = False
@@ -268,7 +324,10 @@ class RanktraceApp(App):
 
     @on(EventList.Selected)
     def _event_selected(self, msg: EventList.Selected) -> None:
-        self.query_one(DetailPane).show(msg.row.event_id)
+        try:
+            self.query_one(DetailPane).show(msg.row.event_id)
+        except NoMatches:   # a selection still queued while the app closes
+            pass
 
     @on(EventList.Opened)
     def _event_opened(self, msg: EventList.Opened) -> None:

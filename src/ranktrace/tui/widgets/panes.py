@@ -1,4 +1,5 @@
-"""The other panes: verdict header, event list, detail, evidence, SQL console, help."""
+"""The other panes: verdict header, event list, detail, evidence, help (the SQL
+console: widgets/sql.py)."""
 
 from __future__ import annotations
 
@@ -6,16 +7,20 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.screen import ModalScreen
-from textual.widgets import Button, DataTable, Input, Select, Static, TextArea
+from textual.widgets import DataTable, Input, Static
 
 from ...safe_text import safe
 from .timeline import _fit_mid
-from ..data import EventRow, Filters, QueryResult, StoreData, fmt_time, parse_time
+from ..data import EventRow, Filters, StoreData, fmt_time, parse_time
 
 PAGE = 200
+# A new list (the first screen's among them) starts with fewer rows: DataTable
+# measures and lays out every row it is given, and ~20 are on screen; the
+# next pages (PAGE) load as the cursor nears the end.
+FIRST_PAGE = 64
 SEV_STYLE = {"critical": "bold red", "error": "red", "warning": "yellow", "notice": "cyan",
              "info": "", "debug": "dim"}
 ROLE_STYLE = {"cause": "bold reverse red", "symptom": "magenta", "lifecycle": "cyan", "info": "dim"}
@@ -108,12 +113,14 @@ class EventList(DataTable):
             self.row = row
 
     class Page(Message):
-        """append: False (a new list), True (after the last row), "before"."""
-        def __init__(self, token: tuple, rows: list[EventRow], append: bool | str) -> None:
+        """append: False (a new list), True (after the last row), "before";
+        limit: the rows asked for (fewer: nothing more that way)."""
+        def __init__(self, token: tuple, rows: list[EventRow], append: bool | str, limit: int = PAGE) -> None:
             super().__init__()
             self.token = token
             self.rows = rows
             self.append = append
+            self.limit = limit
 
     def __init__(self, store: StoreData, **kw) -> None:
         super().__init__(cursor_type="row", zebra_stripes=False, **kw)
@@ -154,15 +161,16 @@ class EventList(DataTable):
 
     @work(thread=True, exclusive=True, group="event-page")
     def _fetch(self, token, start, filters, offset, append) -> None:
+        limit = PAGE if append else FIRST_PAGE
         try:
             if append == "before":
-                rows = self.store.events_before(self.items[0], filters, limit=PAGE)
+                rows = self.store.events_before(self.items[0], filters, limit=limit)
             else:
-                rows = self.store.events_page(start, filters, offset=offset, limit=PAGE)
+                rows = self.store.events_page(start, filters, offset=offset, limit=limit)
         except Exception as exc:
             self.app.call_from_thread(self.notify, f"event query failed: {safe(exc)}", severity="error", markup=False)
             rows = []
-        self.post_message(self.Page(token, rows, append))
+        self.post_message(self.Page(token, rows, append, limit))
 
     def _add(self, r: EventRow, width: int) -> None:
         self.add_row(
@@ -184,7 +192,7 @@ class EventList(DataTable):
         if msg.append == "before":
             # Earlier events go on top: the table is rebuilt (DataTable only
             # appends) and the cursor moves to the event just above where it was.
-            if len(msg.rows) < PAGE:
+            if len(msg.rows) < msg.limit:
                 self.at_start = True
             if not msg.rows:
                 return
@@ -195,7 +203,7 @@ class EventList(DataTable):
                 self._add(r, width)
             self.move_cursor(row=len(msg.rows) - 1)
             return
-        if len(msg.rows) < PAGE:
+        if len(msg.rows) < msg.limit:
             self.exhausted = True
         if not msg.append:
             self.items = []
@@ -359,109 +367,6 @@ class EvidenceView(Vertical):
             self.post_message(self.Jump(self.evidence[i]))
 
 
-# --------------------------------------------------------------------------- SQL console
-
-class SqlConsole(Vertical):
-    DEFAULT_CSS = """
-    SqlConsole { height: 1fr; }
-    SqlConsole #sql-bar { height: 3; }
-    SqlConsole #canned { width: 1fr; }
-    SqlConsole Button { min-width: 8; }
-    SqlConsole #sql-text { height: 6; }
-    SqlConsole #sql-status { height: 1; padding: 0 1; }
-    SqlConsole #sql-status.error { color: $error; text-style: bold; }
-    SqlConsole #sql-grid { height: 1fr; }
-    """
-
-    BINDINGS = [Binding("ctrl+r", "run", "run SQL"), Binding("ctrl+g", "cancel", "cancel SQL"),
-                Binding("escape", "leave_editor", "leave editor", show=False)]
-
-    def action_leave_editor(self) -> None:
-        """Esc in the editor moves to the results, where 1/2/3, q and ? work again."""
-        self.query_one("#sql-grid", DataTable).focus()
-
-    class Done(Message):
-        def __init__(self, result: QueryResult) -> None:
-            super().__init__()
-            self.result = result
-
-    def __init__(self, store: StoreData, limit: int = 500, **kw) -> None:
-        super().__init__(**kw)
-        self.store = store
-        self.limit = limit
-        self.canned: list = []   # read in compose: the console is mounted after the first screen
-        self.running = False
-        self.show_timing = True   # the snapshot tests turn it off
-        self.result: QueryResult | None = None
-
-    def compose(self) -> ComposeResult:
-        self.canned = self.store.canned_queries()
-        opts = [(f"{q.name} — {q.description}"[:80], i) for i, q in enumerate(self.canned)]
-        with Horizontal(id="sql-bar"):
-            yield Select(opts, prompt="canned queries" if opts else "no canned queries in queries/canned/",
-                         id="canned", disabled=not opts)
-            yield Button("Run", id="run", variant="primary")
-            yield Button("Cancel", id="cancel")
-        yield TextArea(self.store.default_query(), id="sql-text", language=None)
-        yield Static("ctrl+r runs the query (read-only), ctrl+g cancels", id="sql-status")
-        yield DataTable(id="sql-grid", cursor_type="cell")
-
-    @on(Select.Changed, "#canned")
-    def _pick(self, event: Select.Changed) -> None:
-        if isinstance(event.value, int):
-            self.query_one("#sql-text", TextArea).text = self.canned[event.value].sql
-
-    @on(Button.Pressed, "#run")
-    def _run_btn(self) -> None:
-        self.action_run()
-
-    @on(Button.Pressed, "#cancel")
-    def _cancel_btn(self) -> None:
-        self.action_cancel()
-
-    def run_text(self, sql: str) -> None:
-        self.query_one("#sql-text", TextArea).text = sql
-        self.action_run()
-
-    def action_run(self) -> None:
-        if self.running:
-            return
-        sql = self.query_one("#sql-text", TextArea).text
-        if not sql.strip():
-            return
-        self.running = True
-        st = self.query_one("#sql-status", Static)
-        st.remove_class("error")
-        st.update("running… (ctrl+g cancels)")
-        self._run(sql)
-
-    def action_cancel(self) -> None:
-        if self.running and self.store.interrupt():
-            self.query_one("#sql-status", Static).update("cancelling…")
-
-    @work(thread=True, exclusive=True, group="sql")
-    def _run(self, sql: str) -> None:
-        self.post_message(self.Done(self.store.run_sql(sql, self.limit)))
-
-    def on_sql_console_done(self, msg: "SqlConsole.Done") -> None:
-        msg.stop()
-        self.running = False
-        res = self.result = msg.result
-        st = self.query_one("#sql-status", Static)
-        grid = self.query_one("#sql-grid", DataTable)
-        if res.error:
-            st.add_class("error")
-            st.update(_clip(res.error, 400))
-            return
-        st.remove_class("error")
-        st.update(Text(res.summary if self.show_timing else res.summary.split(" in ")[0]))
-        grid.clear(columns=True)
-        grid.add_columns(*[Text(safe(c)) for c in res.columns])
-        for r in res.rows:
-            grid.add_row(*[_clip("" if v is None else (v.isoformat(sep=" ") if hasattr(v, "isoformat")
-                                                         else str(v)), 60) for v in r])
-
-
 # --------------------------------------------------------------------------- help
 
 class HelpScreen(ModalScreen):
@@ -497,3 +402,12 @@ class FilterBar(Input):
     FilterBar { dock: bottom; display: none; }
     FilterBar.open { display: block; }
     """
+
+
+def __getattr__(name: str):
+    # The SQL console lives in widgets/sql.py (TextArea costs every start
+    # ~40 ms to import; the console is mounted after the first screen).
+    if name == "SqlConsole":
+        from .sql import SqlConsole
+        return SqlConsole
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
