@@ -463,10 +463,10 @@ mod tests {
         let tz = crate::timefmt::Zoner::new("UTC").unwrap();
         let mut r = crate::shape::Reader::new(cat, &[], &tz, false);
         let mut memo = crate::shape::Memo::default();
-        let peeled: Vec<_> = lines.iter().map(|l| r.read(&mut memo, 1, 0, l.to_string(), &mut [0])).collect();
+        let mut peeled: Vec<_> = lines.iter().map(|l| r.read(&mut memo, 1, 0, l.to_string(), &mut [0])).collect();
         let n = peeled.len();
         let hints = vec![Id::None; cat.identity.len()];
-        crate::events::build(cat, peeled, &vec![NO_BLOCK; n], &vec![usize::MAX; n], &hints, &tz)
+        crate::events::build(cat, &mut peeled, &vec![NO_BLOCK; n], &vec![usize::MAX; n], &hints, &tz)
     }
 
     /// Messages of one shape take its rule and fact spans; the regexes that

@@ -111,7 +111,7 @@ fn typed_id(cat: &Catalog, c: usize, raw: &str, v: Id) -> Id {
 
 /// The events of a batch of peeled lines (all of them: the caller has
 /// already deferred the lines of a block left open).
-pub fn build(cat: &Catalog, mut lines: Vec<Peeled>, block: &[u32], start_of: &[usize],
+pub fn build(cat: &Catalog, lines: &mut [Peeled], block: &[u32], start_of: &[usize],
              hints: &[Id], tz: &Zoner) -> Vec<Event> {
     let nid = cat.identity.len();
     let mut out: Vec<Event> = Vec::with_capacity(lines.len());
@@ -141,7 +141,7 @@ pub fn build(cat: &Catalog, mut lines: Vec<Peeled>, block: &[u32], start_of: &[u
     for i in 0..lines.len() {
         if block[i] != NO_BLOCK {
             if let Some(g) = block_event_at[i] {
-                out.push(block_event(cat, &lines, &groups[g].1, block[i], hints, tz));
+                out.push(block_event(cat, lines, &groups[g].1, block[i], hints, tz));
             }
             continue;
         }
@@ -175,7 +175,11 @@ fn line_event(cat: &Catalog, p: &mut Peeled, hints: &[Id], tz: &Zoner, nid: usiz
         ids: Default::default(),
         kept: p.kept.clone(),
     };
-    let mut line_ids: [Id; MAX_ID] = Default::default();
+    // The line's own identity: spans of its pattern's groups, and the
+    // pattern's program (which wins over a span of the program column). No
+    // [Id; MAX_ID] to build and drop per line.
+    let mut line_spans: [Option<(u32, u32)>; MAX_ID] = [None; MAX_ID];
+    let mut line_program = None;
     if let Some(claim) = &p.claim {
         let pat = &cat.patterns[claim.pattern as usize];
         let cap = |gi: usize| pat.matcher.cached(&claim.spans, gi).map(|(a, b)| ((b0 + a) as u32, (b0 + b) as u32));
@@ -192,19 +196,19 @@ fn line_event(cat: &Catalog, p: &mut Peeled, hints: &[Id], tz: &Zoner, nid: usiz
         }
         for &(gi, col) in &pat.ids {
             if let Some((a, b)) = cap(gi) {
-                line_ids[col] = Id::Span(a, b);
+                line_spans[col] = Some((a, b));
             }
         }
-        if let Some(prog) = &pat.program {
-            line_ids[cat.program_col] = Id::Text(prog.clone());
-        }
+        line_program = pat.program.as_ref();
     }
     for c in 0..nid {
         // coalesce() without building the candidates (a hint is an Arc: cloned only when it is the value)
         let v = if let Some((a, b)) = p.strong[c] {
             Id::Span(a, b)
-        } else if !line_ids[c].is_none() {
-            std::mem::take(&mut line_ids[c])
+        } else if let (true, Some(prog)) = (c == cat.program_col, line_program) {
+            Id::Text(prog.clone())
+        } else if let Some((a, b)) = line_spans[c] {
+            Id::Span(a, b)
         } else if let Some((a, b)) = p.weak[c] {
             Id::Span(a, b)
         } else if hints[c].is_none() {
