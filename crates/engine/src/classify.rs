@@ -513,6 +513,10 @@ mod tests {
             for b in 0..evs.len() {
                 let s = crate::classes::same_key(&cat, &evs[a], &classes[a], &evs[b], &classes[b]);
                 assert_eq!(s, key(a) == key(b), "{a} {b}");
+                if s {
+                    let h = |i: usize| crate::classes::key_hash(&cat, &evs[i], &classes[i]);
+                    assert_eq!(h(a), h(b), "{a} {b}: one key, one hash");
+                }
                 same += (s && a != b) as usize;
             }
         }

@@ -37,6 +37,15 @@ impl Id {
             _ => None,
         }
     }
+    /// `text` as bytes (no char-boundary checks: for comparing).
+    #[inline]
+    pub fn bytes<'a>(&'a self, raw: &'a str) -> Option<&'a [u8]> {
+        match self {
+            Id::Span(a, b) => Some(&raw.as_bytes()[*a as usize..*b as usize]),
+            Id::Text(t) => Some(t.as_bytes()),
+            _ => None,
+        }
+    }
     /// The same value, independent of its event's raw text.
     pub fn detached(&self, raw: &str) -> Id {
         match self {
