@@ -11,7 +11,7 @@
 
 use crate::classify::{format_of, Class};
 use crate::compile::Catalog;
-use crate::events::{Event, Src};
+use crate::events::{Event, Id, Src};
 use arrow_array::builder::{Int64Builder, StringBuilder};
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
@@ -77,7 +77,18 @@ pub fn same_key(cat: &Catalog, a: &Event, ca: &Class, b: &Event, cb: &Class) -> 
         && ca.kind == cb.kind
         && ca.role == cb.role
         && a.level.map(|s| span_bytes(&a.raw, s)) == b.level.map(|s| span_bytes(&b.raw, s))
-        && (0..cat.identity.len()).all(|c| cat.int_identity[c] || a.ids[c].bytes(&a.raw) == b.ids[c].bytes(&b.raw))
+        && (0..cat.identity.len()).all(|c| cat.int_identity[c] || same_text(&a.ids[c], &a.raw, &b.ids[c], &b.raw))
+}
+
+/// Whether two identity values have the same text: most are none in both,
+/// or one pattern's program (one shared text); else their bytes.
+#[inline]
+fn same_text(x: &Id, x_raw: &str, y: &Id, y_raw: &str) -> bool {
+    match (x, y) {
+        (Id::None, Id::None) => true,
+        (Id::Text(p), Id::Text(q)) if Arc::ptr_eq(p, q) => true,
+        _ => x.bytes(x_raw) == y.bytes(y_raw),
+    }
 }
 
 /// A hash of everything `same_key` compares: events with the same class key
