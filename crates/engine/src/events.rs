@@ -157,15 +157,17 @@ pub fn build(cat: &Catalog, lines: &mut [Peeled], block: &[u32], start_of: &[usi
         if lines[i].body().trim().is_empty() {
             continue;
         }
-        out.push(line_event(cat, &mut lines[i], hints, tz, nid));
+        line_event(cat, &mut lines[i], hints, tz, nid, &mut out);
     }
     out
 }
 
-fn line_event(cat: &Catalog, p: &mut Peeled, hints: &[Id], tz: &Zoner, nid: usize) -> Event {
+/// The event of line `p`, pushed onto `out` and filled in there (an Event is
+/// ~0.5 KB: built on the stack and returned, it was copied twice).
+fn line_event(cat: &Catalog, p: &mut Peeled, hints: &[Id], tz: &Zoner, nid: usize, out: &mut Vec<Event>) {
     let raw = std::mem::take(&mut p.raw);
     let b0 = p.body.0 as usize;
-    let mut ev = Event {
+    out.push(Event {
         line: p.no,
         end_line: p.no,
         offset: p.offset,
@@ -183,7 +185,8 @@ fn line_event(cat: &Catalog, p: &mut Peeled, hints: &[Id], tz: &Zoner, nid: usiz
         envelopes: p.envelopes,
         ids: Default::default(),
         kept: p.kept.clone(),
-    };
+    });
+    let ev = out.last_mut().expect("just pushed");
     // The line's own identity: spans of its pattern's groups, and the
     // pattern's program (which wins over a span of the program column). No
     // [Id; MAX_ID] to build and drop per line.
@@ -228,7 +231,6 @@ fn line_event(cat: &Catalog, p: &mut Peeled, hints: &[Id], tz: &Zoner, nid: usiz
         ev.ids[c] = typed_id(cat, c, &raw, v);
     }
     ev.raw = raw;
-    ev
 }
 
 fn block_event(cat: &Catalog, lines: &[Peeled], members: &[usize], bi: u32, hints: &[Id],
