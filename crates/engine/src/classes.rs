@@ -11,7 +11,7 @@
 
 use crate::classify::{format_of, Class};
 use crate::compile::Catalog;
-use crate::events::{Event, Src};
+use crate::events::{Event, Id, Src};
 use arrow_array::builder::{Int64Builder, StringBuilder};
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
@@ -76,8 +76,41 @@ pub fn same_key(cat: &Catalog, a: &Event, ca: &Class, b: &Event, cb: &Class) -> 
         && ca.severity == cb.severity
         && ca.kind == cb.kind
         && ca.role == cb.role
-        && a.level.map(|s| a.span(s)) == b.level.map(|s| b.span(s))
-        && (0..cat.identity.len()).filter(|&c| !cat.int_identity[c]).all(|c| a.ids[c].text(&a.raw) == b.ids[c].text(&b.raw))
+        && a.level.map(|s| span_bytes(&a.raw, s)) == b.level.map(|s| span_bytes(&b.raw, s))
+        && (0..cat.identity.len()).all(|c| cat.int_identity[c] || same_text(&a.ids[c], &a.raw, &b.ids[c], &b.raw))
+}
+
+/// Whether two identity values have the same text: most are none in both,
+/// or one pattern's program (one shared text); else their bytes.
+#[inline]
+fn same_text(x: &Id, x_raw: &str, y: &Id, y_raw: &str) -> bool {
+    match (x, y) {
+        (Id::None, Id::None) => true,
+        (Id::Text(p), Id::Text(q)) if Arc::ptr_eq(p, q) => true,
+        _ => x.bytes(x_raw) == y.bytes(y_raw),
+    }
+}
+
+/// A hash of everything `same_key` compares: events with the same class key
+/// have the same hash (the converse is checked with `same_key`).
+pub fn key_hash(cat: &Catalog, e: &Event, class: &Class) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = rustc_hash::FxHasher::default();
+    (e.src, e.ts_kind, e.envelopes, class.severity, class.kind, class.role).hash(&mut h);
+    e.level.map(|s| span_bytes(&e.raw, s)).hash(&mut h);
+    for c in 0..cat.identity.len() {
+        if !cat.int_identity[c] {
+            e.ids[c].bytes(&e.raw).hash(&mut h);
+        }
+    }
+    h.finish()
+}
+
+/// The bytes of a span of `raw` (bytes: no char-boundary checks; equal
+/// bytes are equal texts).
+#[inline]
+fn span_bytes(raw: &str, s: (u32, u32)) -> &[u8] {
+    &raw.as_bytes()[s.0 as usize..s.1 as usize]
 }
 
 /// Appends one value of a class key: 0 (null) or 1, its length (u32 LE) and its bytes.
@@ -129,8 +162,15 @@ impl Local {
         self.of.push(k);
     }
 
-    /// The class of the next event, whose key is `key`.
-    pub fn add(&mut self, key: &[u8]) {
+    /// The class of the next event: class `k`, already numbered (the caller
+    /// found an event of that class with the same key, `same_key`).
+    pub fn push(&mut self, k: u32) {
+        debug_assert!((k as usize) < self.keys.len());
+        self.of.push(k);
+    }
+
+    /// The class of the next event, whose key is `key`; returns it.
+    pub fn add(&mut self, key: &[u8]) -> u32 {
         let k = match self.index.get(key) {
             Some(&k) => k,
             None => {
@@ -141,6 +181,7 @@ impl Local {
             }
         };
         self.of.push(k);
+        k
     }
 }
 

@@ -463,10 +463,10 @@ mod tests {
         let tz = crate::timefmt::Zoner::new("UTC").unwrap();
         let mut r = crate::shape::Reader::new(cat, &[], &tz, false);
         let mut memo = crate::shape::Memo::default();
-        let peeled: Vec<_> = lines.iter().map(|l| r.read(&mut memo, 1, 0, l.to_string(), &mut [0])).collect();
+        let mut peeled: Vec<_> = lines.iter().map(|l| r.read(&mut memo, 1, 0, l.to_string(), &mut [0])).collect();
         let n = peeled.len();
         let hints = vec![Id::None; cat.identity.len()];
-        crate::events::build(cat, peeled, &vec![NO_BLOCK; n], &vec![usize::MAX; n], &hints, &tz)
+        crate::events::build(cat, &mut peeled, &vec![NO_BLOCK; n], &vec![usize::MAX; n], &hints, &tz)
     }
 
     /// Messages of one shape take its rule and fact spans; the regexes that
@@ -513,6 +513,10 @@ mod tests {
             for b in 0..evs.len() {
                 let s = crate::classes::same_key(&cat, &evs[a], &classes[a], &evs[b], &classes[b]);
                 assert_eq!(s, key(a) == key(b), "{a} {b}");
+                if s {
+                    let h = |i: usize| crate::classes::key_hash(&cat, &evs[i], &classes[i]);
+                    assert_eq!(h(a), h(b), "{a} {b}: one key, one hash");
+                }
                 same += (s && a != b) as usize;
             }
         }

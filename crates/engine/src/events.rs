@@ -37,6 +37,15 @@ impl Id {
             _ => None,
         }
     }
+    /// `text` as bytes (no char-boundary checks: for comparing).
+    #[inline]
+    pub fn bytes<'a>(&'a self, raw: &'a str) -> Option<&'a [u8]> {
+        match self {
+            Id::Span(a, b) => Some(&raw.as_bytes()[*a as usize..*b as usize]),
+            Id::Text(t) => Some(t.as_bytes()),
+            _ => None,
+        }
+    }
     /// The same value, independent of its event's raw text.
     pub fn detached(&self, raw: &str) -> Id {
         match self {
@@ -111,7 +120,7 @@ fn typed_id(cat: &Catalog, c: usize, raw: &str, v: Id) -> Id {
 
 /// The events of a batch of peeled lines (all of them: the caller has
 /// already deferred the lines of a block left open).
-pub fn build(cat: &Catalog, mut lines: Vec<Peeled>, block: &[u32], start_of: &[usize],
+pub fn build(cat: &Catalog, lines: &mut [Peeled], block: &[u32], start_of: &[usize],
              hints: &[Id], tz: &Zoner) -> Vec<Event> {
     let nid = cat.identity.len();
     let mut out: Vec<Event> = Vec::with_capacity(lines.len());
@@ -141,22 +150,24 @@ pub fn build(cat: &Catalog, mut lines: Vec<Peeled>, block: &[u32], start_of: &[u
     for i in 0..lines.len() {
         if block[i] != NO_BLOCK {
             if let Some(g) = block_event_at[i] {
-                out.push(block_event(cat, &lines, &groups[g].1, block[i], hints, tz));
+                out.push(block_event(cat, lines, &groups[g].1, block[i], hints, tz));
             }
             continue;
         }
         if lines[i].body().trim().is_empty() {
             continue;
         }
-        out.push(line_event(cat, &mut lines[i], hints, tz, nid));
+        line_event(cat, &mut lines[i], hints, tz, nid, &mut out);
     }
     out
 }
 
-fn line_event(cat: &Catalog, p: &mut Peeled, hints: &[Id], tz: &Zoner, nid: usize) -> Event {
+/// The event of line `p`, pushed onto `out` and filled in there (an Event is
+/// ~0.5 KB: built on the stack and returned, it was copied twice).
+fn line_event(cat: &Catalog, p: &mut Peeled, hints: &[Id], tz: &Zoner, nid: usize, out: &mut Vec<Event>) {
     let raw = std::mem::take(&mut p.raw);
     let b0 = p.body.0 as usize;
-    let mut ev = Event {
+    out.push(Event {
         line: p.no,
         end_line: p.no,
         offset: p.offset,
@@ -174,8 +185,13 @@ fn line_event(cat: &Catalog, p: &mut Peeled, hints: &[Id], tz: &Zoner, nid: usiz
         envelopes: p.envelopes,
         ids: Default::default(),
         kept: p.kept.clone(),
-    };
-    let mut line_ids: [Id; MAX_ID] = Default::default();
+    });
+    let ev = out.last_mut().expect("just pushed");
+    // The line's own identity: spans of its pattern's groups, and the
+    // pattern's program (which wins over a span of the program column). No
+    // [Id; MAX_ID] to build and drop per line.
+    let mut line_spans: [Option<(u32, u32)>; MAX_ID] = [None; MAX_ID];
+    let mut line_program = None;
     if let Some(claim) = &p.claim {
         let pat = &cat.patterns[claim.pattern as usize];
         let cap = |gi: usize| pat.matcher.cached(&claim.spans, gi).map(|(a, b)| ((b0 + a) as u32, (b0 + b) as u32));
@@ -192,19 +208,19 @@ fn line_event(cat: &Catalog, p: &mut Peeled, hints: &[Id], tz: &Zoner, nid: usiz
         }
         for &(gi, col) in &pat.ids {
             if let Some((a, b)) = cap(gi) {
-                line_ids[col] = Id::Span(a, b);
+                line_spans[col] = Some((a, b));
             }
         }
-        if let Some(prog) = &pat.program {
-            line_ids[cat.program_col] = Id::Text(prog.clone());
-        }
+        line_program = pat.program.as_ref();
     }
     for c in 0..nid {
         // coalesce() without building the candidates (a hint is an Arc: cloned only when it is the value)
         let v = if let Some((a, b)) = p.strong[c] {
             Id::Span(a, b)
-        } else if !line_ids[c].is_none() {
-            std::mem::take(&mut line_ids[c])
+        } else if let (true, Some(prog)) = (c == cat.program_col, line_program) {
+            Id::Text(prog.clone())
+        } else if let Some((a, b)) = line_spans[c] {
+            Id::Span(a, b)
         } else if let Some((a, b)) = p.weak[c] {
             Id::Span(a, b)
         } else if hints[c].is_none() {
@@ -215,7 +231,6 @@ fn line_event(cat: &Catalog, p: &mut Peeled, hints: &[Id], tz: &Zoner, nid: usiz
         ev.ids[c] = typed_id(cat, c, &raw, v);
     }
     ev.raw = raw;
-    ev
 }
 
 fn block_event(cat: &Catalog, lines: &[Peeled], members: &[usize], bi: u32, hints: &[Id],

@@ -223,15 +223,15 @@ impl FileParser {
         if self.memos.len() < threads {
             self.memos.resize_with(threads, Default::default);
         }
-        let parts: Vec<(Vec<Line>, &mut shape::Memo)> = par::split_at(batch, &cut).into_iter().zip(self.memos.iter_mut()).collect();
-        let (peeled, starts): (Vec<_>, Vec<_>) = par::map(parts, |(lines, memo): (Vec<Line>, &mut shape::Memo)| {
+        let parts: Vec<(&mut [Line], &mut shape::Memo)> = par::split_mut(&mut batch, &cut).into_iter().zip(self.memos.iter_mut()).collect();
+        let (peeled, starts): (Vec<_>, Vec<_>) = par::map(parts, |(lines, memo): (&mut [Line], &mut shape::Memo)| {
             let mut reader = shape::Reader::new(cat, &envs, tz, memo_on);
             // the block kinds each line may start
             let mut starts = vec![0u64; lines.len() * w];
             let peeled: Vec<Peeled> = lines
-                .into_iter()
+                .iter_mut()
                 .zip(starts.chunks_mut(w))
-                .map(|(l, row)| reader.read(memo, l.no, l.offset, l.text, row))
+                .map(|(l, row)| reader.read(memo, l.no, l.offset, std::mem::take(&mut l.text), row))
                 .collect();
             (peeled, starts)
         })
@@ -256,11 +256,12 @@ impl FileParser {
         }
         let cut = par::cuts(&block[..keep], &start_of[..keep], threads);
         let mut events: Vec<events::Event> = par::concat(par::map(
-            par::split_at(peeled, &cut).into_iter().zip(cut.windows(2)).collect(),
-            |(lines, r): (Vec<Peeled>, &[usize])| {
+            par::split_mut(&mut peeled, &cut).into_iter().zip(cut.windows(2)).collect(),
+            |(lines, r): (&mut [Peeled], &[usize])| {
                 events::build(cat, lines, &block[r[0]..r[1]], &start_of[r[0]..r[1]], hints, tz)
             },
         ));
+        drop(peeled);
         lap("extract");
         events::carry(cat, &mut events, &mut self.carried);
         for e in &events {

@@ -57,6 +57,10 @@ fn int_col(events: &[Event], f: impl Fn(&Event) -> Option<i64>) -> ArrayRef {
     Arc::new(b.finish())
 }
 
+/// Events a bucket of `event_rows` keeps (one class each): a bucket holds
+/// more than one class only when their hashes collide.
+const BUCKET_EVENTS: usize = 8;
+
 /// A part's events: the columns of `event_schema` but the class id (made
 /// when the parts are put in file order: classes::FileClasses), and each
 /// event's class.
@@ -71,13 +75,29 @@ pub fn event_rows(cat: &Catalog, file_id: i64, events: &[Event], classes: &[Clas
     }
     let mut local = classes::Local::with_capacity(events.len());
     let mut key = Vec::with_capacity(256);
+    // Events of each class met, by `classes::key_hash`: a file's lines take
+    // a few dozen classes in turns (an NCCL rank's channel lines, its init
+    // line, its step line, its timed ProcessGroupNCCL line, each rank's GPU
+    // a class of its own), and for an event unlike the one before, hashing
+    // its fields and comparing it with the event of its bucket costs less
+    // than building and hashing its whole key. `same_key` is key
+    // equality, so the class found is the one `add` would give.
+    let mut seen: rustc_hash::FxHashMap<u64, Vec<(usize, u32)>> = Default::default();
     for (i, (e, class)) in events.iter().zip(classes).enumerate() {
         if i > 0 && classes::same_key(cat, &events[i - 1], &classes[i - 1], e, class) {
             local.again();
             continue;
         }
+        let bucket = seen.entry(classes::key_hash(cat, e, class)).or_default();
+        if let Some(&(_, k)) = bucket.iter().find(|&&(j, _)| classes::same_key(cat, &events[j], &classes[j], e, class)) {
+            local.push(k);
+            continue;
+        }
         classes::key(cat, e, class, joined.get(e.envelopes.as_slice()).map(String::as_str), &mut key);
-        local.add(&key);
+        let k = local.add(&key);
+        if bucket.len() < BUCKET_EVENTS {
+            bucket.push((i, k));
+        }
     }
     let mut cols: Vec<ArrayRef> = vec![
         values_col(events, |e| (file_id << 32) + e.line),

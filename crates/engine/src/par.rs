@@ -84,6 +84,19 @@ pub fn split_at<T>(mut v: Vec<T>, cuts: &[usize]) -> Vec<Vec<T>> {
     parts
 }
 
+/// `v` cut at `cuts` (as made by `cuts` or `even`) into slices, in order:
+/// nothing moves (`split_at` copies every part but the first).
+pub fn split_mut<'a, T>(v: &'a mut [T], cuts: &[usize]) -> Vec<&'a mut [T]> {
+    let mut parts = Vec::with_capacity(cuts.len());
+    let mut rest = v;
+    for w in cuts.windows(2) {
+        let (head, tail) = std::mem::take(&mut rest).split_at_mut(w[1] - w[0]);
+        parts.push(head);
+        rest = tail;
+    }
+    parts
+}
+
 /// The parts in order as one Vec; a single part is taken as it is (lines
 /// and events are ~0.5 KB each: copying them cost ~5% of a line's parse).
 pub fn concat<T>(parts: Vec<Vec<T>>) -> Vec<T> {
@@ -133,6 +146,9 @@ mod tests {
             }
         }
         assert_eq!(split_at(vec![1, 2, 3, 4, 5], &[0, 2, 5]), vec![vec![1, 2], vec![3, 4, 5]]);
+        let mut v = vec![1, 2, 3, 4, 5];
+        assert_eq!(split_mut(&mut v, &[0, 2, 5]), vec![&mut [1, 2][..], &mut [3, 4, 5][..]]);
+        assert_eq!(split_mut(&mut v[..0], &[0, 0]).len(), 1);
         assert_eq!(even(5, 2), vec![0, 2, 5]);
         assert_eq!(even(0, 4), vec![0, 0]);
         assert_eq!(concat(vec![vec![1, 2], vec![], vec![3]]), vec![1, 2, 3]);

@@ -91,6 +91,8 @@ pub struct DigitLiterals {
     /// their distinct first bytes, when at most three (else: one memmem search each)
     firsts: Option<Vec<u8>>,
     finders: Vec<memchr::memmem::Finder<'static>>,
+    /// per byte value: (literal, offset) wherever a literal has that byte
+    at: Box<[Vec<(u16, u16)>]>,
 }
 
 impl DigitLiterals {
@@ -103,7 +105,27 @@ impl DigitLiterals {
             lits: lits.iter().map(|l| l.as_bytes().to_vec()).collect(),
             firsts: (all_nonempty && firsts.len() <= 3).then_some(firsts),
             finders: lits.iter().map(|l| memchr::memmem::Finder::new(l.as_bytes()).into_owned()).collect(),
+            at: {
+                let mut at = vec![Vec::new(); 256];
+                for (k, l) in lits.iter().enumerate() {
+                    for (j, &b) in l.as_bytes().iter().enumerate() {
+                        at[b as usize].push((k as u16, j as u16));
+                    }
+                }
+                at.into()
+            },
         }
+    }
+
+    /// Whether `a` and `b` (of one length, told apart at byte `d` only
+    /// among the bytes of some window) have the same literals at every
+    /// offset whose window holds byte `d`: such a window that holds a
+    /// literal in either has that literal's byte at `d`.
+    fn same_around(&self, a: &[u8], b: &[u8], d: usize) -> bool {
+        self.at[a[d] as usize].iter().chain(&self.at[b[d] as usize]).all(|&(k, j)| {
+            let (l, j) = (&self.lits[k as usize], j as usize);
+            d < j || a[d - j..].starts_with(l) == b[d - j..].starts_with(l)
+        })
     }
 
     /// Appends to `out` every (literal, offset) where a literal occurs in
@@ -148,6 +170,36 @@ impl Shapes {
     pub fn key(&self, line: &[u8], out: &mut Vec<u8>) {
         self.classes.shape(line, out);
         self.digit_literals.push_found(line, out);
+    }
+
+    /// Whether ASCII `line` has the key that `key` made of `prev` (of the
+    /// same length, every byte where the two differ in the same class, and
+    /// the literals with a digit where they were: only the windows holding
+    /// a byte that differs can tell). Consecutive lines of a log often
+    /// differ in a few digits only (an NCCL rank's channel lines): a word
+    /// compare at a time costs less than a class per byte into a new key.
+    pub fn same_key_as(&self, line: &[u8], prev: &[u8]) -> bool {
+        if line.len() != prev.len() {
+            return false;
+        }
+        let of = &self.classes.of;
+        let same_at = |d: usize| {
+            of[line[d] as usize] == of[prev[d] as usize] && self.digit_literals.same_around(line, prev, d)
+        };
+        let word = |c: &[u8]| u64::from_le_bytes(c.try_into().expect("8 bytes"));
+        let words = line.len() / 8;
+        (0..words).all(|w| {
+            // the bytes of the word that differ: the set bits of the XOR
+            let mut x = word(&line[w * 8..w * 8 + 8]) ^ word(&prev[w * 8..w * 8 + 8]);
+            while x != 0 {
+                let i = x.trailing_zeros() as usize / 8;
+                if !same_at(w * 8 + i) {
+                    return false;
+                }
+                x &= !(0xff << (i * 8));
+            }
+            true
+        }) && (words * 8..line.len()).all(|d| line[d] == prev[d] || same_at(d))
     }
 }
 
@@ -205,6 +257,7 @@ fn splits_digits(of: &[u8; 256]) -> bool {
 
 /// Gathers the sources of the classes: per byte, its class in each source
 /// that does not tell digits apart.
+#[derive(Clone)]
 pub(crate) struct Gather {
     sig: Vec<Vec<u8>>,
 }
@@ -348,7 +401,7 @@ fn same_answer(rx: &Rx, locs: &mut Locs, text: &str, ascii: bool, want: &Option<
 /// The shapes of one file's lines seen so far (one per parsing thread).
 #[derive(Default)]
 pub struct Memo {
-    shapes: rustc_hash::FxHashMap<Box<[u8]>, Shape>,
+    shapes: rustc_hash::FxHashMap<Box<[u8]>, Arc<Shape>>,
     pub stats: MemoStats,
 }
 
@@ -372,6 +425,10 @@ pub struct Reader<'a> {
     pat_locs: Vec<Locs>,
     found: Vec<u64>,
     key: Vec<u8>,
+    /// the last line read through the memo: `key` is its key
+    keyed: Vec<u8>,
+    /// and this its shape (None: no line yet)
+    last: Option<Arc<Shape>>,
 }
 
 impl<'a> Reader<'a> {
@@ -385,6 +442,8 @@ impl<'a> Reader<'a> {
             pat_locs: cat.patterns.iter().map(|p| p.matcher.regex.locations()).collect(),
             found: vec![0; cat.literals.words],
             key: Vec::with_capacity(MAX_SHAPE),
+            keyed: Vec::with_capacity(MAX_SHAPE),
+            last: None,
         }
     }
 
@@ -394,15 +453,29 @@ impl<'a> Reader<'a> {
     pub fn read(&mut self, memo: &mut Memo, no: i64, offset: i64, raw: String, starts: &mut [u64]) -> Peeled {
         let ascii = raw.is_ascii();
         let (s, times) = if self.memo && ascii && raw.len() <= MAX_SHAPE {
-            self.cat.shapes.key(raw.as_bytes(), &mut self.key);
-            match memo.shapes.get(self.key.as_slice()) {
+            let shapes = &self.cat.shapes;
+            let line = raw.as_bytes();
+            // A line with the key of the line before has that line's shape
+            // (the memo's entry for the key: the line before found or put it there).
+            let known = if self.last.is_some() && shapes.same_key_as(line, &self.keyed) {
+                self.last.clone()
+            } else {
+                shapes.key(line, &mut self.key);
+                memo.shapes.get(self.key.as_slice()).cloned()
+            };
+            self.keyed.clear();
+            self.keyed.extend_from_slice(line);
+            match known {
                 Some(s) if self.holds(&s.asks, &raw) => {
                     memo.stats.hits += 1;
                     starts.copy_from_slice(&s.starts);
-                    (s.s.clone(), s.times)
+                    let got = (s.s.clone(), s.times);
+                    self.last = Some(s);
+                    got
                 }
-                Some(_) => {
+                Some(s) => {
                     memo.stats.own += 1;
+                    self.last = Some(s);
                     let (s, times) = self.structure(&raw, ascii, starts, &mut Trace::default());
                     (Arc::new(s), times)
                 }
@@ -414,8 +487,9 @@ impl<'a> Reader<'a> {
                     if memo.shapes.len() >= MEMO_SHAPES {
                         memo.shapes.clear();
                     }
-                    let shape = Shape { s: s.clone(), times, starts: starts.into(), asks: tr.asks.into() };
-                    memo.shapes.insert(self.key.as_slice().into(), shape);
+                    let shape = Arc::new(Shape { s: s.clone(), times, starts: starts.into(), asks: tr.asks.into() });
+                    memo.shapes.insert(self.key.as_slice().into(), shape.clone());
+                    self.last = Some(shape);
                     (s, times)
                 }
             }
@@ -557,6 +631,31 @@ mod tests {
         let mut found = Vec::new();
         two.push_found(b"x5x5x", &mut found);
         assert_eq!(found.len() / 6, 4, "x5 at 0 and 2, 5x at 1 and 3");
+    }
+
+    /// `same_key_as` says of two lines what comparing their keys says.
+    #[test]
+    fn same_key_as_is_key_equality() {
+        let mut g = Gather::default();
+        g.add(r"^(?P<host>[\w.-]+):(?P<pid>\d+) \[\d+\] NCCL (?P<level>INFO|WARN)\b").unwrap();
+        for lits in [&["mlx5"][..], &["mlx5", "x5", "5x"][..], &["mlx5", "a1", "b2", "c3"][..]] {
+            let s = Shapes { classes: g.clone().classes(), sensitive: Sensitive::default(), digit_literals: DigitLiterals::new(lits) };
+            let lines = [
+                "trn-node01:40012 [4] NCCL INFO mlx5 x", "trn-node07:49998 [0] NCCL INFO mlx5 x", "trn-node01:40012 [4] NCCL INFO mlx6 x",
+                "trn-node01:40012 [4] NCCL WARN mlx5 x", "trn-node01:40012 [4] NCCL INFO x5x5 x", "trn-node01:40012 [4] NCCL INFO x6x5 x",
+                "trn-node01:40012 [4] NCCL INFO 5x5x x", "a1b2c3mlx5", "a1b2c4mlx5", "a2b2c3mlx5", "a1b2c3mlx6", "", "x", "y", "5",
+            ];
+            let key = |t: &str| {
+                let mut k = Vec::new();
+                s.key(t.as_bytes(), &mut k);
+                k
+            };
+            for a in lines {
+                for b in lines {
+                    assert_eq!(s.same_key_as(a.as_bytes(), b.as_bytes()), key(a) == key(b), "{a:?} {b:?} with {lits:?}");
+                }
+            }
+        }
     }
 
     /// A small catalog: `day` tells digits apart (a day of 40 is no day), `num` does not.

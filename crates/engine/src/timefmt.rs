@@ -19,7 +19,7 @@ const PLACEHOLDER_TEXT: &[u8] = b"2000";
 /// taken for garbage (a year 0001 or 9999 in a log) and not used.
 pub const PLAUSIBLE: std::ops::Range<i64> = 631_152_000_000_000..4_102_444_800_000_000;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TsKind {
     Exact,
     Local,
