@@ -67,11 +67,8 @@ def macro_sql(trusted: bool = True) -> str:
 
 
 def _stored(con) -> str | None:
-    if not con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'meta' "
-                       "AND schema_name = 'main' AND NOT temporary").fetchone()[0]:
-        return None
-    row = con.execute("SELECT value FROM main.meta WHERE key = 'marks'").fetchone()
-    return row[0] if row else None
+    from .store import meta_value   # (late: the build makes spec() without duckdb)
+    return meta_value(con, "marks")
 
 
 def define(con, trusted: bool | None = None) -> None:

@@ -103,12 +103,17 @@ def open_store(path: str | Path, cat: Catalog | None = None) -> duckdb.DuckDBPyC
     return con
 
 
-def stored_version(con: duckdb.DuckDBPyConnection) -> str | None:
-    """The schema version a store was written with (None: no ranktrace meta)."""
+def meta_value(con: duckdb.DuckDBPyConnection, key: str) -> str | None:
+    """A value of the store's table meta (None: not set, or no ranktrace meta)."""
     if not con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'meta'").fetchone()[0]:
         return None
-    row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    row = con.execute("SELECT value FROM meta WHERE key = ?", [key]).fetchone()
     return row[0] if row else None
+
+
+def stored_version(con: duckdb.DuckDBPyConnection) -> str | None:
+    """The schema version a store was written with (None: no ranktrace meta)."""
+    return meta_value(con, "schema_version")
 
 
 def check_version(con: duckdb.DuckDBPyConnection, path: str | Path, *, writing: bool) -> None:

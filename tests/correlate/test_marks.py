@@ -23,15 +23,21 @@ GUARD = re.compile(r"has_mark\((?:\w+\.)?marks, '(\w+)'\) AND \(")
 REPO = Path(__file__).resolve().parents[2]
 
 
+def string_end(text: str, at: int) -> int:
+    """The index of the quote that closes the SQL string opened at `at` ('' is a quote in it)."""
+    i = at + 1
+    while not (text[i] == "'" and text[i + 1:i + 2] != "'"):
+        i += 2 if text[i] == "'" else 1
+    return i
+
+
 def balanced(text: str, at: int) -> str:
     """The text from `at` (just after an opening parenthesis) to its closing one; SQL strings kept whole."""
     depth, i = 1, at
     while True:
         ch = text[i]
         if ch == "'":
-            i += 1
-            while not (text[i] == "'" and text[i + 1:i + 2] != "'"):
-                i += 2 if text[i] == "'" else 1
+            i = string_end(text, i)
         elif ch == "(":
             depth += 1
         elif ch == ")":
@@ -62,22 +68,11 @@ def parse(expr: str):
     while i < len(expr):
         ch = expr[i]
         if ch == "'":
-            j = i + 1
-            while not (expr[j] == "'" and expr[j + 1:j + 2] != "'"):
-                j += 2 if expr[j] == "'" else 1
+            j = string_end(expr, i)
             atom, i = atom + expr[i:j + 1], j + 1
         elif ch == "(" and re.search(r"\w$", atom):          # a function call: to its closing parenthesis
-            depth, j = 0, i
-            while True:
-                if expr[j] == "'":
-                    j += 1
-                    while not (expr[j] == "'" and expr[j + 1:j + 2] != "'"):
-                        j += 2 if expr[j] == "'" else 1
-                depth += {"(": 1, ")": -1}.get(expr[j], 0)
-                j += 1
-                if depth == 0:
-                    break
-            atom, i = atom + expr[i:j], j
+            args = balanced(expr, i + 1)
+            atom, i = atom + "(" + args + ")", i + len(args) + 2
         elif ch in "()":
             toks += [atom, ch] if atom.strip() else [ch]
             atom, i = "", i + 1

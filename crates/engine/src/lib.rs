@@ -271,17 +271,7 @@ impl FileParser {
         lap("carry+times");
         let (file_id, file) = (self.file_id, self.file.as_str());
         let cut = par::even(events.len(), threads);
-        let parts: Vec<&mut [events::Event]> = {
-            let mut rest: &mut [events::Event] = &mut events;
-            let mut v = Vec::new();
-            for w in cut.windows(2) {
-                let (head, tail) = rest.split_at_mut(w[1] - w[0]);
-                v.push(head);
-                rest = tail;
-            }
-            v
-        };
-        let parts = par::map(parts, |evs: &mut [events::Event]| {
+        let parts = par::map(par::split_mut(&mut events, &cut), |evs: &mut [events::Event]| {
             let (classes, rows) = classify::read(cat, evs, memo_on);
             (out::event_rows(cat, file_id, evs, &classes), out::fact_batches(cat, file_id, evs, &rows))
         });

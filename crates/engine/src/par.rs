@@ -74,18 +74,8 @@ pub fn cuts(block: &[u32], start_of: &[usize], parts: usize) -> Vec<usize> {
     out
 }
 
-/// `v` split at `cuts` (as made by `cuts`), in order.
-pub fn split_at<T>(mut v: Vec<T>, cuts: &[usize]) -> Vec<Vec<T>> {
-    let mut parts = Vec::with_capacity(cuts.len());
-    for w in cuts.windows(2).rev() {
-        parts.push(v.split_off(w[0]));
-    }
-    parts.reverse();
-    parts
-}
-
 /// `v` cut at `cuts` (as made by `cuts` or `even`) into slices, in order:
-/// nothing moves (`split_at` copies every part but the first).
+/// nothing moves (splitting a Vec into Vecs copied every part but the first).
 pub fn split_mut<'a, T>(v: &'a mut [T], cuts: &[usize]) -> Vec<&'a mut [T]> {
     let mut parts = Vec::with_capacity(cuts.len());
     let mut rest = v;
@@ -145,7 +135,6 @@ mod tests {
                 assert!(!(3..=5).contains(&m), "cut {m} inside the block 2..=5 with {parts} parts");
             }
         }
-        assert_eq!(split_at(vec![1, 2, 3, 4, 5], &[0, 2, 5]), vec![vec![1, 2], vec![3, 4, 5]]);
         let mut v = vec![1, 2, 3, 4, 5];
         assert_eq!(split_mut(&mut v, &[0, 2, 5]), vec![&mut [1, 2][..], &mut [3, 4, 5][..]]);
         assert_eq!(split_mut(&mut v[..0], &[0, 0]).len(), 1);

@@ -170,9 +170,7 @@ def _hot_events(con: duckdb.DuckDBPyConnection) -> None:
     The filter reads only columns identity and clock leave as they are, so it runs once on `events`
     (temp table hot_src, one scan) and identity and clock then resolve only the rows a detector
     reads (row by row, with the links of the whole store: the rows the whole view would give)."""
-    from .. import marks
     from .identity import base_views, events_views
-    marks.define(con)
     where = sql_file("align/hot_events.sql").split("\nWHERE ", 1)[1]
     con.execute("CREATE OR REPLACE TEMP TABLE hot_src AS SELECT * FROM events_keyed WHERE " + where)
     base_views(con, "hot_src", "_h")

@@ -198,7 +198,7 @@ def build_base(con: duckdb.DuckDBPyConnection) -> None:
     `event_groups` (queries/align/event_groups.sql, the one pass over every line) and its
     view `events_base_g`."""
     from .. import marks
-    marks.define(con)   # the queries below and event_groups.sql test has_mark()
+    marks.define(con)   # the queries below, event_groups.sql and every view made on these test has_mark()
     con.execute("CREATE OR REPLACE TEMP TABLE srun_label_host (task INTEGER, host VARCHAR)")
     agents = srun_runs_agents(con)
     # Stores of schema 1 have no task column: the label was in rank there.
