@@ -46,6 +46,13 @@ impl Id {
             _ => None,
         }
     }
+    /// The same value, its text (if shared) in an Arc of its own.
+    pub fn own_copy(&self) -> Id {
+        match self {
+            Id::Text(t) => Id::Text(Arc::from(&**t)),
+            other => other.clone(),
+        }
+    }
     /// The same value, independent of its event's raw text.
     pub fn detached(&self, raw: &str) -> Id {
         match self {
@@ -89,6 +96,8 @@ pub struct Event {
     pub ids: [Id; MAX_ID],
     /// (kept column, span of `raw`)
     pub kept: Vec<(usize, (u32, u32))>,
+    /// the marks of `raw`, when its line's shape gave them (None: read from `raw`)
+    pub marks: Option<i32>,
 }
 
 impl Event {
@@ -123,6 +132,12 @@ fn typed_id(cat: &Catalog, c: usize, raw: &str, v: Id) -> Id {
 pub fn build(cat: &Catalog, lines: &mut [Peeled], block: &[u32], start_of: &[usize],
              hints: &[Id], tz: &Zoner) -> Vec<Event> {
     let nid = cat.identity.len();
+    // The shared texts that lines take (path hints, patterns' programs) are
+    // copied once a batch, so that the Arcs its lines clone are this
+    // thread's own: two threads cloning one Arc per line made its counter's
+    // cache line bounce between the cores (a third of build()).
+    let hints: Vec<Id> = hints.iter().map(Id::own_copy).collect();
+    let mut programs: Vec<Option<Arc<str>>> = vec![None; cat.patterns.len()];
     let mut out: Vec<Event> = Vec::with_capacity(lines.len());
     // Blocks: one event per (block, start, envelope identity), in order of first line.
     let mut groups: Vec<(usize, Vec<usize>)> = Vec::new(); // (first line index, members)
@@ -150,21 +165,23 @@ pub fn build(cat: &Catalog, lines: &mut [Peeled], block: &[u32], start_of: &[usi
     for i in 0..lines.len() {
         if block[i] != NO_BLOCK {
             if let Some(g) = block_event_at[i] {
-                out.push(block_event(cat, lines, &groups[g].1, block[i], hints, tz));
+                out.push(block_event(cat, lines, &groups[g].1, block[i], &hints, tz));
             }
             continue;
         }
         if lines[i].body().trim().is_empty() {
             continue;
         }
-        line_event(cat, &mut lines[i], hints, tz, nid, &mut out);
+        line_event(cat, &mut lines[i], &hints, &mut programs, tz, nid, &mut out);
     }
     out
 }
 
 /// The event of line `p`, pushed onto `out` and filled in there (an Event is
 /// ~0.5 KB: built on the stack and returned, it was copied twice).
-fn line_event(cat: &Catalog, p: &mut Peeled, hints: &[Id], tz: &Zoner, nid: usize, out: &mut Vec<Event>) {
+/// `programs`: the batch's own copy of each pattern's program, made on first use.
+fn line_event(cat: &Catalog, p: &mut Peeled, hints: &[Id], programs: &mut [Option<Arc<str>>], tz: &Zoner, nid: usize,
+              out: &mut Vec<Event>) {
     let raw = std::mem::take(&mut p.raw);
     let b0 = p.body.0 as usize;
     out.push(Event {
@@ -185,6 +202,7 @@ fn line_event(cat: &Catalog, p: &mut Peeled, hints: &[Id], tz: &Zoner, nid: usiz
         envelopes: p.envelopes,
         ids: Default::default(),
         kept: p.kept.clone(),
+        marks: p.marks,
     });
     let ev = out.last_mut().expect("just pushed");
     // The line's own identity: spans of its pattern's groups, and the
@@ -211,7 +229,10 @@ fn line_event(cat: &Catalog, p: &mut Peeled, hints: &[Id], tz: &Zoner, nid: usiz
                 line_spans[col] = Some((a, b));
             }
         }
-        line_program = pat.program.as_ref();
+        if let Some(prog) = &pat.program {
+            let own = &mut programs[claim.pattern as usize];
+            line_program = Some(&*own.get_or_insert_with(|| Arc::from(&**prog)));
+        }
     }
     for c in 0..nid {
         // coalesce() without building the candidates (a hint is an Arc: cloned only when it is the value)
@@ -289,6 +310,7 @@ fn block_event(cat: &Catalog, lines: &[Peeled], members: &[usize], bi: u32, hint
         envelopes: first.envelopes,
         ids,
         kept: Vec::new(),
+        marks: None,
     }
 }
 

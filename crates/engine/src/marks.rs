@@ -15,6 +15,8 @@ pub struct Marks {
     bit_of: Vec<i32>,
     /// every bit
     all: i32,
+    /// the literals of `ac`, in order
+    literals: Vec<String>,
 }
 
 impl Marks {
@@ -22,20 +24,20 @@ impl Marks {
         if marks.len() > 31 {
             return Err(format!("marks: {} marks, the column holds 31", marks.len()));
         }
-        let mut lits: Vec<&str> = Vec::new();
+        let mut lits: Vec<String> = Vec::new();
         let mut bit_of = Vec::new();
         for (bit, ls) in marks.iter().enumerate() {
             for l in ls {
                 if l.is_empty() || !l.is_ascii() {
                     return Err(format!("marks: literal {l:?} of mark {bit} must be non-empty ASCII"));
                 }
-                lits.push(l);
+                lits.push(l.clone());
                 bit_of.push(1 << bit);
             }
         }
         let all = bit_of.iter().fold(0, |a, b| a | b);
         if lits.is_empty() {
-            return Ok(Marks { ac: None, bit_of, all });
+            return Ok(Marks { ac: None, bit_of, all, literals: lits });
         }
         let ac = AhoCorasick::builder()
             .ascii_case_insensitive(true)
@@ -43,7 +45,12 @@ impl Marks {
             .kind(Some(AhoCorasickKind::DFA))
             .build(&lits)
             .map_err(|e| format!("marks: {e}"))?;
-        Ok(Marks { ac: Some(ac), bit_of, all })
+        Ok(Marks { ac: Some(ac), bit_of, all, literals: lits })
+    }
+
+    /// Every mark's literals (shape.rs splits the byte classes by them).
+    pub fn literals(&self) -> &[String] {
+        &self.literals
     }
 
     /// The bits of a line whose raw text is `raw` (`ascii`: whether it is all ASCII).

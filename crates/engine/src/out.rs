@@ -117,7 +117,7 @@ pub fn event_rows(cat: &Catalog, file_id: i64, events: &[Event], classes: &[Clas
     cols.push(sized_text_col(events, message_bytes, |_, e| Some(e.message())));
     let raw_bytes = events.iter().map(|e| e.raw.len()).sum();
     cols.push(sized_text_col(events, raw_bytes, |_, e| Some(e.raw.as_str())));
-    cols.push(Arc::new(arrow_array::Int32Array::from_iter_values(events.iter().map(|e| cat.marks.of(&e.raw, e.ascii)))));
+    cols.push(Arc::new(arrow_array::Int32Array::from_iter_values(events.iter().map(|e| e.marks.unwrap_or_else(|| cat.marks.of(&e.raw, e.ascii))))));
     (cols, local)
 }
 

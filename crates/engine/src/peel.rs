@@ -92,6 +92,8 @@ pub struct Peeled {
     pub env_ts_kind: Option<TsKind>,
     pub env_ts_text: Option<Span>,
     pub s: Arc<Structure>,
+    /// the marks of `raw` when its shape gave them (None: marks.rs reads them from the text)
+    pub marks: Option<i32>,
 }
 
 impl std::ops::Deref for Peeled {
@@ -105,7 +107,7 @@ impl std::ops::Deref for Peeled {
 impl Peeled {
     /// Line `no` at `offset` with text `raw` and structure `s`, no envelope time yet.
     pub fn new(no: i64, offset: i64, raw: String, s: Arc<Structure>) -> Peeled {
-        Peeled { no, offset, raw, env_ts: None, env_ts_kind: None, env_ts_text: None, s }
+        Peeled { no, offset, raw, env_ts: None, env_ts_kind: None, env_ts_text: None, s, marks: None }
     }
 
     #[inline]

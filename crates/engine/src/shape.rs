@@ -19,6 +19,11 @@
 //! alone, of its own bytes: same answers, same structure (every other
 //! question has the shape's answer), so a syslog line pays for its time
 //! regex, not for the whole claim.
+//!
+//! The classes are split by the literals of parsers/marks.toml too (ASCII
+//! case-folded, as marks.rs finds them; a class is a range of bytes, so a
+//! letter's two cases are two classes): where a literal occurs is then a
+//! matter of the class sequence, and a shape's lines share its marks.
 
 use crate::compile::Catalog;
 use crate::peel::{self, Claim, EnvTimes, Peeled, Span, Structure};
@@ -80,6 +85,9 @@ pub struct Shapes {
     /// the required literals with a digit (`mlx5`): where they occur is
     /// part of a line's shape, so that asking for them reads the shape
     digit_literals: DigitLiterals,
+    /// whether a shape decides its lines' marks (false when a mark's literal
+    /// has a digit, which the classes do not tell apart)
+    pub marks_by_shape: bool,
 }
 
 /// The literals with a digit, found in a line. There are few (three in
@@ -334,7 +342,11 @@ pub fn shapes(cat: &Catalog) -> Result<Shapes, String> {
             digit_literals.push(l.as_str());
         }
     }
-    Ok(Shapes { classes: g.classes(), sensitive: s, digit_literals: DigitLiterals::new(&digit_literals) })
+    let mut marks_by_shape = true;
+    for l in cat.marks.literals() {
+        marks_by_shape &= !g.add(&format!("(?i){}", escape(l)))?;
+    }
+    Ok(Shapes { classes: g.classes(), sensitive: s, digit_literals: DigitLiterals::new(&digit_literals), marks_by_shape })
 }
 
 /// Lines longer than this are read without the memo (long lines rarely repeat).
@@ -351,6 +363,8 @@ struct Shape {
     starts: Box<[u64]>,
     /// what its reading asked of the parts that tell digits apart (empty: nothing)
     asks: Box<[Asked]>,
+    /// its lines' marks (when `marks_by_shape`)
+    marks: i32,
 }
 
 /// A question a line's reading asked of a part of the catalog that tells
@@ -452,6 +466,7 @@ impl<'a> Reader<'a> {
     /// before takes that shape's structure, with its own times.
     pub fn read(&mut self, memo: &mut Memo, no: i64, offset: i64, raw: String, starts: &mut [u64]) -> Peeled {
         let ascii = raw.is_ascii();
+        let mut marks = None;
         let (s, times) = if self.memo && ascii && raw.len() <= MAX_SHAPE {
             let shapes = &self.cat.shapes;
             let line = raw.as_bytes();
@@ -465,6 +480,10 @@ impl<'a> Reader<'a> {
             };
             self.keyed.clear();
             self.keyed.extend_from_slice(line);
+            let by_shape = shapes.marks_by_shape;
+            if let Some(s) = known.as_ref().filter(|_| by_shape) {
+                marks = Some(s.marks);
+            }
             match known {
                 Some(s) if self.holds(&s.asks, &raw) => {
                     memo.stats.hits += 1;
@@ -487,7 +506,9 @@ impl<'a> Reader<'a> {
                     if memo.shapes.len() >= MEMO_SHAPES {
                         memo.shapes.clear();
                     }
-                    let shape = Arc::new(Shape { s: s.clone(), times, starts: starts.into(), asks: tr.asks.into() });
+                    let m = self.cat.marks.of(&raw, true);
+                    marks = by_shape.then_some(m);
+                    let shape = Arc::new(Shape { s: s.clone(), times, starts: starts.into(), asks: tr.asks.into(), marks: m });
                     memo.shapes.insert(self.key.as_slice().into(), shape.clone());
                     self.last = Some(shape);
                     (s, times)
@@ -499,6 +520,7 @@ impl<'a> Reader<'a> {
             (Arc::new(s), times)
         };
         let mut p = Peeled::new(no, offset, raw, s);
+        p.marks = marks;
         peel::env_time(self.cat, &mut p, &times, self.tz);
         p
     }
@@ -615,7 +637,7 @@ mod tests {
     fn a_literal_with_a_digit_is_found_where_it_is() {
         let many = ["mlx5", "a1", "b2", "c3"];
         for lits in [&["mlx5"][..], &["mlx5", "x5", "5x"][..], &many[..]] {
-            let s = Shapes { classes: Classes::default(), sensitive: Sensitive::default(), digit_literals: DigitLiterals::new(lits) };
+            let s = Shapes { classes: Classes::default(), sensitive: Sensitive::default(), digit_literals: DigitLiterals::new(lits), marks_by_shape: false };
             assert_eq!(s.digit_literals.firsts.is_some(), lits.len() < 4);
             let key = |t: &str| {
                 let mut k = Vec::new();
@@ -639,7 +661,7 @@ mod tests {
         let mut g = Gather::default();
         g.add(r"^(?P<host>[\w.-]+):(?P<pid>\d+) \[\d+\] NCCL (?P<level>INFO|WARN)\b").unwrap();
         for lits in [&["mlx5"][..], &["mlx5", "x5", "5x"][..], &["mlx5", "a1", "b2", "c3"][..]] {
-            let s = Shapes { classes: g.clone().classes(), sensitive: Sensitive::default(), digit_literals: DigitLiterals::new(lits) };
+            let s = Shapes { classes: g.clone().classes(), sensitive: Sensitive::default(), digit_literals: DigitLiterals::new(lits), marks_by_shape: false };
             let lines = [
                 "trn-node01:40012 [4] NCCL INFO mlx5 x", "trn-node07:49998 [0] NCCL INFO mlx5 x", "trn-node01:40012 [4] NCCL INFO mlx6 x",
                 "trn-node01:40012 [4] NCCL WARN mlx5 x", "trn-node01:40012 [4] NCCL INFO x5x5 x", "trn-node01:40012 [4] NCCL INFO x6x5 x",
@@ -660,6 +682,11 @@ mod tests {
 
     /// A small catalog: `day` tells digits apart (a day of 40 is no day), `num` does not.
     fn digit_catalog() -> Catalog {
+        marked_catalog(&[])
+    }
+
+    /// `digit_catalog` with marks of these literals (one mark each).
+    fn marked_catalog(marks: &[&str]) -> Catalog {
         let pat = |key: &str, regex: &str| {
             format!(r#"{{"key": "f.{key}", "format": "f", "regex": {}, "first": null, "literals": null, "ts": null,
                  "kind": null, "carry": [], "end_carry": [], "program": null, "split": null}}"#, serde_json::to_string(regex).unwrap())
@@ -667,9 +694,10 @@ mod tests {
         let spec = format!(
             r#"{{"identity": ["host", "rank", "local_rank", "program"], "int_identity": ["rank", "local_rank"],
                 "severities": ["debug", "info"], "envelopes": [], "patterns": [{}, {}], "blocks": [], "rules": [],
-                "facts": [], "fact_tables": {{}}, "kinds": {{}}, "levels": {{}}}}"#,
+                "facts": [], "fact_tables": {{}}, "kinds": {{}}, "levels": {{}}, "marks": {}}}"#,
             pat("day", r"^(?P<day>[0-3]\d) (?P<message>.*)$"),
-            pat("num", r"^(?P<n>\d+) +(?P<message>.*)$")
+            pat("num", r"^(?P<n>\d+) +(?P<message>.*)$"),
+            serde_json::to_string(&marks.iter().map(|m| vec![m.to_string()]).collect::<Vec<_>>()).unwrap()
         );
         Catalog::compile(&crate::CatalogSpec::from_json(&spec).unwrap()).unwrap()
     }
@@ -703,5 +731,33 @@ mod tests {
         // a shape whose reading asked nothing that tells digits apart: every line a hit
         let (_, st) = claims(true, &["x1 a", "x2 b", "x9 c"]);
         assert_eq!((st.new, st.hits, st.own), (1, 2, 0));
+    }
+
+    /// A line of a known shape takes the shape's marks, and they are the
+    /// marks of its own text: the classes tell apart every byte a mark's
+    /// literal reads (case-folded), digits aside.
+    #[test]
+    fn a_shape_decides_its_lines_marks() {
+        let cat = marked_catalog(&["from rank", "SeqNum="]);
+        assert!(cat.shapes.marks_by_shape);
+        let tz = Zoner::new("UTC").unwrap();
+        let mut r = Reader::new(&cat, &[], &tz, true);
+        let mut memo = Memo::default();
+        let lines = [
+            "12 from rank 3 SeqNum=7", "13 from rank 4 SeqNum=9", "12 FROM Rank 3 seqnum=7", "12 from tank 3 SeqNum=7",
+            "14 from rank 3 SeqNum-7", "15 from rank 3 SeqNum-7", "16 xrom rank 3 SeqNum-7", "17 fromXrank 3 SeqNum=7",
+        ];
+        let got: Vec<Option<i32>> = lines.iter().map(|l| r.read(&mut memo, 1, 0, l.to_string(), &mut [0]).marks).collect();
+        let want: Vec<Option<i32>> = lines.iter().map(|l| Some(cat.marks.of(l, true))).collect();
+        assert_eq!(got, want);
+        assert_eq!(want, [Some(3), Some(3), Some(3), Some(2), Some(1), Some(1), Some(0), Some(2)]);
+        // a byte class is a range of bytes: a letter's two cases are two classes, and two shapes
+        assert_eq!((memo.stats.hits, memo.stats.new), (2, 6), "the second line and the sixth are of a shape met before");
+        // a literal with a digit is not told apart by the classes: every line's marks are read from its text
+        let cat = marked_catalog(&["mlx5"]);
+        assert!(!cat.shapes.marks_by_shape);
+        let mut r = Reader::new(&cat, &[], &tz, true);
+        let got: Vec<Option<i32>> = ["1 mlx5", "1 mlx6"].iter().map(|l| r.read(&mut memo, 1, 0, l.to_string(), &mut [0]).marks).collect();
+        assert_eq!(got, [None, None]);
     }
 }
