@@ -14,14 +14,14 @@ schema, nothing else running:
 Prints wall and CPU seconds and rows/s for each; no parsing is involved.
 
 With --readers, the other side of the same layouts: copies of the store whose
-event_rows are kept another way, each diagnosed by `ranktrace diagnose` in a
+event_lines are kept another way, each diagnosed by `ranktrace diagnose` in a
 child process (CPU seconds, and its ratio to the store as it is; the verdicts
 must be the same, or the layout lost something):
   - `as stored`: the store itself;
-  - `rows as parquet`: event_rows one Parquet file (zstd) beside the store,
-    table event_rows a view over it (the bulk of lines where writing is cheap);
-  - `message from raw`: no message column, its place in raw instead (two
-    integers), view event_rows cutting it out again (a narrower row).
+  - `rows as parquet`: event_lines one Parquet file (zstd) beside the store,
+    event_lines a view over it (the bulk of lines where writing is cheap);
+  - `message as text`: every line's message stored as text (schema 4), not
+    cut out of raw by view event_rows.
 
 Then the store layouts issue 12 asks to weigh, each storing every event once
 (one thread, whole row groups as the writer does), with CPU seconds and the
@@ -29,7 +29,9 @@ input bytes stored per CPU-second: the ceiling of an ingest on one core
 whose parsing cost nothing:
   - `wide`: view `events` as a table, one wide row per line (schema 2);
   - `rows + classes`: the store's tables: a line's own columns, and what
-    many lines share once per class (schema 3, crates/engine/src/classes.rs);
+    many lines share once per class (schema 3, crates/engine/src/classes.rs),
+    the message a span of raw (schema 5);
+  - `+ message text`: the same with every message's text stored (schema 4);
   - `split`: significant events (role other than info) wide, the bulk
     narrow (ids, line, time, host, rank, pid, raw; NARROW below);
   - `raw only`: event_id and raw: the least a store with every line's text
@@ -63,7 +65,7 @@ def _insert_all(con, table, classes, size: int, commit_rows: int | None) -> None
         chunk = table.slice(i, step)  # noqa: F841 - referenced by name in SQL
         if not in_txn:
             con.begin()
-        con.execute("INSERT INTO event_rows BY NAME SELECT * FROM chunk")
+        con.execute("INSERT INTO event_lines BY NAME SELECT * FROM chunk")
         in_txn += chunk.num_rows
         if commit_rows is None or in_txn >= commit_rows:
             con.commit()
@@ -139,10 +141,12 @@ def layout_parquet(events, path: Path, cols: list[str] | None) -> float:
     return _cpu() - c0
 
 
-def layouts(events, rows, classes, input_bytes: int, tmp: Path) -> None:
+def layouts(events, rows, rows_text, classes, input_bytes: int, tmp: Path) -> None:
     cases = [
         ("wide", lambda p: layout_duckdb(events, p, [("events", None, None)])),
-        ("rows + classes", lambda p: layout_duckdb(rows, p, [("event_rows", None, None)],
+        ("rows + classes", lambda p: layout_duckdb(rows, p, [("event_lines", None, None)],
+                                                   [("event_classes", classes)])),
+        ("+ message text", lambda p: layout_duckdb(rows_text, p, [("event_lines", None, None)],
                                                    [("event_classes", classes)])),
         ("split", lambda p: layout_duckdb(events, p, [("significant", None, "significant"),
                                                       ("bulk", NARROW, "info")])),
@@ -158,32 +162,25 @@ def layouts(events, rows, classes, input_bytes: int, tmp: Path) -> None:
         print(f"{name:15s} {cpu:6.2f} s CPU {input_bytes / 1e6 / cpu:7.1f} MB/s per core {path.stat().st_size / 1e6:10.3f} MB")
 
 
-# The copies of --readers: (name, SQL turning a copy's table event_rows into the layout; {dir}
-# is the copy's directory). Views events, events_classified and events_aligned are made again
-# over the new event_rows (queries/schema/002_views.sql, queries/store/clock.sql).
+# The copies of --readers: (name, SQL turning a copy's table event_lines into the layout; {dir}
+# is the copy's directory). Views event_rows, events, events_classified and events_aligned are
+# made again over the new event_lines (queries/schema/002_views.sql, queries/store/clock.sql).
 READER_LAYOUTS = [
     ("as stored", []),
     ("rows as parquet", [
-        "COPY event_rows TO '{dir}/event_rows.parquet' (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 122880)",
-        "DROP TABLE event_rows",
-        "CREATE VIEW event_rows AS SELECT * FROM read_parquet('{dir}/event_rows.parquet')",
+        "COPY event_lines TO '{dir}/event_lines.parquet' (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 122880)",
+        "DROP TABLE event_lines",
+        "CREATE VIEW event_lines AS SELECT * FROM read_parquet('{dir}/event_lines.parquet')",
     ]),
-    ("message from raw", [
-        # strpos finds a message at its first place in raw: checked (an error if not), never assumed
-        "CREATE TABLE event_rows_n AS SELECT * EXCLUDE (message), CAST(strpos(raw, message) AS INTEGER) AS msg_at, "
-        "CAST(length(message) AS INTEGER) AS msg_len FROM event_rows",
-        "SELECT CASE WHEN count(*) > 0 THEN error(count(*) || ' messages are not where strpos finds them: "
-        "the layout would lose them') END FROM event_rows r JOIN event_rows_n x USING (event_id) "
-        "WHERE substr(x.raw, x.msg_at, x.msg_len) IS DISTINCT FROM r.message",
-        "DROP TABLE event_rows",
-        "CREATE VIEW event_rows AS SELECT * EXCLUDE (msg_at, msg_len), substr(raw, msg_at, msg_len) AS message "
-        "FROM event_rows_n",
+    # schema 4: every line's message stored as text (view event_rows reads it instead of cutting raw)
+    ("message as text", [
+        "UPDATE event_lines SET message = substr(raw, message_at, message_len) WHERE message IS NULL",
     ]),
 ]
 
 
 def reader_layout(src: Path, name: str, steps: list[str], work: Path) -> Path:
-    """A copy of store `src` with its event_rows kept as layout `name`."""
+    """A copy of store `src` with its event_lines kept as layout `name`."""
     import shutil
 
     from ranktrace.resources import data_dir
@@ -194,7 +191,7 @@ def reader_layout(src: Path, name: str, steps: list[str], work: Path) -> Path:
     con = duckdb.connect(str(db))
     try:
         if steps:
-            for view in ("events_aligned", "events_classified", "events"):
+            for view in ("events_aligned", "events_classified", "events", "event_rows"):
                 con.execute(f"DROP VIEW IF EXISTS {view}")
             for sql in steps:
                 con.execute(sql.format(dir=d)).fetchall()
@@ -238,7 +235,9 @@ def main() -> int:
         return 0
     src = duckdb.connect(str(args.store), read_only=True)
     events = src.sql("SELECT * FROM events").to_arrow_table()
-    rows = src.sql("SELECT * FROM event_rows").to_arrow_table()
+    # the rows as the engine hands them over (the message a span of raw), and with its text (schema 4)
+    rows = src.sql("SELECT * EXCLUDE (message) FROM event_lines").to_arrow_table()
+    rows_text = src.sql("SELECT * FROM event_rows").to_arrow_table()
     classes = src.sql("SELECT * FROM event_classes").to_arrow_table()
     input_bytes = src.execute("SELECT sum(bytes) FROM files").fetchone()[0] or 0
     src.close()
@@ -251,7 +250,7 @@ def main() -> int:
             wall, cpu = run(rows, classes, Path(tmp) / f"{name.replace(' ', '_')}.duckdb", **kw)
             print(f"{name:12s} {wall:6.2f} s wall {cpu:6.2f} s CPU  {events.num_rows / wall / 1e6:5.2f} M rows/s")
         if input_bytes:
-            layouts(events, rows, classes, input_bytes, Path(tmp))
+            layouts(events, rows, rows_text, classes, input_bytes, Path(tmp))
     return 0
 
 

@@ -1,7 +1,8 @@
 """ranktrace._core: the compiled ingest engine (crates/py). Typed boundary.
 
 Batches cross as pyarrow RecordBatches (Arrow C data interface, no copies).
-Event batches: the columns of the store's `event_rows`; class batches: those
+Event batches: the columns of the store's `event_lines` (the message as
+its place in raw: message_at, message_len); class batches: those
 of `event_classes` (a class leaves once, with the first batch that has it:
 crates/engine/src/classes.rs); fact batches: event_id, file_id and the
 table's columns."""

@@ -185,7 +185,7 @@ def _merge_parts(con, parts: list[Part], cat: Catalog, out: MergeSummary) -> Non
             names = ", ".join(f"({i}, {sql_str(parts[i].table(table))})" for i in used)
             files = ", ".join(sql_str(parts[i].table(table)) for i in used)
             # ids that hold the file id (file_id << 32 | n) move with it
-            moved = {"files": [], "event_classes": ["class_id"], "event_rows": ["event_id", "class_id"]}.get(
+            moved = {"files": [], "event_classes": ["class_id"], "event_lines": ["event_id", "class_id"]}.get(
                 table, ["event_id"])
             ids = "".join(f", (m.new << 32) | (t.{c} & 4294967295) AS {c}" for c in moved)
             n = con.execute(
@@ -193,7 +193,7 @@ def _merge_parts(con, parts: list[Part], cat: Catalog, out: MergeSummary) -> Non
                 f"FROM read_parquet([{files}], filename = true) t "
                 f"JOIN (VALUES {names}) p(part, name) ON t.filename = p.name "
                 f"JOIN _part_ids m ON m.part = p.part AND m.old = t.file_id").fetchone()[0]
-            if table == "event_rows":
+            if table == "event_lines":
                 out.events += n
         for i in used:
             fallback = parts[i].manifest.get("fallback_time")

@@ -23,9 +23,11 @@ if TYPE_CHECKING:  # pyarrow and polars are imported where used: readers (tui, s
 
 DEFAULT_DB = "ranktrace.duckdb"
 # The tables behind view `events` (queries/schema): readers read the view, never these as facts.
-EVENT_TABLES = ("event_rows", "event_classes")
+EVENT_TABLES = ("event_lines", "event_classes")
 FACT_SQL_TYPES = {"str": "VARCHAR", "int": "BIGINT", "float": "DOUBLE"}
-SCHEMA_VERSION = "4"   # 3: events is a view over event_rows and event_classes; 4: event_rows.marks
+# 3: events is a view over event_rows and event_classes; 4: event_rows.marks; 5: table event_lines
+# keeps the message as a span of raw, view event_rows gives it back
+SCHEMA_VERSION = "5"
 # Year-less times are parsed in this leap year by the engine (crates/engine/src/timefmt.rs)
 # and moved to the inferred year after ingest.
 PLACEHOLDER_YEAR = 2000
@@ -185,6 +187,7 @@ def _init_schema(con: duckdb.DuckDBPyConnection, cat: Catalog | None) -> None:
     if wide:
         con.execute("DROP VIEW IF EXISTS events_classified")
         con.execute("ALTER TABLE events RENAME TO events_schema2")
+    _lines_table(con)
     for f in schema_files():
         if f.name == "002_views.sql":
             _add_marks(con)   # (the views read it)
@@ -217,13 +220,28 @@ def _init_schema(con: duckdb.DuckDBPyConnection, cat: Catalog | None) -> None:
                 con.execute(f'ALTER TABLE "{table}" ADD COLUMN "{c}" {FACT_SQL_TYPES[t]}')
 
 
+def _lines_table(con: duckdb.DuckDBPyConnection) -> None:
+    """A store of schema 3 or 4 keeps its lines in table event_rows, each
+    with its message's text: the table becomes event_lines (with the
+    message's place in raw, NULL on those lines: their text stays), and
+    event_rows the view over it (002_views.sql)."""
+    old = con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'event_rows' "
+                      "AND schema_name = 'main' AND NOT temporary").fetchone()[0]
+    if old:
+        con.execute("DROP VIEW IF EXISTS events_classified")
+        con.execute("DROP VIEW IF EXISTS events")
+        con.execute("ALTER TABLE event_rows RENAME TO event_lines")
+        con.execute("ALTER TABLE event_lines ADD COLUMN message_at INTEGER")
+        con.execute("ALTER TABLE event_lines ADD COLUMN message_len INTEGER")
+
+
 def _add_marks(con: duckdb.DuckDBPyConnection) -> None:
-    """A store of schema 3 gets column event_rows.marks, NULL on its lines:
+    """A store of schema 3 gets column event_lines.marks, NULL on its lines:
     unknown, so every text test is run on them (marks.py)."""
-    has = con.execute("SELECT count(*) FROM duckdb_columns() WHERE table_name = 'event_rows' "
+    has = con.execute("SELECT count(*) FROM duckdb_columns() WHERE table_name = 'event_lines' "
                       "AND column_name = 'marks' AND NOT internal AND schema_name = 'main'").fetchone()[0]
     if not has:
-        con.execute("ALTER TABLE event_rows ADD COLUMN marks INTEGER")
+        con.execute("ALTER TABLE event_lines ADD COLUMN marks INTEGER")
 
 
 def file_id_for(sha256: str, path: str) -> int:
@@ -255,13 +273,13 @@ def table_columns(con: duckdb.DuckDBPyConnection, table: str) -> list[str]:
 
 def insert_events(con: duckdb.DuckDBPyConnection, source: str) -> None:
     """Events given whole, with the columns of view `events` (by name; one
-    missing is NULL), from relation `source`, into event_rows and
+    missing is NULL), from relation `source`, into event_lines and
     event_classes: what tests make by hand, and the events of a schema 2
     store. A file's new classes are numbered after those it has, in the order
     of their first line (the engine's order: crates/engine/src/classes.rs).
     Ingest does not come here: the engine hands over rows and classes."""
     cls = [c for c in table_columns(con, "event_classes") if c != "class_id"]   # what a class is
-    own = [c for c in table_columns(con, "event_rows") if c != "class_id"]
+    own = [c for c in table_columns(con, "event_rows") if c != "class_id"]   # (message as text)
     same = " AND ".join(f'w."{c}" IS NOT DISTINCT FROM c."{c}"' for c in cls)
     cols = ", ".join(f'"{c}"' for c in cls)
     con.execute("CREATE OR REPLACE TEMP TABLE _wide_events AS SELECT * FROM events LIMIT 0")
@@ -274,7 +292,7 @@ def insert_events(con: duckdb.DuckDBPyConnection, source: str) -> None:
                 + row_number() OVER (PARTITION BY file_id ORDER BY first_line, {cols})) AS class_id, {cols}
         FROM c LEFT JOIN had USING (file_id)""")
     con.execute("INSERT INTO event_classes BY NAME SELECT * FROM _new_classes")
-    con.execute(f"INSERT INTO event_rows BY NAME SELECT {', '.join(f'w.{c}' for c in own)}, c.class_id "
+    con.execute(f"INSERT INTO event_lines BY NAME SELECT {', '.join(f'w.{c}' for c in own)}, c.class_id "
                 f"FROM _wide_events w JOIN _new_classes c ON {same}")
     con.execute("DROP TABLE _wide_events")
     con.execute("DROP TABLE _new_classes")
@@ -343,12 +361,12 @@ def infer_years(con: duckdb.DuckDBPyConnection) -> int | None:
     cand = {d: f"ts + to_years(r.y + ({d}) - year(ts))" for d in (-1, 0, 1)}
     dist = {d: f"abs(epoch({c}) - $ref)" for d, c in cand.items()}
     con.execute(f"""
-        UPDATE event_rows SET ts = CASE
+        UPDATE event_lines SET ts = CASE
             WHEN {dist[0]} <= least({dist[-1]}, {dist[1]}) THEN {cand[0]}
             WHEN {dist[-1]} <= {dist[1]} THEN {cand[-1]}
             ELSE {cand[1]} END
         FROM (SELECT year(to_timestamp($ref)) AS y) r, event_classes c
-        WHERE c.class_id = event_rows.class_id AND ts IS NOT NULL AND (c.ts_kind = 'year_inferred'
+        WHERE c.class_id = event_lines.class_id AND ts IS NOT NULL AND (c.ts_kind = 'year_inferred'
               -- lines that inherited a year-less time from the line before
               OR (c.ts_kind = 'interpolated' AND year(ts) = {PLACEHOLDER_YEAR}))
     """, {"ref": ref})

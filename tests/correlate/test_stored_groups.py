@@ -60,7 +60,7 @@ def test_groups_are_taken_from_the_store_only_while_it_is_unchanged(tmp_path, ca
     changed = str(tmp_path / "changed.duckdb")
     shutil.copy(db, changed)
     con = duckdb.connect(changed)
-    con.execute("DELETE FROM event_rows WHERE line % 2 = 0")
+    con.execute("DELETE FROM event_lines WHERE line % 2 = 0")
     build_base(con)
     assert groups_stamp(con) != stamp
     fresh = _groups(con)

@@ -174,7 +174,7 @@ def test_reader_layouts_keep_every_line_and_the_verdict(quick, tmp_path):
     got = bench_store.readers(store, tmp_path)
     assert [g["layout"] for g in got] == [n for n, _ in bench_store.READER_LAYOUTS]
     assert all(_positive(g["diagnose_cpu_s"]) for g in got)
-    assert (tmp_path / "rows_as_parquet" / "event_rows.parquet").stat().st_size > 0
+    assert (tmp_path / "rows_as_parquet" / "event_lines.parquet").stat().st_size > 0
     src = duckdb.connect(str(store), read_only=True)
     want = src.execute("SELECT count(*), sum(hash(event_id, message, raw, ts)) FROM events").fetchone()
     src.close()

@@ -106,22 +106,26 @@ def test_parts_are_read_by_duckdb_directly(catalog, direct, parts):
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
     # what the store's view `events` is: rows joined to their classes
-    ev = (f"read_parquet('{out}/*/event_rows.parquet') JOIN read_parquet('{out}/*/event_classes.parquet') "
+    ev = (f"read_parquet('{out}/*/event_lines.parquet') JOIN read_parquet('{out}/*/event_classes.parquet') "
           "USING (class_id)")
     events = con.execute(f"SELECT count(*), count(DISTINCT event_id) FROM {ev}").fetchone()
     kinds = dict(con.execute(f"DESCRIBE SELECT ts, raw, rank, kind FROM {ev}").fetchall()[i][:2] for i in range(4))
     files = con.execute(f"SELECT count(*) FROM read_parquet('{out}/*/files.parquet')").fetchone()[0]
     # The year of year-less times is chosen at merge, over all parts: still the placeholder here.
     years = con.execute(f"SELECT DISTINCT year(ts) FROM {ev} WHERE ts_kind = 'year_inferred'").fetchall()
+    # a line's message is cut out of its raw text as the store's view event_rows cuts it
+    msgs = con.execute(f"SELECT hash(list(substr(raw, message_at, message_len) ORDER BY event_id)) FROM {ev}").fetchone()
     d = duckdb.connect(direct, read_only=True)
     want = d.execute("SELECT (SELECT count(*) FROM events), (SELECT count(*) FROM files)").fetchone()
+    want_msgs = d.execute("SELECT hash(list(message ORDER BY event_id)) FROM events").fetchone()
     d.close()
     assert events == (want[0], want[0]) and files == want[1]
+    assert msgs == want_msgs
     assert kinds == {"ts": "TIMESTAMP", "raw": "VARCHAR", "rank": "INTEGER", "kind": "VARCHAR"}
     assert years == [(PLACEHOLDER_YEAR,)]
     m = json.loads((Path(made[1]) / MANIFEST).read_text())
-    assert m["counts"]["event_rows"] == pq.ParquetFile(Path(made[1]) / "event_rows.parquet").metadata.num_rows > 0
-    assert 0 < m["counts"]["event_classes"] < m["counts"]["event_rows"]
+    assert m["counts"]["event_lines"] == pq.ParquetFile(Path(made[1]) / "event_lines.parquet").metadata.num_rows > 0
+    assert 0 < m["counts"]["event_classes"] < m["counts"]["event_lines"]
     assert m["schema_version"] == store.SCHEMA_VERSION and len(m["catalog"]) == 32
 
 
@@ -163,7 +167,7 @@ def test_a_damaged_part_is_refused(tmp_path, catalog, parts):
     out, made, _ = parts
     bad = tmp_path / "bad"
     shutil.copytree(Path(made[0]), bad / "p")
-    pq.write_table(pq.read_table(bad / "p" / "event_rows.parquet").slice(0, 3), bad / "p" / "event_rows.parquet")
+    pq.write_table(pq.read_table(bad / "p" / "event_lines.parquet").slice(0, 3), bad / "p" / "event_lines.parquet")
     with pytest.raises(PartError, match="manifest says"):
         merge([str(bad)], str(tmp_path / "m.duckdb"), catalog)
     with pytest.raises(PartError, match="no part in it"):
@@ -180,7 +184,7 @@ def test_a_taken_file_id_is_renumbered_with_its_events(tmp_path, catalog):
     pb = Path(ingest([str(b.parent)], "u", catalog, part=str(out)).part)
     taken = pq.read_table(pa_ / "files.parquet")["file_id"][0].as_py()
     con = duckdb.connect()
-    for t, ids in (("files", []), ("event_rows", ["event_id", "class_id"]), ("event_classes", ["class_id"])):
+    for t, ids in (("files", []), ("event_lines", ["event_id", "class_id"]), ("event_classes", ["class_id"])):
         f = pb / f"{t}.parquet"
         ev = "".join(f", ({taken}::BIGINT << 32) | ({c} & 4294967295) AS {c}" for c in ids)
         con.execute(f"COPY (SELECT * REPLACE ({taken} AS file_id{ev}) FROM read_parquet('{f}')) "
@@ -214,17 +218,17 @@ def test_part_writer_writes_row_groups_as_it_goes_and_drops_a_failed_file(tmp_pa
                          "class_id": [fid << 32] * n})
     w.add(1, events(1, 6), one_class(1), {})
     w.add(2, events(2, 3), one_class(2), {})           # 9 rows: two row groups out, one row buffered
-    assert w.counts["event_rows"] == 8
+    assert w.counts["event_lines"] == 8
     w.done(1, [1, "f1", None, "raw", None, None, 1, 6, 6, 6, None, "s1", None, None, None, None, None])
     w.done(2, None)                      # file 2 failed: its rows, written out or not, go
     w.close()
     part = Path(w.path)
     assert part.parent == tmp_path / "parts" and part.name.startswith("nodeA-")
-    ev = pq.read_table(part / "event_rows.parquet")
+    ev = pq.read_table(part / "event_lines.parquet")
     assert sorted(set(ev["file_id"].to_pylist())) == [1] and len(ev) == 6
     assert pq.read_table(part / "event_classes.parquet")["file_id"].to_pylist() == [1]
     m = json.loads((part / MANIFEST).read_text())
-    assert m["counts"]["event_rows"] == 6 and m["counts"]["files"] == 1 and m["host"] == "nodeA"
+    assert m["counts"]["event_lines"] == 6 and m["counts"]["files"] == 1 and m["host"] == "nodeA"
     assert pq.ParquetFile(part / "files.parquet").metadata.num_rows == 1
 
 
@@ -233,7 +237,7 @@ def test_an_aborted_part_leaves_nothing_for_merge(tmp_path, catalog):
     w = PartWriter(tmp_path / "parts", catalog, con, host="nodeB", row_group=2)
     w.add(1, pa.table({"event_id": [1 << 32 | 1] * 3, "file_id": [1] * 3, "line": [1] * 3,
                        "end_line": [1] * 3, "raw": ["x"] * 3, "class_id": [1 << 32] * 3}), one_class(1), {})
-    assert w.counts["event_rows"] == 2      # a row group was written out already
+    assert w.counts["event_lines"] == 2      # a row group was written out already
     w.abort()
     assert [p.name for p in (tmp_path / "parts").iterdir()] == [".incoming"]
     assert list((tmp_path / "parts" / ".incoming").iterdir()) == []

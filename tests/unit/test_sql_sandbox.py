@@ -68,8 +68,8 @@ ESCAPES = {
     "set_external_access": "SET enable_external_access = true",
     "reset_lock": "SET lock_configuration = false",
     "import_database": "PRAGMA import_database('{dir}')",
-    "delete": "DELETE FROM event_rows",
-    "drop": "DROP TABLE event_rows",
+    "delete": "DELETE FROM event_lines",
+    "drop": "DROP TABLE event_lines",
     "persistent_secret": "CREATE PERSISTENT SECRET s (TYPE s3, KEY_ID 'k', SECRET 'v')",
 }
 

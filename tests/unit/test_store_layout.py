@@ -54,7 +54,7 @@ def _as_schema2(db) -> None:
     for (v,) in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal AND schema_name = 'main' "
                             "AND NOT temporary").fetchall():
         con.execute(f'DROP VIEW "{v}"')
-    con.execute("DROP TABLE event_rows")
+    con.execute("DROP TABLE event_lines")
     con.execute("DROP TABLE event_classes")
     con.execute("ALTER TABLE events_wide RENAME TO events")
     con.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
@@ -78,3 +78,62 @@ def test_a_schema_2_store_is_refused_to_read_and_rewritten_by_a_write(fresh, tmp
     ids = "SELECT event_id, class_id FROM event_rows ORDER BY event_id"
     assert _all(old, ids) == _all(fresh, ids)
     assert not _all(old, "SELECT table_name FROM duckdb_tables() WHERE table_name LIKE 'events%'")
+
+
+def _as_schema4(db) -> None:
+    """Rewrite `db` as ranktrace wrote stores of schema 4: table event_rows, every line's message as text."""
+    con = duckdb.connect(str(db))
+    for (v,) in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal AND schema_name = 'main' "
+                            "AND NOT temporary").fetchall():
+        con.execute(f'DROP VIEW "{v}"')
+    con.execute("UPDATE event_lines SET message = substr(raw, message_at, message_len)")
+    con.execute("ALTER TABLE event_lines DROP COLUMN message_at")
+    con.execute("ALTER TABLE event_lines DROP COLUMN message_len")
+    con.execute("ALTER TABLE event_lines RENAME TO event_rows")
+    # schema 4's views: those of today but view event_rows, then a table
+    views = (REPO / "queries" / "schema" / "002_views.sql").read_text()
+    at = views.index("CREATE OR REPLACE VIEW event_rows")
+    con.execute(views[:at] + views[views.index(";", at) + 1:])
+    con.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
+    con.close()
+
+
+def test_a_schema_4_store_keeps_its_messages_when_a_write_brings_it_up_to_date(fresh, tmp_path, capsys, catalog):
+    """Schema 5 stores a line's message as its place in raw; a schema 4 store's lines keep their
+    message text, and view event_rows gives both kinds of line their message."""
+    old = tmp_path / "old4.duckdb"
+    shutil.copy(fresh, old)
+    _as_schema4(old)
+    assert _all(old, "SELECT count(*) FROM event_rows WHERE message IS NOT NULL")[0][0] > 1000
+    capsys.readouterr()
+    assert main(["diagnose", "--db", str(old)]) == 2
+    assert "schema version 4" in capsys.readouterr().err
+    open_store(old, catalog).close()      # a write brings it up to date
+    assert _all(old, "SELECT value FROM meta WHERE key = 'schema_version'") == [(SCHEMA_VERSION,)]
+    assert _all(old, "SELECT table_type FROM information_schema.tables WHERE table_name = 'event_rows'") == [("VIEW",)]
+    want = "SELECT * FROM events ORDER BY event_id"
+    assert _all(old, want) == _all(fresh, want)
+    # the old lines kept their text; new lines (the fresh store's) hold only their place in raw
+    assert _all(old, "SELECT count(*) FROM event_lines WHERE message IS NULL") == [(0,)]
+    assert _all(fresh, "SELECT count(*) FROM event_lines WHERE message IS NOT NULL OR message_at IS NULL") == [(0,)]
+
+
+def test_a_message_is_cut_out_of_raw_by_characters_not_bytes(tmp_path, catalog):
+    """message_at / message_len count characters, as SQL's substr() and polars' str.slice do:
+    lines with multi-byte characters before and inside their message read back whole."""
+    from ranktrace.ingest.core import parse_text
+    # syslog: the host (non-ASCII here) comes before the message, so a start counted in bytes
+    # would cut the message short
+    lines = ["Mar  1 00:00:00 nodé-1 kernel: ünïcödé → message ✓ done",
+             "Mar  1 00:00:01 node-2 kernel: plain ascii message",
+             "Mar  1 00:00:02 ノード3 kernel: 日本語のメッセージ",
+             "Mar  1 00:00:03 nœud-4 kernel: \U0001F525 fire, é at the end é"]
+    log = tmp_path / "u" / "utf8.log"
+    log.parent.mkdir()
+    log.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    db = tmp_path / "u.duckdb"
+    assert main(["ingest", str(log.parent), "--db", str(db), "-q"]) == 0
+    want = [line.split("kernel: ", 1)[1] for line in lines]
+    assert [m for (m,) in _all(db, "SELECT message FROM events ORDER BY line")] == want
+    events, _ = parse_text(catalog, log.read_text())
+    assert events["message"].to_list() == want

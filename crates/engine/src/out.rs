@@ -23,7 +23,10 @@ pub fn event_schema(cat: &Catalog) -> Arc<Schema> {
     for (c, _) in cat.identity.iter().zip(&cat.int_identity).filter(|(_, &int)| int) {
         f.push(Field::new(c, DataType::Int64, true));
     }
-    f.push(Field::new("message", DataType::Utf8, true));
+    // The message is a span of raw, given as SQL's substr() takes it (1-based, in characters):
+    // storing its text again cost DuckDB a third of the insert (queries/schema/001_tables.sql).
+    f.push(Field::new("message_at", DataType::Int32, false));
+    f.push(Field::new("message_len", DataType::Int32, false));
     f.push(Field::new("raw", DataType::Utf8, false));
     f.push(Field::new("marks", DataType::Int32, false));
     f.push(Field::new("class_id", DataType::Int64, false));
@@ -55,6 +58,17 @@ fn int_col(events: &[Event], f: impl Fn(&Event) -> Option<i64>) -> ArrayRef {
         b.append_option(f(e));
     }
     Arc::new(b.finish())
+}
+
+/// An event's message as `substr(raw, at, len)` reads it: its 1-based
+/// start and its length, in characters (bytes for an ASCII line).
+fn message_chars(e: &Event) -> (i32, i32) {
+    let (s, t) = (e.message.0 as usize, e.message.1 as usize);
+    if e.ascii {
+        return (s as i32 + 1, (t - s) as i32);
+    }
+    let before = e.raw[..s].chars().count();
+    (before as i32 + 1, e.raw[s..t].chars().count() as i32)
 }
 
 /// Events a bucket of `event_rows` keeps (one class each): a bucket holds
@@ -113,8 +127,9 @@ pub fn event_rows(cat: &Catalog, file_id: i64, events: &[Event], classes: &[Clas
     for c in (0..cat.identity.len()).filter(|&c| cat.int_identity[c]) {
         cols.push(int_col(events, |e| if let Id::Int(v) = e.ids[c] { Some(v) } else { None }));
     }
-    let message_bytes = events.iter().map(|e| (e.message.1 - e.message.0) as usize).sum();
-    cols.push(sized_text_col(events, message_bytes, |_, e| Some(e.message())));
+    let (at, len): (Vec<i32>, Vec<i32>) = events.iter().map(message_chars).unzip();
+    cols.push(Arc::new(arrow_array::Int32Array::from(at)));
+    cols.push(Arc::new(arrow_array::Int32Array::from(len)));
     let raw_bytes = events.iter().map(|e| e.raw.len()).sum();
     cols.push(sized_text_col(events, raw_bytes, |_, e| Some(e.raw.as_str())));
     cols.push(Arc::new(arrow_array::Int32Array::from_iter_values(events.iter().map(|e| e.marks.unwrap_or_else(|| cat.marks.of(&e.raw, e.ascii))))));

@@ -157,10 +157,24 @@ def widen(rows: pa.Table | pa.RecordBatch, classes: pa.Table | pa.RecordBatch) -
         raise ValueError(f"{at.null_count} rows have a class that is not among the classes given")
     fields, cols = [], []
     for name in EVENT_COLUMNS:
+        if name == "message":
+            fields.append(pa.field("message", pa.string()))
+            cols.append(messages(rows))
+            continue
         own = name in rows.schema.names
         fields.append((rows if own else classes).schema.field(name))
         cols.append(rows[name] if own else pc.take(classes[name], at))
     return pa.Table.from_arrays(cols, schema=pa.schema(fields))
+
+
+def messages(rows: pa.Table | pa.RecordBatch) -> pa.Array:
+    """The messages of the engine's rows: substr(raw, message_at, message_len),
+    as view event_rows cuts them (1-based, in characters)."""
+    import polars as pl
+    import pyarrow as pa
+    frame = pl.from_arrow(pa.table({n: rows[n] for n in ("raw", "message_at", "message_len")}))
+    cut = frame.select(pl.col("raw").str.slice(pl.col("message_at") - 1, pl.col("message_len")))
+    return cut.to_series().to_arrow().cast(pa.string())
 
 
 def parse_text(cat: Catalog, text: str, *, envelopes: list[str] | None = None, tz: str = "UTC",

@@ -1,12 +1,13 @@
 """parts: the ingest of one node's logs as Parquet, merged into a store later.
 
 A part is a directory of Parquet files, one per table of the store:
-`event_rows.parquet` and `event_classes.parquet` (the store's view `events`
-is their join on class_id), `files.parquet` (the `files` rows) and
+`event_lines.parquet` and `event_classes.parquet` (the store's view `events`
+is their join on class_id; a line's message is substr(raw, message_at,
+message_len)), `files.parquet` (the `files` rows) and
 `<fact table>.parquet`, with the store's column names and types (times UTC,
 TIMESTAMP without zone), plus `manifest.json` (versions, catalog
 fingerprint, host, row counts). DuckDB, Spark or Trino read parts directly:
-`read_parquet('parts/*/event_rows.parquet') JOIN
+`read_parquet('parts/*/event_lines.parquet') JOIN
 read_parquet('parts/*/event_classes.parquet') USING (class_id)`.
 
 PartWriter has the Writer's interface (add, done, close, abort), so ingest()
@@ -40,7 +41,7 @@ from .. import __version__, store
 from ..formats import Catalog, format_dirs
 from .rows import Pending, file_ids
 
-PART_FORMAT = 3                   # the layout of a part directory; bump on any change (2: event rows and classes; 3: marks)
+PART_FORMAT = 4                   # the layout of a part directory; bump on any change (2: event rows and classes; 3: marks; 4: event_lines, the message a span of raw)
 MANIFEST = "manifest.json"
 INCOMING = ".incoming"            # parts being written (not matched by DIR/*/...)
 ROW_GROUP = 122_880               # rows per Parquet row group (DuckDB's row group)
@@ -124,7 +125,7 @@ class PartWriter:
 
     def add(self, file_id: int, events: pa.RecordBatch | pa.Table, classes: pa.RecordBatch | pa.Table,
             facts: dict[str, pa.RecordBatch | pa.Table]) -> None:
-        for table, rows in [("event_rows", events), ("event_classes", classes), *facts.items()]:
+        for table, rows in [("event_lines", events), ("event_classes", classes), *facts.items()]:
             if not rows.num_rows:
                 continue
             if table not in self.schemas:

@@ -40,7 +40,7 @@ class Writer:
     def _reset(self) -> None:
         """Nothing buffered, nothing open, no transaction."""
         # event rows and their classes (view `events`), then fact tables
-        self.pending: dict[str, Pending] = {"event_rows": Pending(), "event_classes": Pending()}
+        self.pending: dict[str, Pending] = {"event_lines": Pending(), "event_classes": Pending()}
         self.written = 0             # rows inserted in the open transaction
         self.open: set[int] = set()  # files with rows in, not finished
         self.inserted: dict[int, set[str]] = {}  # file -> tables it has rows in (open transaction)
@@ -50,18 +50,18 @@ class Writer:
     @property
     def buffered(self) -> int:
         """Events waiting for the next INSERT."""
-        return self.pending["event_rows"].rows
+        return self.pending["event_lines"].rows
 
     def add(self, file_id: int, events: pa.RecordBatch | pa.Table, classes: pa.RecordBatch | pa.Table,
             facts: dict[str, pa.RecordBatch | pa.Table]) -> None:
         self.open.add(file_id)
-        self.pending["event_rows"].add(events)
+        self.pending["event_lines"].add(events)
         self.pending["event_classes"].add(classes)
         for table, f in facts.items():
             self.pending.setdefault(table, Pending()).add(f)
         if self.buffered >= self.group_rows:
             self._flush()
-        if self.pending["event_rows"].nbytes >= GROUP_BYTES:
+        if self.pending["event_lines"].nbytes >= GROUP_BYTES:
             self._flush(whole_groups=False)   # long lines: a part-full row group is the lesser cost
 
     def done(self, file_id: int, row: list | None) -> None:
@@ -112,7 +112,7 @@ class Writer:
                 continue
             self._begin()
             store.insert_table(self.con, table, head)
-            if table == "event_rows":
+            if table == "event_lines":
                 self.written += head.num_rows
             for fid in file_ids(head):
                 self.inserted.setdefault(fid, set()).add(table)
