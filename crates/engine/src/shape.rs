@@ -26,6 +26,7 @@
 //! matter of the class sequence, and a shape's lines share its marks.
 
 use crate::compile::Catalog;
+use crate::guard::Guard;
 use crate::peel::{self, Claim, EnvTimes, Peeled, Span, Structure};
 use crate::rx::{Locs, Rx};
 use crate::timefmt::Zoner;
@@ -51,6 +52,22 @@ impl Classes {
     pub fn shape(&self, text: &[u8], out: &mut Vec<u8>) {
         out.clear();
         self.push_shape(text, out);
+    }
+
+    /// The ASCII bytes in the class of `b`, as bits.
+    pub fn alike(&self, b: u8) -> u128 {
+        let c = self.of[b as usize];
+        (0..128u8).filter(|&x| self.of[x as usize] == c).fold(0, |s, x| s | 1 << x)
+    }
+
+    /// Digits one class, every other byte one of its own (tests).
+    #[cfg(test)]
+    pub fn of_digits() -> Classes {
+        let mut of = [0u8; 256];
+        for b in 0..=255u8 {
+            of[b as usize] = if b.is_ascii_digit() { b'0' } else { b };
+        }
+        Classes { of }
     }
 
     /// `shape`, appended to `out`.
@@ -363,6 +380,8 @@ struct Shape {
     starts: Box<[u64]>,
     /// what its reading asked of the parts that tell digits apart (empty: nothing)
     asks: Box<[Asked]>,
+    /// per ask, when a line's bytes give its answer without asking (guard.rs)
+    guards: Box<[Option<Guard>]>,
     /// its lines' marks (when `marks_by_shape`)
     marks: i32,
 }
@@ -485,7 +504,7 @@ impl<'a> Reader<'a> {
                 marks = Some(s.marks);
             }
             match known {
-                Some(s) if self.holds(&s.asks, &raw) => {
+                Some(s) if self.holds(&s.asks, &s.guards, &raw) => {
                     memo.stats.hits += 1;
                     starts.copy_from_slice(&s.starts);
                     let got = (s.s.clone(), s.times);
@@ -508,7 +527,8 @@ impl<'a> Reader<'a> {
                     }
                     let m = self.cat.marks.of(&raw, true);
                     marks = by_shape.then_some(m);
-                    let shape = Arc::new(Shape { s: s.clone(), times, starts: starts.into(), asks: tr.asks.into(), marks: m });
+                    let guards = tr.asks.iter().map(|a| self.guard(a, &raw)).collect();
+                    let shape = Arc::new(Shape { s: s.clone(), times, starts: starts.into(), asks: tr.asks.into(), guards, marks: m });
                     memo.shapes.insert(self.key.as_slice().into(), shape.clone());
                     self.last = Some(shape);
                     (s, times)
@@ -525,12 +545,27 @@ impl<'a> Reader<'a> {
         p
     }
 
+    /// The guard of a regex question that ASCII line `raw` asked (None: the
+    /// question is asked again; it is cheap, or not a regex's).
+    fn guard(&self, a: &Asked, raw: &str) -> Option<Guard> {
+        let cat = self.cat;
+        let (rx, s) = match a {
+            Asked::EnvRegex(e, s, _) => (&cat.envelopes[*e as usize].matcher.regex, s),
+            Asked::PatRegex(q, s, _) => (&cat.patterns[*q as usize].matcher.regex, s),
+            Asked::BlockStart(b, s, _) => (&cat.blocks[*b as usize].start, s),
+            _ => return None,
+        };
+        crate::guard::make(rx.guard_nfa()?, &raw.as_bytes()[s.0 as usize..s.1 as usize], &cat.shapes.classes)
+    }
+
     /// Whether an ASCII line of a shape gets `asks`' answers (then it reads
     /// as the shape does: the questions it would ask are the same, in order).
-    fn holds(&mut self, asks: &[Asked], raw: &str) -> bool {
+    fn holds(&mut self, asks: &[Asked], guards: &[Option<Guard>], raw: &str) -> bool {
         let cat = self.cat;
         let at = |s: &Span| &raw[s.0 as usize..s.1 as usize];
-        asks.iter().all(|a| match a {
+        let guarded = |k: usize, s: &Span| guards[k].as_ref().map_or(false, |g| g.admits(at(s).as_bytes()));
+        asks.iter().enumerate().all(|(k, a)| match a {
+            Asked::EnvRegex(_, s, _) | Asked::PatRegex(_, s, _) | Asked::BlockStart(_, s, _) if guarded(k, s) => true,
             Asked::Byte(i, b) => raw.as_bytes()[*i as usize] == *b,
             Asked::EnvLiterals(e, s, v) => peel::has_literal(&cat.envelopes[*e as usize], at(s)) == *v,
             Asked::EnvDeny(e, s, v) => peel::denied(&cat.envelopes[*e as usize], at(s)) == *v,
