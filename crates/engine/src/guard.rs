@@ -52,13 +52,19 @@ fn range(lo: u8, hi: u8) -> Set {
     ones << lo
 }
 
-fn is_word(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b == b'_'
-}
+/// [0-9A-Za-z_]
+const WORD: Set = (((1 << 10) - 1) << b'0') | (((1 << 26) - 1) << b'A') | (((1 << 26) - 1) << b'a') | (1 << b'_');
+const LF: Set = 1 << b'\n';
+const CR: Set = 1 << b'\r';
 
-/// The bytes that every look-around judges as it judges `b`.
+/// The bytes that every look-around judges as it judges ASCII `b` (word
+/// or not, line terminator or not).
+#[inline]
 fn look_alike(b: u8) -> Set {
-    (0..128u8).filter(|&c| is_word(c) == is_word(b) && (c == b'\n') == (b == b'\n') && (c == b'\r') == (b == b'\r')).fold(0, |s, c| s | 1 << c)
+    match 1u128 << b {
+        bit if bit & (WORD | LF | CR) != 0 => if bit & WORD != 0 { WORD } else { bit },
+        _ => !(WORD | LF | CR),
+    }
 }
 
 fn unicode_look(l: Look) -> bool {
@@ -173,12 +179,16 @@ pub fn make(nfa: &NFA, text: &[u8], classes: &Classes) -> Option<Guard> {
         allowed[i] = set;
         std::mem::swap(&mut now, &mut next);
     }
-    let mut alike: [Option<Set>; 128] = [None; 128];
+    // the ASCII bytes of each class
+    let mut class = [0 as Set; 256];
+    for b in 0..128u8 {
+        class[classes.of[b as usize] as usize] |= 1 << b;
+    }
     let at: Vec<(u32, Set)> = allowed
         .iter()
         .enumerate()
         .filter_map(|(i, &set)| {
-            let same = *alike[text[i] as usize].get_or_insert_with(|| classes.alike(text[i]));
+            let same = class[classes.of[text[i] as usize] as usize];
             (set & same != same).then_some((i as u32, set & same))
         })
         .collect();
@@ -189,6 +199,18 @@ pub fn make(nfa: &NFA, text: &[u8], classes: &Classes) -> Option<Guard> {
 mod tests {
     use super::*;
     use crate::rx::Rx;
+
+    /// `look_alike` is: the same kind for every look-around.
+    #[test]
+    fn look_alike_is_kind_equality() {
+        let word = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+        for b in 0..128u8 {
+            let want = (0..128u8)
+                .filter(|&c| word(c) == word(b) && (c == b'\n') == (b == b'\n') && (c == b'\r') == (b == b'\r'))
+                .fold(0 as Set, |s, c| s | 1 << c);
+            assert_eq!(look_alike(b), want, "{b}");
+        }
+    }
 
     /// Every text of a shape that a guard admits gets the regex's answer on
     /// the text that made it (groups included); the journald day is guarded,

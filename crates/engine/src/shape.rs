@@ -54,12 +54,6 @@ impl Classes {
         self.push_shape(text, out);
     }
 
-    /// The ASCII bytes in the class of `b`, as bits.
-    pub fn alike(&self, b: u8) -> u128 {
-        let c = self.of[b as usize];
-        (0..128u8).filter(|&x| self.of[x as usize] == c).fold(0, |s, x| s | 1 << x)
-    }
-
     /// Digits one class, every other byte one of its own (tests).
     #[cfg(test)]
     pub fn of_digits() -> Classes {
