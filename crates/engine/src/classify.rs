@@ -273,6 +273,9 @@ impl<'c, 'e> Reader<'c, 'e> {
         let key = src_key(cat, e.src);
         let m = e.message();
         let mut emits = Vec::new();
+        // looked up once, not once a fact (a shape's key is a hash and a compare of ~100 bytes)
+        let shape = if shaped { self.by_shape.get(self.key.as_slice()) } else { None };
+        let locs = &mut self.locs;
         for (k, &fi) in cat.formats[f].facts.iter().enumerate() {
             let fact = &cat.facts[fi];
             if !(fact.on.is_none() || fact.on.as_deref() == key) {
@@ -282,7 +285,7 @@ impl<'c, 'e> Reader<'c, 'e> {
                 emits.push(Emit::Multi(fi));
                 continue;
             }
-            let spans = match shaped.then(|| &self.by_shape[self.key.as_slice()].facts[k]) {
+            let spans = match shape.map(|s| &s.facts[k]) {
                 Some(ShapeFact::Spans(None)) => continue,
                 Some(ShapeFact::Spans(Some(sp))) => Some(row(cat, fi, m, |g| sp[g], 0)),
                 Some(ShapeFact::Read(sp, Some(guard))) if guard.admits(m.as_bytes()) => match sp {
@@ -294,10 +297,10 @@ impl<'c, 'e> Reader<'c, 'e> {
             let r = match spans {
                 Some(r) => r,
                 None => {
-                    if !fact.regex.read(&mut self.locs[fi], m, e.ascii) {
+                    if !fact.regex.read(&mut locs[fi], m, e.ascii) {
                         continue;
                     }
-                    let l = &self.locs[fi];
+                    let l = &locs[fi];
                     row(cat, fi, m, |g| l.get(g), 0)
                 }
             };
