@@ -41,15 +41,13 @@ impl Guard {
     }
 }
 
+/// The bytes lo..=hi (their ASCII part).
 #[inline]
 fn range(lo: u8, hi: u8) -> Set {
     if lo >= 128 || hi < lo {
         return 0;
     }
-    let hi = hi.min(127);
-    let width = (hi - lo) as u32 + 1;
-    let ones = if width == 128 { Set::MAX } else { (1u128 << width) - 1 };
-    ones << lo
+    (Set::MAX << lo) & (Set::MAX >> (127 - hi.min(127)))
 }
 
 /// [0-9A-Za-z_]
@@ -87,25 +85,56 @@ pub fn make(nfa: &NFA, text: &[u8], classes: &Classes) -> Option<Guard> {
         return None;
     }
     let n = text.len();
-    let lm = nfa.look_matcher();
     let mut allowed: Vec<Set> = vec![Set::MAX; n];
-    let mut stamp = vec![u32::MAX; nfa.states().len()];
+    SCRATCH.with(|scratch| {
+        let mut stamp = scratch.borrow_mut();
+        // offsets of this guard are stamped `base + i`, above every earlier guard's
+        let states = nfa.states().len();
+        if stamp.1.len() < states || stamp.0 > u32::MAX - 1 - n as u32 {
+            *stamp = (0, vec![0; states.max(stamp.1.len())]);
+        }
+        let base = stamp.0 + 1;
+        stamp.0 = base + n as u32;
+        follow(nfa, text, base, &mut allowed, &mut stamp.1)
+    })?;
+    let at: Vec<(u32, Set)> = allowed
+        .iter()
+        .enumerate()
+        .filter_map(|(i, &set)| {
+            let same = classes.ascii[classes.of[text[i] as usize] as usize];
+            (set & same != same).then_some((i as u32, set & same))
+        })
+        .collect();
+    Some(Guard { at: at.into() })
+}
+
+thread_local! {
+    /// (the last stamp used, a stamp per NFA state): kept between guards, so
+    /// that a guard does not clear one per state
+    static SCRATCH: std::cell::RefCell<(u32, Vec<u32>)> = std::cell::RefCell::new((0, Vec::new()));
+}
+
+/// Every thread of `nfa` on `text`: narrows `allowed` (see `make`). None:
+/// what this does not follow (Unicode look-around, a non-ASCII byte).
+fn follow(nfa: &NFA, text: &[u8], base: u32, allowed: &mut [Set], stamp: &mut [u32]) -> Option<()> {
+    let n = text.len();
+    let lm = nfa.look_matcher();
     let mut now: Vec<regex_automata::util::primitives::StateID> = Vec::new();
     let mut next = Vec::new();
     let mut stack = Vec::new();
     let mut consuming = Vec::new();
     // the epsilon closure at offset `i` of the states in `seeds`, into `consuming`
     let mut closure = |i: usize, seeds: &[regex_automata::util::primitives::StateID], consuming: &mut Vec<_>,
-                       allowed: &mut Vec<Set>, stamp: &mut Vec<u32>|
+                       allowed: &mut [Set], stamp: &mut [u32]|
      -> bool {
         consuming.clear();
         stack.clear();
         stack.extend_from_slice(seeds);
         while let Some(sid) = stack.pop() {
-            if stamp[sid.as_usize()] == i as u32 {
+            if stamp[sid.as_usize()] == base + i as u32 {
                 continue;
             }
-            stamp[sid.as_usize()] = i as u32;
+            stamp[sid.as_usize()] = base + i as u32;
             match nfa.state(sid) {
                 State::ByteRange { .. } | State::Sparse(_) | State::Dense(_) => consuming.push(sid),
                 State::Look { look, next } => {
@@ -136,7 +165,7 @@ pub fn make(nfa: &NFA, text: &[u8], classes: &Classes) -> Option<Guard> {
     };
     now.push(nfa.start_unanchored());
     for i in 0..=n {
-        if !closure(i, &now, &mut consuming, &mut allowed, &mut stamp) {
+        if !closure(i, &now, &mut consuming, allowed, stamp) {
             return None;
         }
         if i == n || consuming.is_empty() {
@@ -179,26 +208,23 @@ pub fn make(nfa: &NFA, text: &[u8], classes: &Classes) -> Option<Guard> {
         allowed[i] = set;
         std::mem::swap(&mut now, &mut next);
     }
-    // the ASCII bytes of each class
-    let mut class = [0 as Set; 256];
-    for b in 0..128u8 {
-        class[classes.of[b as usize] as usize] |= 1 << b;
-    }
-    let at: Vec<(u32, Set)> = allowed
-        .iter()
-        .enumerate()
-        .filter_map(|(i, &set)| {
-            let same = class[classes.of[text[i] as usize] as usize];
-            (set & same != same).then_some((i as u32, set & same))
-        })
-        .collect();
-    Some(Guard { at: at.into() })
+    Some(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::rx::Rx;
+
+    #[test]
+    fn range_is_the_bytes_between() {
+        for lo in 0..=255u8 {
+            for hi in [0u8, 1, 9, 48, 57, 126, 127, 128, 255] {
+                let want = (0..128u8).filter(|&b| lo <= b && b <= hi).fold(0 as Set, |s, b| s | 1 << b);
+                assert_eq!(range(lo, hi), want, "{lo} {hi}");
+            }
+        }
+    }
 
     /// `look_alike` is: the same kind for every look-around.
     #[test]

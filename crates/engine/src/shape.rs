@@ -38,15 +38,25 @@ use std::sync::Arc;
 #[derive(Clone)]
 pub struct Classes {
     pub of: [u8; 256],
+    /// per class id, its ASCII bytes as bits (guard.rs asks it per offset)
+    pub ascii: Box<[u128; 256]>,
 }
 
 impl Default for Classes {
     fn default() -> Classes {
-        Classes { of: [0; 256] }
+        Classes::new([0; 256])
     }
 }
 
 impl Classes {
+    pub fn new(of: [u8; 256]) -> Classes {
+        let mut ascii = Box::new([0u128; 256]);
+        for b in 0..128u8 {
+            ascii[of[b as usize] as usize] |= 1 << b;
+        }
+        Classes { of, ascii }
+    }
+
     /// The shape of an ASCII text: its length and its bytes' classes, into `out`.
     #[inline]
     pub fn shape(&self, text: &[u8], out: &mut Vec<u8>) {
@@ -61,7 +71,7 @@ impl Classes {
         for b in 0..=255u8 {
             of[b as usize] = if b.is_ascii_digit() { b'0' } else { b };
         }
-        Classes { of }
+        Classes::new(of)
     }
 
     /// `shape`, appended to `out`.
@@ -308,7 +318,7 @@ impl Gather {
             let next = ids.len() as u8; // at most 256 classes: ids 0..=255
             of[b] = *ids.entry(sig.as_slice()).or_insert(next);
         }
-        Classes { of }
+        Classes::new(of)
     }
 }
 
