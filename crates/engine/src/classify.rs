@@ -9,6 +9,7 @@
 
 use crate::compile::{Catalog, FType};
 use crate::events::{Event, Id, Src};
+use crate::guard::Guard;
 use crate::shape::{Classes, Gather};
 use rustc_hash::FxHashMap as HashMap;
 use std::rc::Rc;
@@ -77,6 +78,12 @@ fn first_rule(cat: &Catalog, f: usize, key: Option<&str>, message: &str, raw: &s
     })
 }
 
+/// The text rule `ri` reads of event `e`.
+#[inline]
+fn rule_text<'e>(cat: &Catalog, ri: usize, e: &'e Event) -> &'e str {
+    if cat.rules[ri].raw { &e.raw } else { e.message() }
+}
+
 #[inline]
 fn rule_matches(cat: &Catalog, ri: usize, message: &str, raw: &str, ascii: bool) -> bool {
     let r = &cat.rules[ri];
@@ -140,8 +147,9 @@ enum ShapeFact {
     Skip,
     /// captures_iter on the raw text: per event
     Multi,
-    /// tells digits apart: read on each message
-    Read,
+    /// tells digits apart: read on each message that its guard does not admit
+    /// (the spans it read on the message that made the shape, None: no match)
+    Read(Option<Box<[Option<(usize, usize)>]>>, Option<Guard>),
     /// every group's span in the message (None: no match)
     Spans(Option<Box<[Option<(usize, usize)>]>>),
 }
@@ -151,6 +159,8 @@ struct ByShape {
     rule: Option<usize>,
     /// the rules that tell digits apart the reading asked, with their answers
     rule_asks: Box<[(usize, bool)]>,
+    /// per rule asked, when a message's bytes give its answer without asking (guard.rs)
+    rule_guards: Box<[Option<Guard>]>,
     /// per fact of the format
     facts: Box<[ShapeFact]>,
 }
@@ -242,7 +252,11 @@ impl<'c, 'e> Reader<'c, 'e> {
         let cat = self.cat;
         if shaped {
             let s = &self.by_shape[self.key.as_slice()];
-            if s.rule_asks.iter().all(|&(ri, v)| rule_matches(cat, ri, e.message(), &e.raw, e.ascii) == v) {
+            let asked = |(&(ri, v), g): (&(usize, bool), &Option<Guard>)| {
+                g.as_ref().map_or(false, |g| g.admits(rule_text(cat, ri, e).as_bytes()))
+                    || rule_matches(cat, ri, e.message(), &e.raw, e.ascii) == v
+            };
+            if s.rule_asks.iter().zip(s.rule_guards.iter()).all(asked) {
                 return s.rule;
             }
         }
@@ -259,6 +273,9 @@ impl<'c, 'e> Reader<'c, 'e> {
         let key = src_key(cat, e.src);
         let m = e.message();
         let mut emits = Vec::new();
+        // looked up once, not once a fact (a shape's key is a hash and a compare of ~100 bytes)
+        let shape = if shaped { self.by_shape.get(self.key.as_slice()) } else { None };
+        let locs = &mut self.locs;
         for (k, &fi) in cat.formats[f].facts.iter().enumerate() {
             let fact = &cat.facts[fi];
             if !(fact.on.is_none() || fact.on.as_deref() == key) {
@@ -268,18 +285,22 @@ impl<'c, 'e> Reader<'c, 'e> {
                 emits.push(Emit::Multi(fi));
                 continue;
             }
-            let spans = match shaped.then(|| &self.by_shape[self.key.as_slice()].facts[k]) {
+            let spans = match shape.map(|s| &s.facts[k]) {
                 Some(ShapeFact::Spans(None)) => continue,
                 Some(ShapeFact::Spans(Some(sp))) => Some(row(cat, fi, m, |g| sp[g], 0)),
+                Some(ShapeFact::Read(sp, Some(guard))) if guard.admits(m.as_bytes()) => match sp {
+                    None => continue,
+                    Some(sp) => Some(row(cat, fi, m, |g| sp[g], 0)),
+                },
                 _ => None,
             };
             let r = match spans {
                 Some(r) => r,
                 None => {
-                    if !fact.regex.read(&mut self.locs[fi], m, e.ascii) {
+                    if !fact.regex.read(&mut locs[fi], m, e.ascii) {
                         continue;
                     }
-                    let l = &self.locs[fi];
+                    let l = &locs[fi];
                     row(cat, fi, m, |g| l.get(g), 0)
                 }
             };
@@ -331,7 +352,11 @@ impl<'c, 'e> Reader<'c, 'e> {
                 } else if fact.multi {
                     ShapeFact::Multi
                 } else if cat.messages.fact_sensitive[fi] {
-                    ShapeFact::Read
+                    let hit = fact.regex.read(&mut self.locs[fi], m, e.ascii);
+                    let l = &self.locs[fi];
+                    let spans = hit.then(|| (0..fact.regex.captures_len()).map(|g| l.get(g)).collect());
+                    let guard = fact.regex.guard_nfa().and_then(|nfa| crate::guard::make(nfa, m.as_bytes(), &cat.messages.classes[f]));
+                    ShapeFact::Read(spans, guard)
                 } else {
                     let hit = fact.regex.read(&mut self.locs[fi], m, e.ascii);
                     let l = &self.locs[fi];
@@ -339,7 +364,15 @@ impl<'c, 'e> Reader<'c, 'e> {
                 }
             })
             .collect();
-        ByShape { rule, rule_asks: self.asks.as_slice().into(), facts }
+        let rule_guards = self
+            .asks
+            .iter()
+            .map(|&(ri, _)| {
+                let nfa = cat.rules[ri].regex.guard_nfa()?;
+                crate::guard::make(nfa, rule_text(cat, ri, e).as_bytes(), &cat.messages.classes[f])
+            })
+            .collect();
+        ByShape { rule, rule_asks: self.asks.as_slice().into(), rule_guards, facts }
     }
 }
 

@@ -42,6 +42,8 @@ enum Field {
 #[derive(Debug, Clone)]
 pub struct Fast {
     steps: Vec<Step>,
+    /// this layout's memo entries (0: none)
+    id: u64,
 }
 
 /// Fields of a parsed text: a naive time and an offset in seconds (0 when none).
@@ -105,53 +107,93 @@ impl Fast {
         if month != 1 || fracs > 1 || offsets != usize::from(with_offset) {
             return None;
         }
-        Some(Fast { steps })
+        Some(Fast { steps, id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed) })
     }
 
     /// The fields of `s` (ASCII), None when chrono must decide.
     pub fn parse(&self, s: &[u8]) -> Option<Parts> {
-        let mut i = 0usize;
-        let (mut y, mut mo, mut d, mut h, mut mi, mut sec, mut nano, mut off) = (0i64, 0, 0, 0, 0, 0, 0u32, 0i32);
+        MEMO.with(|memo| {
+            let mut memo = memo.borrow_mut();
+            let slot = match memo.slots.iter().position(|e| e.id == self.id) {
+                Some(k) => k,
+                None => {
+                    memo.evict ^= 1;
+                    let k = memo.evict;
+                    memo.slots[k] = Remembered { id: self.id, ..Default::default() };
+                    k
+                }
+            };
+            let e = &mut memo.slots[slot];
+            // The steps whose bytes all lie before the first byte that differs
+            // from the text before are done already (same length: a step that
+            // reads to the end of the text reads as far).
+            let mut from = 0;
+            if e.text.len() == s.len() {
+                let d = e.text.iter().zip(s).position(|(a, b)| a != b).unwrap_or(s.len());
+                from = e.after.len();
+                while from > 0 && e.after[from - 1].i + 1 > d {
+                    from -= 1;
+                }
+            }
+            e.after.truncate(from);
+            e.text.clear();
+            e.text.extend_from_slice(s);
+            let st = self.run(s, from, &mut e.after)?;
+            let At { i, y, mo, d, h, mi, sec, nano, off } = st;
+            if i != s.len() || !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || sec > 59 {
+                return None; // trailing text, out of range, or a leap second: chrono decides
+            }
+            let date = NaiveDate::from_ymd_opt(i32::try_from(y).ok()?, mo as u32, d as u32)?;
+            let naive = date.and_hms_nano_opt(h as u32, mi as u32, sec as u32, nano)?;
+            Some(Parts { naive, offset: off })
+        })
+    }
+
+    /// The steps from step `from` on (`after`: the state after each step
+    /// before it), each step's state pushed onto `after`; None: a step fails.
+    fn run(&self, s: &[u8], from: usize, after: &mut Vec<At>) -> Option<At> {
+        let mut st = if from == 0 { At::default() } else { after[from - 1] };
         let skip_ws = |i: &mut usize| {
             while *i < s.len() && s[*i].is_ascii_whitespace() {
                 *i += 1;
             }
         };
-        for step in &self.steps {
+        for step in &self.steps[from..] {
+            let i = &mut st.i;
             match *step {
                 Step::Lit(c) => {
-                    if s.get(i) != Some(&c) {
+                    if s.get(*i) != Some(&c) {
                         return None;
                     }
-                    i += 1;
+                    *i += 1;
                 }
-                Step::Space => skip_ws(&mut i),
+                Step::Space => skip_ws(i),
                 Step::Num(f, width) => {
-                    skip_ws(&mut i);
-                    if f == Field::Year && matches!(s.get(i), Some(b'+' | b'-')) {
+                    skip_ws(i);
+                    if f == Field::Year && matches!(s.get(*i), Some(b'+' | b'-')) {
                         return None; // signed years: chrono's business
                     }
-                    let start = i;
+                    let start = *i;
                     let mut v = 0i64;
-                    while i < s.len() && i - start < width as usize && s[i].is_ascii_digit() {
-                        v = v * 10 + (s[i] - b'0') as i64;
-                        i += 1;
+                    while *i < s.len() && *i - start < width as usize && s[*i].is_ascii_digit() {
+                        v = v * 10 + (s[*i] - b'0') as i64;
+                        *i += 1;
                     }
-                    if i == start {
+                    if *i == start {
                         return None;
                     }
                     match f {
-                        Field::Year => y = v,
-                        Field::Month => mo = v,
-                        Field::Day => d = v,
-                        Field::Hour => h = v,
-                        Field::Minute => mi = v,
-                        Field::Second => sec = v,
+                        Field::Year => st.y = v,
+                        Field::Month => st.mo = v,
+                        Field::Day => st.d = v,
+                        Field::Hour => st.h = v,
+                        Field::Minute => st.mi = v,
+                        Field::Second => st.sec = v,
                     }
                 }
                 Step::MonthName => {
-                    let w = s.get(i..i + 3)?;
-                    mo = match (w[0] | 32, w[1] | 32, w[2] | 32) {
+                    let w = s.get(*i..*i + 3)?;
+                    st.mo = match (w[0] | 32, w[1] | 32, w[2] | 32) {
                         (b'j', b'a', b'n') => 1,
                         (b'f', b'e', b'b') => 2,
                         (b'm', b'a', b'r') => 3,
@@ -166,44 +208,44 @@ impl Fast {
                         (b'd', b'e', b'c') => 12,
                         _ => return None,
                     };
-                    i += 3;
+                    *i += 3;
                 }
                 Step::Frac => {
-                    if s.get(i) == Some(&b'.') {
-                        i += 1;
-                        let start = i;
+                    if s.get(*i) == Some(&b'.') {
+                        *i += 1;
+                        let start = *i;
                         let mut v = 0u32;
-                        while i < s.len() && i - start < 9 && s[i].is_ascii_digit() {
-                            v = v * 10 + (s[i] - b'0') as u32;
-                            i += 1;
+                        while *i < s.len() && *i - start < 9 && s[*i].is_ascii_digit() {
+                            v = v * 10 + (s[*i] - b'0') as u32;
+                            *i += 1;
                         }
-                        let n = i - start;
+                        let n = *i - start;
                         if n == 0 {
                             return None;
                         }
-                        nano = v * 10u32.pow(9 - n as u32);
-                        while i < s.len() && s[i].is_ascii_digit() {
-                            i += 1; // digits past nanoseconds are ignored
+                        st.nano = v * 10u32.pow(9 - n as u32);
+                        while *i < s.len() && s[*i].is_ascii_digit() {
+                            *i += 1; // digits past nanoseconds are ignored
                         }
                     }
                 }
                 Step::FracN(n) => {
-                    let w = s.get(i..i + n as usize)?;
+                    let w = s.get(*i..*i + n as usize)?;
                     if !w.iter().all(u8::is_ascii_digit) {
                         return None;
                     }
                     let v = w.iter().fold(0u32, |a, &c| a * 10 + (c - b'0') as u32);
-                    nano = v * 10u32.pow(9 - n as u32);
-                    i += n as usize;
+                    st.nano = v * 10u32.pow(9 - n as u32);
+                    *i += n as usize;
                 }
                 Step::Offset => {
-                    skip_ws(&mut i);
-                    let neg = match s.get(i) {
+                    skip_ws(i);
+                    let neg = match s.get(*i) {
                         Some(b'+') => false,
                         Some(b'-') => true,
                         _ => return None,
                     };
-                    i += 1;
+                    *i += 1;
                     let two = |at: usize| -> Option<i32> {
                         let w = s.get(at..at + 2)?;
                         if w[0].is_ascii_digit() && w[1].is_ascii_digit() {
@@ -212,25 +254,98 @@ impl Fast {
                             None
                         }
                     };
-                    let oh = two(i)?;
-                    i += 2;
-                    if s.get(i) == Some(&b':') {
-                        i += 1;
+                    let oh = two(*i)?;
+                    *i += 2;
+                    if s.get(*i) == Some(&b':') {
+                        *i += 1;
                     }
-                    let om = two(i)?;
-                    i += 2;
+                    let om = two(*i)?;
+                    *i += 2;
                     if oh > 23 || om > 59 {
                         return None;
                     }
-                    off = (oh * 3600 + om * 60) * if neg { -1 } else { 1 };
+                    st.off = (oh * 3600 + om * 60) * if neg { -1 } else { 1 };
                 }
             }
+            after.push(st);
         }
-        if i != s.len() || !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || sec > 59 {
-            return None; // trailing text, out of range, or a leap second: chrono decides
+        Some(st)
+    }
+}
+
+/// The state of a parse after a step: where it is and the fields so far.
+/// A step reads no byte at or past `i + 1` (it stops at `i`, having looked at it or not).
+#[derive(Clone, Copy, Default)]
+struct At {
+    i: usize,
+    y: i64,
+    mo: i64,
+    d: i64,
+    h: i64,
+    mi: i64,
+    sec: i64,
+    nano: u32,
+    off: i32,
+}
+
+/// The last text a layout parsed, and its state after each step.
+#[derive(Default)]
+struct Remembered {
+    id: u64,
+    text: Vec<u8>,
+    after: Vec<At>,
+}
+
+/// Consecutive lines' times share all but their last digits: a parse takes
+/// up the previous one's state after the steps that read only the bytes the
+/// two texts share. Two layouts at a time (a line's and its envelope's), per thread.
+#[derive(Default)]
+struct Memo {
+    slots: [Remembered; 2],
+    evict: usize,
+}
+
+thread_local! {
+    static MEMO: std::cell::RefCell<Memo> = std::cell::RefCell::new(Memo::default());
+}
+
+/// Ids of compiled layouts (a memo entry is a layout's: the same id, the same steps).
+static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A parse that takes up the previous text's steps reads what a parse
+    /// from the start reads: every text of a run of one length (times a
+    /// second, a minute, a day apart, out of range, cut short), in both orders.
+    #[test]
+    fn memo_reads_as_from_the_start() {
+        let f = Fast::compile("%Y-%m-%d %H:%M:%S%.f", false).unwrap();
+        let g = Fast::compile("%Y %b %d %H:%M:%S", false).unwrap(); // a second layout between, sharing the memo
+        let texts = [
+            "2026-03-02 03:00:00.305931", "2026-03-02 03:00:01.305931", "2026-03-02 03:01:01.000001", "2026-03-03 03:01:01.000001",
+            "2026-02-30 03:01:01.000001", "2026-03-02 24:00:00.305931", "2026-03-02 03:00:60.305931", "2026-03-02 03:00:0x.305931",
+            "2026-03-02 03:00:00 305931", "2026-03-02 03:00:00.3059xx", "2026-03-02 03:00:00.305931", "2026-03-02  3:00:00.305931",
+            "2026-03-02 03:00:00.30593", "2026-03-02 03:00:00.3",
+        ];
+        let key = |p: Option<Parts>| p.map(|p| (p.naive, p.offset));
+        let mut some = 0;
+        for order in [texts.to_vec(), texts.iter().rev().copied().collect()] {
+            for t in order {
+                let got = key(f.parse(t.as_bytes()));
+                // the same text with nothing remembered
+                let kept = MEMO.with(|m| std::mem::take(&mut *m.borrow_mut()));
+                let want = key(f.parse(t.as_bytes()));
+                MEMO.with(|m| *m.borrow_mut() = kept);
+                assert_eq!(got, want, "{t}");
+                if let Some((n, _)) = got {
+                    assert_eq!(Some(n), NaiveDateTime::parse_from_str(t, "%Y-%m-%d %H:%M:%S%.f").ok(), "{t}");
+                    some += 1;
+                }
+                assert!(g.parse(b"2026 Mar  2 03:00:00").is_some());
+            }
         }
-        let date = NaiveDate::from_ymd_opt(i32::try_from(y).ok()?, mo as u32, d as u32)?;
-        let naive = date.and_hms_nano_opt(h as u32, mi as u32, sec as u32, nano)?;
-        Some(Parts { naive, offset: off })
+        assert!(some >= 12, "{some}");
     }
 }

@@ -13,6 +13,7 @@ pub mod classify;
 pub mod compile;
 pub mod events;
 pub mod fasttime;
+pub mod guard;
 pub mod lines;
 pub mod literals;
 pub mod marks;

@@ -113,6 +113,9 @@ impl Framer {
         if body.is_empty() {
             return;
         }
+        // Nearly every chunk is valid UTF-8 without NUL: checked once here, not
+        // line by line (a call per line cost more than the check itself).
+        let clean = if memchr::memchr(0, body).is_none() { std::str::from_utf8(body).ok() } else { None };
         let mut pos = 0usize;
         while pos < body.len() {
             let end = memchr::memchr(b'\n', &body[pos..]).map(|i| pos + i).unwrap_or(body.len());
@@ -125,7 +128,12 @@ impl Framer {
                 line = &line[..line.len() - 1];
                 self.stats.crlf = true;
             }
-            out.push(Line { no: self.line_no, offset: self.offset + pos as i64, text: self.decode(line) });
+            // a line ends before '\r' or '\n', or where `cut` left whole characters: on a char boundary
+            let text = match clean.and_then(|c| c.get(pos..pos + line.len())) {
+                Some(t) => t.to_string(),
+                None => self.decode(line),
+            };
+            out.push(Line { no: self.line_no, offset: self.offset + pos as i64, text });
             self.line_no += 1;
             self.stats.lines += 1;
             pos = end + 1;

@@ -27,6 +27,8 @@ pub struct Rx {
     multi_line: bool,
     uni: OnceLock<Regex>,
     ascii: Option<bytes::Regex>,
+    /// the twin's NFA, for guard.rs (built the first time a shape asks for it)
+    nfa: OnceLock<Option<regex_automata::nfa::thompson::NFA>>,
 }
 
 /// Capture spans of the last successful `Rx::read`.
@@ -50,7 +52,7 @@ impl Locs {
 impl Rx {
     pub fn new(pattern: &str, multi_line: bool, what: &str) -> Result<Rx, String> {
         let ascii = bytes::RegexBuilder::new(pattern).unicode(false).multi_line(multi_line).build().ok();
-        let rx = Rx { pattern: pattern.to_string(), multi_line, uni: OnceLock::new(), ascii };
+        let rx = Rx { pattern: pattern.to_string(), multi_line, uni: OnceLock::new(), ascii, nfa: OnceLock::new() };
         if rx.ascii.is_none() {
             // No ASCII form (or a pattern that does not compile): the Unicode regex now, its error named.
             let uni = rx.build_unicode().map_err(|e| format!("{what}: regex does not compile: {e}"))?;
@@ -76,6 +78,24 @@ impl Rx {
         self.uni.get_or_init(|| {
             self.build_unicode().unwrap_or_else(|e| panic!("regex {:?} passed its syntax check but does not build: {e}", self.pattern))
         })
+    }
+
+    /// The NFA of the ASCII twin (None: no twin), as guard.rs follows it:
+    /// the twin's syntax (no Unicode, bytes, `multi_line`); groups do not
+    /// change which bytes its transitions tell apart.
+    pub fn guard_nfa(&self) -> Option<&regex_automata::nfa::thompson::NFA> {
+        use regex_automata::nfa::thompson::{self, WhichCaptures};
+        use regex_automata::util::syntax;
+        self.nfa
+            .get_or_init(|| {
+                self.ascii.as_ref()?;
+                thompson::Compiler::new()
+                    .syntax(syntax::Config::new().unicode(false).utf8(false).multi_line(self.multi_line))
+                    .configure(thompson::Config::new().which_captures(WhichCaptures::None).utf8(false))
+                    .build(&self.pattern)
+                    .ok()
+            })
+            .as_ref()
     }
 
     /// The pattern as written.

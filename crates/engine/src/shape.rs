@@ -26,6 +26,7 @@
 //! matter of the class sequence, and a shape's lines share its marks.
 
 use crate::compile::Catalog;
+use crate::guard::Guard;
 use crate::peel::{self, Claim, EnvTimes, Peeled, Span, Structure};
 use crate::rx::{Locs, Rx};
 use crate::timefmt::Zoner;
@@ -37,20 +38,40 @@ use std::sync::Arc;
 #[derive(Clone)]
 pub struct Classes {
     pub of: [u8; 256],
+    /// per class id, its ASCII bytes as bits (guard.rs asks it per offset)
+    pub ascii: Box<[u128; 256]>,
 }
 
 impl Default for Classes {
     fn default() -> Classes {
-        Classes { of: [0; 256] }
+        Classes::new([0; 256])
     }
 }
 
 impl Classes {
+    pub fn new(of: [u8; 256]) -> Classes {
+        let mut ascii = Box::new([0u128; 256]);
+        for b in 0..128u8 {
+            ascii[of[b as usize] as usize] |= 1 << b;
+        }
+        Classes { of, ascii }
+    }
+
     /// The shape of an ASCII text: its length and its bytes' classes, into `out`.
     #[inline]
     pub fn shape(&self, text: &[u8], out: &mut Vec<u8>) {
         out.clear();
         self.push_shape(text, out);
+    }
+
+    /// Digits one class, every other byte one of its own (tests).
+    #[cfg(test)]
+    pub fn of_digits() -> Classes {
+        let mut of = [0u8; 256];
+        for b in 0..=255u8 {
+            of[b as usize] = if b.is_ascii_digit() { b'0' } else { b };
+        }
+        Classes::new(of)
     }
 
     /// `shape`, appended to `out`.
@@ -297,7 +318,7 @@ impl Gather {
             let next = ids.len() as u8; // at most 256 classes: ids 0..=255
             of[b] = *ids.entry(sig.as_slice()).or_insert(next);
         }
-        Classes { of }
+        Classes::new(of)
     }
 }
 
@@ -363,6 +384,8 @@ struct Shape {
     starts: Box<[u64]>,
     /// what its reading asked of the parts that tell digits apart (empty: nothing)
     asks: Box<[Asked]>,
+    /// per ask, when a line's bytes give its answer without asking (guard.rs)
+    guards: Box<[Option<Guard>]>,
     /// its lines' marks (when `marks_by_shape`)
     marks: i32,
 }
@@ -485,7 +508,7 @@ impl<'a> Reader<'a> {
                 marks = Some(s.marks);
             }
             match known {
-                Some(s) if self.holds(&s.asks, &raw) => {
+                Some(s) if self.holds(&s.asks, &s.guards, &raw) => {
                     memo.stats.hits += 1;
                     starts.copy_from_slice(&s.starts);
                     let got = (s.s.clone(), s.times);
@@ -508,7 +531,8 @@ impl<'a> Reader<'a> {
                     }
                     let m = self.cat.marks.of(&raw, true);
                     marks = by_shape.then_some(m);
-                    let shape = Arc::new(Shape { s: s.clone(), times, starts: starts.into(), asks: tr.asks.into(), marks: m });
+                    let guards = tr.asks.iter().map(|a| self.guard(a, &raw)).collect();
+                    let shape = Arc::new(Shape { s: s.clone(), times, starts: starts.into(), asks: tr.asks.into(), guards, marks: m });
                     memo.shapes.insert(self.key.as_slice().into(), shape.clone());
                     self.last = Some(shape);
                     (s, times)
@@ -525,12 +549,27 @@ impl<'a> Reader<'a> {
         p
     }
 
+    /// The guard of a regex question that ASCII line `raw` asked (None: the
+    /// question is asked again; it is cheap, or not a regex's).
+    fn guard(&self, a: &Asked, raw: &str) -> Option<Guard> {
+        let cat = self.cat;
+        let (rx, s) = match a {
+            Asked::EnvRegex(e, s, _) => (&cat.envelopes[*e as usize].matcher.regex, s),
+            Asked::PatRegex(q, s, _) => (&cat.patterns[*q as usize].matcher.regex, s),
+            Asked::BlockStart(b, s, _) => (&cat.blocks[*b as usize].start, s),
+            _ => return None,
+        };
+        crate::guard::make(rx.guard_nfa()?, &raw.as_bytes()[s.0 as usize..s.1 as usize], &cat.shapes.classes)
+    }
+
     /// Whether an ASCII line of a shape gets `asks`' answers (then it reads
     /// as the shape does: the questions it would ask are the same, in order).
-    fn holds(&mut self, asks: &[Asked], raw: &str) -> bool {
+    fn holds(&mut self, asks: &[Asked], guards: &[Option<Guard>], raw: &str) -> bool {
         let cat = self.cat;
         let at = |s: &Span| &raw[s.0 as usize..s.1 as usize];
-        asks.iter().all(|a| match a {
+        let guarded = |k: usize, s: &Span| guards[k].as_ref().map_or(false, |g| g.admits(at(s).as_bytes()));
+        asks.iter().enumerate().all(|(k, a)| match a {
+            Asked::EnvRegex(_, s, _) | Asked::PatRegex(_, s, _) | Asked::BlockStart(_, s, _) if guarded(k, s) => true,
             Asked::Byte(i, b) => raw.as_bytes()[*i as usize] == *b,
             Asked::EnvLiterals(e, s, v) => peel::has_literal(&cat.envelopes[*e as usize], at(s)) == *v,
             Asked::EnvDeny(e, s, v) => peel::denied(&cat.envelopes[*e as usize], at(s)) == *v,
