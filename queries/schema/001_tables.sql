@@ -63,7 +63,8 @@ CREATE TABLE IF NOT EXISTS event_classes (
 -- raw, substr(raw, message_at, message_len), which view event_rows
 -- (002_views.sql) gives back as column `message` (a store of schema 4 keeps
 -- its lines' messages as text, in `message`). Storing the message's text cost
--- a third of DuckDB's insert; the readers pay ~17% more CPU to cut it out.
+-- a third of DuckDB's insert; readers cut it only on the lines their marks
+-- let through (has_mark, ranktrace/marks.py), which costs them nothing measurable.
 CREATE TABLE IF NOT EXISTS event_lines (
     -- No PRIMARY KEY: its index doubles the cost of every insert, and the id
     -- is unique by construction (file_id is unique in files, line in a file).

@@ -279,7 +279,7 @@ def insert_events(con: duckdb.DuckDBPyConnection, source: str) -> None:
     of their first line (the engine's order: crates/engine/src/classes.rs).
     Ingest does not come here: the engine hands over rows and classes."""
     cls = [c for c in table_columns(con, "event_classes") if c != "class_id"]   # what a class is
-    own = [c for c in table_columns(con, "event_rows") if c != "class_id"]   # (message as text)
+    own = [c for c in table_columns(con, "event_rows") if c != "class_id"]   # message as text, not its place
     same = " AND ".join(f'w."{c}" IS NOT DISTINCT FROM c."{c}"' for c in cls)
     cols = ", ".join(f'"{c}"' for c in cls)
     con.execute("CREATE OR REPLACE TEMP TABLE _wide_events AS SELECT * FROM events LIMIT 0")

@@ -47,13 +47,17 @@ def test_classes_are_few_numbered_per_file_and_every_row_has_one(fresh):
     assert firsts and all(ks == list(range(len(ks))) for _, ks in firsts)
 
 
+def _drop_views(con) -> None:
+    for (v,) in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal AND schema_name = 'main' "
+                            "AND NOT temporary").fetchall():
+        con.execute(f'DROP VIEW "{v}"')
+
+
 def _as_schema2(db) -> None:
     """Rewrite `db` as ranktrace wrote stores of schema 2: one wide table `events`."""
     con = duckdb.connect(str(db))
     con.execute("CREATE TABLE events_wide AS SELECT * FROM events")
-    for (v,) in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal AND schema_name = 'main' "
-                            "AND NOT temporary").fetchall():
-        con.execute(f'DROP VIEW "{v}"')
+    _drop_views(con)
     con.execute("DROP TABLE event_lines")
     con.execute("DROP TABLE event_classes")
     con.execute("ALTER TABLE events_wide RENAME TO events")
@@ -83,9 +87,7 @@ def test_a_schema_2_store_is_refused_to_read_and_rewritten_by_a_write(fresh, tmp
 def _as_schema4(db) -> None:
     """Rewrite `db` as ranktrace wrote stores of schema 4: table event_rows, every line's message as text."""
     con = duckdb.connect(str(db))
-    for (v,) in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal AND schema_name = 'main' "
-                            "AND NOT temporary").fetchall():
-        con.execute(f'DROP VIEW "{v}"')
+    _drop_views(con)
     con.execute("UPDATE event_lines SET message = substr(raw, message_at, message_len)")
     con.execute("ALTER TABLE event_lines DROP COLUMN message_at")
     con.execute("ALTER TABLE event_lines DROP COLUMN message_len")
