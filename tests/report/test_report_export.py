@@ -206,3 +206,24 @@ def test_parquet_refuses_a_non_empty_dir(bundle_store, tmp_path, capsys):
     assert main(["export", "parquet", "--db", str(db), str(out)]) == 2
     assert "not empty" in capsys.readouterr().err
     assert sorted(p.name for p in out.iterdir()) == ["keep.txt"]
+
+
+def test_parquet_is_byte_stable_bounded_and_leaves_the_connection_as_it_was(bundle_store, tmp_path):
+    """Rows stream in the store's order through one DuckDB thread under a
+    memory limit: two exports are the same bytes, the spill directory is
+    gone, and the caller's connection gets its own settings back."""
+    from ranktrace.export.parquet import SPILL, export_parquet
+    _, db, _, _ = bundle_store
+    con = open_ro(db)
+    settings = "SELECT current_setting('memory_limit'), current_setting('threads')"
+    try:
+        before = con.execute(settings).fetchone()
+        for name in ("a", "b"):
+            export_parquet(con, str(tmp_path / name))
+        assert con.execute(settings).fetchone() == before
+    finally:
+        con.close()
+    files = {d: {p.relative_to(tmp_path / d): p.read_bytes() for p in (tmp_path / d).rglob("*.parquet")}
+             for d in ("a", "b")}
+    assert files["a"] and files["a"] == files["b"]
+    assert not any(p.name == SPILL for p in tmp_path.rglob("*"))

@@ -14,16 +14,31 @@ Readers: DuckDB `read_parquet('DIR/events/**/*.parquet', hive_partitioning
 = true)`, Spark `spark.read.parquet("DIR/events")`, Trino (Hive connector,
 partitioned_by = ARRAY['node']). Files starting with '_' are ignored by
 Spark and Hive.
+
+Rows keep the store's order (a file's lines together, in line order): one
+DuckDB thread streams them through the Parquet writer in small row groups,
+so memory stays bounded and the files are the same on every run. A sort by
+host, rank and time held the whole store in memory (a 512 MB corpus's
+store: 6.2 GB RSS, 27.6 s; streamed: 0.5 GB, 17.7 s).
 """
 
 from __future__ import annotations
 
 import json
+import shutil
+from contextlib import contextmanager
 from pathlib import Path
 
 from ..report import data as D
 
 PARTITION = "node"
+ROW_GROUP = 32_768                  # rows per Parquet row group: what each open partition buffers
+# What the export may hold: DuckDB spills to DIR/SPILL beyond its memory
+# limit; the partitioned writer flushes every ROW_GROUP rows and keeps at
+# most 32 partitions' files open (more nodes than that: more files each).
+EXPORT_SETTINGS = {"memory_limit": "'512MB'", "threads": "1", "partitioned_write_flush_threshold": str(ROW_GROUP),
+                   "partitioned_write_max_open_files": "32"}
+SPILL = ".ranktrace-spill"
 
 
 def _q(name: str) -> str:
@@ -88,6 +103,21 @@ def _cols(con, table: str, alias: str, redact: bool, cols: list[str] | None = No
     return ", ".join(out)
 
 
+@contextmanager
+def _bounded(con, spill: Path):
+    """`con` set to EXPORT_SETTINGS, spilling into `spill` (inside the
+    directory the user named); as it was afterwards, `spill` removed."""
+    try:
+        for k, v in EXPORT_SETTINGS.items():
+            con.execute(f"SET {k} = {v}")
+        con.execute(f"SET temp_directory = {_lit(spill)}")
+        yield
+    finally:
+        for k in (*EXPORT_SETTINGS, "temp_directory"):
+            con.execute(f"RESET {k}")
+        shutil.rmtree(spill, ignore_errors=True)
+
+
 def export_parquet(con, out_dir: str, *, overwrite: bool = False, redact: bool = False) -> dict:
     d = Path(out_dir)
     if d.exists() and not d.is_dir():
@@ -95,15 +125,20 @@ def export_parquet(con, out_dir: str, *, overwrite: bool = False, redact: bool =
     if d.exists() and any(d.iterdir()) and not overwrite:
         raise FileExistsError(f"{d}: directory is not empty (use --overwrite to replace its dataset)")
     d.mkdir(parents=True, exist_ok=True)
+    with _bounded(con, d / SPILL):
+        return _export(con, d, redact)
+
+
+def _export(con, d: Path, redact: bool) -> dict:
     have = D.tables(con)
     counts: dict[str, int] = {}
     redacted = _install_redactor(con, ["events", "files", *D.fact_tables(con)]) if redact else None
     host = "rt_redact(e.host)" if redact else "e.host"
     node = f"coalesce({host}, '_unknown') AS {PARTITION}"
-    opts = f"FORMAT PARQUET, PARTITION_BY ({PARTITION}), OVERWRITE_OR_IGNORE, COMPRESSION ZSTD"
+    opts = f"FORMAT PARQUET, PARTITION_BY ({PARTITION}), OVERWRITE_OR_IGNORE, COMPRESSION ZSTD, ROW_GROUP_SIZE {ROW_GROUP}"
 
-    con.execute(f"COPY (SELECT {_cols(con, 'events', 'e', redact)}, {node} FROM events e "
-                f"ORDER BY e.host, e.rank, e.ts, e.file, e.line) TO {_lit(d / 'events')} ({opts})")
+    con.execute(f"COPY (SELECT {_cols(con, 'events', 'e', redact)}, {node} FROM events e) "
+                f"TO {_lit(d / 'events')} ({opts})")
     counts["events"] = con.execute("SELECT count(*) FROM events").fetchone()[0]
     for t in D.fact_tables(con):
         cols = [r[0] for r in con.execute(
@@ -113,8 +148,8 @@ def export_parquet(con, out_dir: str, *, overwrite: bool = False, redact: bool =
         sel = ", ".join([_cols(con, t, "f", redact, cols)] + ([_cols(con, "events", "e", redact, extra)] if extra else []))
         n = con.execute(f"SELECT count(*) FROM {_q(t)}").fetchone()[0]
         if n:
-            con.execute(f"COPY (SELECT {sel}, {node} FROM {_q(t)} f LEFT JOIN events e USING (event_id) "
-                        f"ORDER BY e.host, e.rank, e.ts, f.event_id) TO {_lit(d / t)} ({opts})")
+            con.execute(f"COPY (SELECT {sel}, {node} FROM {_q(t)} f LEFT JOIN events e USING (event_id)) "
+                        f"TO {_lit(d / t)} ({opts})")
         else:  # an empty table still gets its schema (one empty file), so readers find it
             (d / t / f"{PARTITION}=_unknown").mkdir(parents=True, exist_ok=True)
             con.execute(f"COPY (SELECT {sel} FROM {_q(t)} f LEFT JOIN events e USING (event_id) LIMIT 0) "
