@@ -250,10 +250,12 @@ def status(con, offsets: dict[str, float], src: str = "events") -> list[dict]:
         FROM {src} e LEFT JOIN off o ON o.host = e.host
         WHERE e.host IS NOT NULL OR e.rank IS NOT NULL
     ),
-    numbered AS (
-        -- the last line that says something (a '=====' separator is not a last word)
-        SELECT *, row_number() OVER (PARTITION BY host, rank ORDER BY regexp_matches(raw, '[A-Za-z0-9]') DESC,
-                                     ats DESC NULLS LAST, line DESC, file DESC) AS rn_last
+    keyed AS (
+        -- a lane's last line is the one that says something (a '=====' separator is not a last
+        -- word), then the latest, then the highest line and file: the largest of this key, unique
+        -- per line, kept as the scan goes (a window over every line held them all in memory:
+        -- 2.2 GB for a 512 MB corpus)
+        SELECT *, (regexp_matches(raw, '[A-Za-z0-9]'), coalesce(ats, TIMESTAMP '-infinity'), line, file) AS last_key
         FROM ev
     )
     SELECT host, rank, max(local_rank) AS local_rank, count(*) AS events,
@@ -261,15 +263,15 @@ def status(con, offsets: dict[str, float], src: str = "events") -> list[dict]:
            max(ats) FILTER (WHERE is_progress) AS last_progress_ts,
            -- ties (the same line in two files) go to the first file by name: no dependence on ingest order
            last(message ORDER BY ats, file DESC, line) FILTER (WHERE is_progress AND ats IS NOT NULL) AS last_progress,
-           any_value(raw) FILTER (WHERE rn_last = 1) AS last_line,
-           any_value(file) FILTER (WHERE rn_last = 1) AS last_file,
-           any_value(line) FILTER (WHERE rn_last = 1) AS last_line_no,
+           arg_max(raw, last_key) AS last_line,
+           arg_max(file, last_key) AS last_file,
+           arg_max(line, last_key) AS last_line_no,
            last(coalesce(message, raw) ORDER BY ats, file DESC, line)
                FILTER (WHERE kind IN ({kinds}) AND ats IS NOT NULL) AS exit,
            first(kind ORDER BY ats, file, line) FILTER (WHERE role = 'cause' AND ats IS NOT NULL) AS first_cause,
            count(*) FILTER (WHERE role = 'cause') AS causes,
            count(*) FILTER (WHERE role = 'symptom') AS symptoms
-    FROM numbered
+    FROM keyed
     GROUP BY host, rank
     ORDER BY host NULLS LAST, rank NULLS FIRST
     """
@@ -304,14 +306,16 @@ def first_events(con, offsets: dict[str, float], limit: int = 80, src: str = "ev
         FROM {src} e LEFT JOIN off o ON o.host = e.host
         WHERE {TIMED} AND e.kind IS NOT NULL AND (e.role <> 'info' OR e.kind = 'progress')
     ),
-    firsts AS (
-        SELECT *, row_number() OVER (PARTITION BY host, kind ORDER BY ats, file, line) AS rn,
-                  row_number() OVER (PARTITION BY host, kind ORDER BY ats DESC, file DESC, line DESC) AS rn_desc
+    picked AS (
+        -- the first (the last, of progress) by (ats, file, line), unique per line, kept as the
+        -- scan goes: a window held every such line with its text (0.8 GB for a 512 MB corpus)
+        SELECT CASE WHEN kind = 'progress' THEN arg_max(ev, (ats, file, line))
+                    ELSE arg_min(ev, (ats, file, line)) END AS e
         FROM ev
+        GROUP BY host, kind
     )
-    SELECT file, line, ts, ats, host, rank, kind, role, message, raw FROM firsts
-    WHERE (kind <> 'progress' AND rn = 1) OR (kind = 'progress' AND rn_desc = 1)
-    ORDER BY ats, file, line
+    SELECT e.file, e.line, e.ts, e.ats, e.host, e.rank, e.kind, e.role, e.message, e.raw FROM picked
+    ORDER BY e.ats, e.file, e.line
     LIMIT {int(limit)}
     """
     return _rows(con, sql, params)
@@ -344,14 +348,19 @@ def lanes(con, offsets: dict[str, float], max_marks: int = 2000, src: str = "eve
             WHERE {TIMED} AND (e.host IS NOT NULL OR e.rank IS NOT NULL)
               AND e.kind IS NOT NULL AND e.role <> 'info'
         ),
-        r AS (
-            SELECT *, row_number() OVER (PARTITION BY host, rank, kind ORDER BY ats, file, line) AS a,
-                      row_number() OVER (PARTITION BY host, rank, kind ORDER BY ats DESC, file DESC, line DESC) AS b
-            FROM ev
+        -- the first and the last by (ats, file, line), unique per line, kept as the scan goes (a
+        -- window held every such line with its text)
+        ends AS (
+            SELECT arg_min(ev, (ats, file, line)) AS lo, arg_max(ev, (ats, file, line)) AS hi
+            FROM ev GROUP BY host, rank, kind
+        ),
+        picked AS (
+            SELECT ev AS m FROM ev WHERE role = 'cause'
+            UNION ALL SELECT lo FROM ends WHERE lo.role <> 'cause'
+            UNION ALL SELECT hi FROM ends WHERE hi.role <> 'cause' AND (hi.file, hi.line) <> (lo.file, lo.line)
         )
-        SELECT file, line, host, rank, kind, role, message, ats FROM r
-        WHERE a = 1 OR b = 1 OR role = 'cause'
-        ORDER BY (role = 'cause') DESC, ats, file, line
+        SELECT m.file, m.line, m.host, m.rank, m.kind, m.role, m.message, m.ats FROM picked
+        ORDER BY (m.role = 'cause') DESC, m.ats, m.file, m.line
         LIMIT {int(max_marks)}""", params)
     marks.sort(key=lambda m: (m["ats"], m["file"], m["line"]))
     return lane_rows, marks
