@@ -11,6 +11,7 @@ design.md section 4; no textual import, no clock, no environment.
 from __future__ import annotations
 
 import json
+import re
 
 from .build import build_report, known_hosts, known_pods, verdict_hosts
 from .html import render_html
@@ -24,10 +25,18 @@ FORMATS = ("md", "html", "json")
 # (the same string once decoded, inert on a terminal).
 _JSON_INERT = {c: f"\\u{c:04x}" for c in (0x7F, *range(0x80, 0xA0), 0x061C, 0x200E, 0x200F,
                                            *range(0x202A, 0x202F), *range(0x2066, 0x206A), 0x2028, 0x2029)}
+# A regexp finds the few such characters: str.translate looks up every
+# character (a 66 MB Perfetto trace: 6.3 s, the regexp 0.5 s).
+_INERT_RE = re.compile("[" + "".join(re.escape(chr(c)) for c in _JSON_INERT) + "]")
+
+
+def json_inert(text: str) -> str:
+    """JSON text with C1 controls and bidi overrides as \\uXXXX escapes."""
+    return _INERT_RE.sub(lambda m: _JSON_INERT[ord(m.group())], text)
 
 
 def render_json(doc: dict) -> str:
-    return json.dumps(doc, indent=2, ensure_ascii=False, default=str, sort_keys=False).translate(_JSON_INERT) + "\n"
+    return json_inert(json.dumps(doc, indent=2, ensure_ascii=False, default=str, sort_keys=False)) + "\n"
 
 
 def render(doc: dict, fmt: str) -> str:
