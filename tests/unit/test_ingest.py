@@ -210,22 +210,28 @@ def test_a_block_longer_than_a_batch_stays_one_event(tmp_path, catalog):
     assert con.execute("SELECT count(*) FROM events").fetchone()[0] == 3
 
 
-def test_a_file_failing_after_its_rows_went_in_leaves_nothing(tmp_path, catalog):
-    """The writer shares one transaction among files: a file that fails after
-    some of its batches were inserted has them taken out again, facts
-    included; the other files of the transaction stay, complete."""
+def _nccl_file(catalog):
+    """fid -> (rows, classes, facts) of a file of 10 NCCL error lines, as the engine returns them."""
     import pyarrow as pa
 
-    from ranktrace import store
     from ranktrace.ingest import core
-    from ranktrace.ingest.writer import Writer
-    con = store.open_store(str(tmp_path / "s.duckdb"), catalog)
 
     def as_file(fid):
         fp = core.file_parser(catalog, fid, f"{fid}.log", {})
         fp.feed((NCCL * 10).encode(), True)
         rows, classes, facts = core.whole(core.batches(fp))
         return rows, classes, {t: pa.Table.from_batches(b) for t, b in facts.items()}
+    return as_file
+
+
+def test_a_file_failing_after_its_rows_went_in_leaves_nothing(tmp_path, catalog):
+    """The writer shares one transaction among files: a file that fails after
+    some of its batches were inserted has them taken out again, facts
+    included; the other files of the transaction stay, complete."""
+    from ranktrace import store
+    from ranktrace.ingest.writer import Writer
+    con = store.open_store(str(tmp_path / "s.duckdb"), catalog)
+    as_file = _nccl_file(catalog)
 
     w = Writer(con, group_rows=15, row_group=8)
     ev, classes, facts = as_file(1)
@@ -244,3 +250,25 @@ def test_a_file_failing_after_its_rows_went_in_leaves_nothing(tmp_path, catalog)
     assert con.execute("SELECT count(*) FROM event_rows").fetchone()[0] == 10
     assert con.execute("SELECT count(*), min(file_id) FROM nccl_error").fetchone() == (10, 2)
     assert con.execute("SELECT file_id, events FROM files").fetchall() == [(2, 10)]
+
+
+def test_two_parsers_writers_append_side_by_side_and_one_can_roll_back(tmp_path, catalog):
+    """ingest() gives every parser thread a Writer on a connection of its own:
+    their transactions append to the same tables at once without conflict,
+    and one that fails rolls back its own rows only."""
+    from ranktrace import store
+    from ranktrace.ingest.writer import Writer
+    con = store.open_store(str(tmp_path / "s.duckdb"), catalog)
+    as_file = _nccl_file(catalog)
+
+    a, b = Writer(con.cursor(), group_rows=8, row_group=8), Writer(con.cursor(), group_rows=8, row_group=8)
+    a.add(1, *as_file(1))
+    b.add(2, *as_file(2))
+    assert a.in_txn and b.in_txn          # both transactions hold inserted rows of the same tables
+    row = [1, "a.log", None, "nccl", None, None, 1, 10, 10, 0, None, "sha-a", None, None, None, None, None]
+    a.done(1, row)
+    a.close()                             # commits while b's transaction is open
+    b.abort()                             # b failed: its rows go, a's stay
+    assert con.execute("SELECT DISTINCT file_id FROM events").fetchall() == [(1,)]
+    assert con.execute("SELECT count(*) FROM event_rows").fetchone()[0] == 10
+    assert con.execute("SELECT count(*), min(file_id) FROM nccl_error").fetchone() == (10, 1)
