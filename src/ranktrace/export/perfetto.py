@@ -63,11 +63,12 @@ def _select_events(con, offsets: dict, max_events: int, src: str = "events") -> 
         WITH {cte},
         ev AS (
             SELECT e.event_id, e.file, e.line, e.ts, e.host, e.rank, e.local_rank, e.kind, e.role, e.severity,
-                   e.message, left(e.raw, {MAX_RAW}) AS raw, {D.ATS} AS ats
+                   left(e.raw, {MAX_RAW}) AS raw, {D.ATS} AS ats
             FROM {src} e LEFT JOIN off o ON o.host = e.host
             WHERE {D.TIMED}
         )"""
-    cols = "event_id, file, line, ts, host, rank, local_rank, kind, role, severity, message, raw, ats"
+    # (no message: an instant shows its raw line; a second copy of the text held 200k events' worth)
+    cols = "event_id, file, line, ts, host, rank, local_rank, kind, role, severity, raw, ats"
     if timed <= max_events:
         rows = D._rows(con, f"{base} SELECT {cols} FROM ev ORDER BY ats, file, line", params)
         return rows, {"sampled": False, "events_in_store": total, "events_in_trace": len(rows),
