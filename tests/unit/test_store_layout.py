@@ -65,19 +65,25 @@ def _as_schema2(db) -> None:
     con.close()
 
 
+def _refused_then_brought_up_to_date(old, version: str, fresh, capsys, catalog) -> None:
+    """A store of an older schema `version`: reading it is refused, naming the version;
+    a write brings it up to date, with the events of the same logs ingested today."""
+    capsys.readouterr()
+    assert main(["diagnose", "--db", str(old)]) == 2
+    assert f"schema version {version}" in capsys.readouterr().err
+    open_store(old, catalog).close()
+    assert _all(old, "SELECT value FROM meta WHERE key = 'schema_version'") == [(SCHEMA_VERSION,)]
+    want = "SELECT * FROM events ORDER BY event_id"
+    assert _all(old, want) == _all(fresh, want)
+
+
 def test_a_schema_2_store_is_refused_to_read_and_rewritten_by_a_write(fresh, tmp_path, capsys, catalog):
     old = tmp_path / "old.duckdb"
     shutil.copy(fresh, old)
     _as_schema2(old)
     assert _all(old, "SELECT table_type FROM information_schema.tables WHERE table_name = 'events'") == [("BASE TABLE",)]
-    capsys.readouterr()
-    assert main(["diagnose", "--db", str(old)]) == 2
-    assert "schema version 2" in capsys.readouterr().err
-    open_store(old, catalog).close()      # a write brings it up to date
-    assert _all(old, "SELECT value FROM meta WHERE key = 'schema_version'") == [(SCHEMA_VERSION,)]
+    _refused_then_brought_up_to_date(old, "2", fresh, capsys, catalog)
     assert _all(old, "SELECT table_type FROM information_schema.tables WHERE table_name = 'events'") == [("VIEW",)]
-    want = "SELECT * FROM events ORDER BY event_id"
-    assert _all(old, want) == _all(fresh, want)
     # the classes are numbered as the engine numbers them
     ids = "SELECT event_id, class_id FROM event_rows ORDER BY event_id"
     assert _all(old, ids) == _all(fresh, ids)
@@ -107,14 +113,8 @@ def test_a_schema_4_store_keeps_its_messages_when_a_write_brings_it_up_to_date(f
     shutil.copy(fresh, old)
     _as_schema4(old)
     assert _all(old, "SELECT count(*) FROM event_rows WHERE message IS NOT NULL")[0][0] > 1000
-    capsys.readouterr()
-    assert main(["diagnose", "--db", str(old)]) == 2
-    assert "schema version 4" in capsys.readouterr().err
-    open_store(old, catalog).close()      # a write brings it up to date
-    assert _all(old, "SELECT value FROM meta WHERE key = 'schema_version'") == [(SCHEMA_VERSION,)]
+    _refused_then_brought_up_to_date(old, "4", fresh, capsys, catalog)
     assert _all(old, "SELECT table_type FROM information_schema.tables WHERE table_name = 'event_rows'") == [("VIEW",)]
-    want = "SELECT * FROM events ORDER BY event_id"
-    assert _all(old, want) == _all(fresh, want)
     # the old lines kept their text; new lines (the fresh store's) hold only their place in raw
     assert _all(old, "SELECT count(*) FROM event_lines WHERE message IS NULL") == [(0,)]
     assert _all(fresh, "SELECT count(*) FROM event_lines WHERE message IS NOT NULL OR message_at IS NULL") == [(0,)]

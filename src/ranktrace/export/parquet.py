@@ -106,7 +106,9 @@ def _cols(con, table: str, alias: str, redact: bool, cols: list[str] | None = No
 @contextmanager
 def _bounded(con, spill: Path):
     """`con` set to EXPORT_SETTINGS, spilling into `spill` (inside the
-    directory the user named); as it was afterwards, `spill` removed."""
+    directory the user named); DuckDB's defaults back afterwards (a value
+    read back, such as '2.7 GiB', does not set the same limit again),
+    `spill` removed."""
     try:
         for k, v in EXPORT_SETTINGS.items():
             con.execute(f"SET {k} = {v}")
