@@ -10,5 +10,5 @@ SELECT * FROM events_keyed
 WHERE ts IS NOT NULL AND ts_kind IN ('exact', 'local', 'year_inferred', 'envelope')
   AND (kind = 'rdzv_complete'
        OR ((kind = 'progress' OR (kind IS NULL AND severity IN ('info', 'debug', 'notice')))
-           AND has_mark(marks, 'step') AND (message ILIKE '%tep%' OR message ILIKE '%iter%'))
+           AND has_mark(marks, 'summary') AND (message ILIKE '%tep%' OR message ILIKE '%iter%'))
        OR (has_mark(marks, 'hot') AND (message LIKE '%SeqNum=%' AND message LIKE '%ran for %milliseconds%')))

@@ -19,7 +19,7 @@ progress AS (
     WHERE (kind = 'progress' OR (kind IS NULL AND severity IN ('info', 'debug', 'notice')))
       -- (exact and cheap: the regexp needs `tep` or `iter`, and no letter of them has another case-folding;
       -- a line it does not match has no n, and progress_first keeps only lines with one)
-      AND has_mark(marks, 'step') AND (message ILIKE '%tep%' OR message ILIKE '%iter%')
+      AND has_mark(marks, 'summary') AND (message ILIKE '%tep%' OR message ILIKE '%iter%')
 ),
 progress_first AS (   -- the first line of each step per rank (a rank may print a step twice)
     SELECT host, rank, n, min(t) AS t FROM progress WHERE n IS NOT NULL GROUP BY ALL

@@ -31,7 +31,7 @@ WITH c AS (   -- what the per-line tests need of a line's class
 ), m AS (
     SELECT r.*, c.progress_kind, c.no_kind,
            -- (the text tests on the lines the engine marked only: parsers/marks.toml)
-           CASE WHEN c.step_kind AND has_mark(r.marks, 'step') AND (r.message ILIKE '%tep%' OR r.message ILIKE '%iter%')
+           CASE WHEN c.step_kind AND has_mark(r.marks, 'summary') AND (r.message ILIKE '%tep%' OR r.message ILIKE '%iter%')
                 THEN true END AS maybe_step
     FROM event_rows_keyed r JOIN c USING (class_id)
 ), e AS (
@@ -47,12 +47,12 @@ WITH c AS (   -- what the per-line tests need of a line's class
            CASE WHEN maybe_step AND no_kind
                 THEN regexp_matches(message, '(?i)\b(?:step|iter|iteration)\s*[=:#]?\s*\d+') END AS says_step,
            -- allocation.sql's lines (raw says one of its words) whose message says `nranks N`
-           CASE WHEN has_mark(marks, 'nranks') AND (message LIKE '%nranks %')
+           CASE WHEN has_mark(marks, 'summary') AND (message LIKE '%nranks %')
                      AND (raw LIKE '%nranks %' OR raw LIKE '%gres/gpu%' OR raw LIKE '%nvidia.com/gpu%' OR raw LIKE '%world_size%'
                           OR raw LIKE '%WORLD_SIZE%' OR raw LIKE '%PET_NNODES%' OR raw LIKE '%NumNodes=%'
                           OR raw LIKE '%#SBATCH%' OR raw LIKE '%TresPerNode=%' OR raw LIKE '%local_ranks=[%')
                 THEN TRY_CAST(regexp_extract(message, '\bnranks (\d+)', 1) AS INTEGER) END AS nr,
-           CASE WHEN has_mark(marks, 'teardown') AND (message LIKE '%failed (exitcode:%' OR message LIKE '%closing signal SIGTERM%')
+           CASE WHEN has_mark(marks, 'summary') AND (message LIKE '%failed (exitcode:%' OR message LIKE '%closing signal SIGTERM%')
                 THEN true ELSE false END AS teardown,
            -- (time, line) in one number, to find a group's first and last line with one min / max
            -- (a sane time is after 1970: the packed number orders as the pair does)

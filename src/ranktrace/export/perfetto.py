@@ -234,14 +234,13 @@ def build_trace(con, verdict_doc: dict | None = None, *, max_events: int = MAX_E
 
 def _phases(con, offsets, pid, tid, src: str = "events") -> list[dict]:
     cte, params = D._off_cte(offsets)
-    progress = D.progress_test(con)
     rows = D._rows(con, f"""
         WITH {cte},
-        ev AS (SELECT e.host, e.rank, CASE WHEN {progress} THEN 'progress' ELSE e.kind END AS kind, e.message,
+        ev AS (SELECT e.host, e.rank, CASE WHEN {D.PROGRESS} THEN 'progress' ELSE e.kind END AS kind, e.message,
                       {D.ATS} AS ats
                FROM {src} e LEFT JOIN off o ON o.host = e.host
                WHERE {D.TIMED} AND (e.kind IN ('rdzv_join', 'rdzv_complete', 'worker_start', 'comm_init',
-                                                     'step_start') OR {progress}))
+                                                     'step_start') OR {D.PROGRESS}))
         SELECT host, rank,
                min(ats) FILTER (WHERE kind = 'rdzv_join') AS join_t,
                min(ats) FILTER (WHERE kind = 'rdzv_complete') AS rdzv_t,
@@ -276,7 +275,7 @@ def _phases(con, offsets, pid, tid, src: str = "events") -> list[dict]:
             SELECT e.host, e.rank, e.message, {D.ATS} AS ats,
                    lag({D.ATS}) OVER (PARTITION BY e.host, e.rank ORDER BY {D.ATS}, e.line) AS prev
             FROM {src} e LEFT JOIN off o ON o.host = e.host
-            WHERE {D.TIMED} AND {progress}
+            WHERE {D.TIMED} AND {D.PROGRESS}
             ORDER BY e.host, e.rank, ats""", params)
         for s in steps:
             if s["prev"] is not None and s["ats"] > s["prev"]:

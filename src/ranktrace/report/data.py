@@ -103,20 +103,9 @@ ATS = ("CASE WHEN e.ts >= TIMESTAMP '1990-01-01' AND e.ts < TIMESTAMP '2100-01-0
 TIMED = "(e.ts >= TIMESTAMP '1990-01-01' AND e.ts < TIMESTAMP '2100-01-01')"
 
 # A progress marker: kind 'progress', or (until every format classifies its step
-# lines) a message that names a step / iteration number. The regexp runs on the lines
-# the engine marked `step` only (parsers/marks.toml): on every info line it was half of
-# the report's CPU on a large store. Read it through progress_test(con), which defines has_mark.
-_STEP_RE = r"'(?i)\b(step|iter|iteration|global_step|epoch)\b\s*[:=#]?\s*\d+'"
-PROGRESS = ("(e.kind = 'progress' OR (coalesce(e.role, 'info') = 'info' AND CASE WHEN "
-            "has_mark(e.marks, 'step') AND (e.message ILIKE '%tep%' OR e.message ILIKE '%iter%' OR e.message ILIKE '%epoch%')"
-            f" THEN regexp_matches(e.message, {_STEP_RE}) ELSE false END))")
-
-
-def progress_test(con) -> str:
-    """PROGRESS, with has_mark() made known to `con` (it tests the marks)."""
-    from .. import marks
-    marks.define(con)
-    return PROGRESS
+# lines) a message that names a step / iteration number.
+PROGRESS = (r"(e.kind = 'progress' OR (coalesce(e.role, 'info') = 'info' AND regexp_matches(e.message, "
+            r"'(?i)\b(step|iter|iteration|global_step|epoch)\b\s*[:=#]?\s*\d+')))")
 
 
 def events_source(con) -> str:
@@ -257,7 +246,7 @@ def status(con, offsets: dict[str, float], src: str = "events") -> list[dict]:
     WITH {cte},
     ev AS (
         SELECT e.host, e.rank, e.local_rank, e.file, e.line, e.kind, e.role, e.message, e.raw,
-               {ATS} AS ats, {progress_test(con)} AS is_progress
+               {ATS} AS ats, {PROGRESS} AS is_progress
         FROM {src} e LEFT JOIN off o ON o.host = e.host
         WHERE e.host IS NOT NULL OR e.rank IS NOT NULL
     ),
