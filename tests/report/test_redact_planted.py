@@ -114,3 +114,17 @@ def test_export_parquet_redact(planted, tmp_path, capsys):
     # the same value gets the same placeholder in every table and run
     assert main(["export", "parquet", "--db", planted, str(tmp_path / "red2"), "--redact"]) == 0
     assert _dataset_text(tmp_path / "red2").replace("red2", "red") == text
+
+
+def test_export_parquet_redact_in_batches_and_without_its_cache(planted, tmp_path, monkeypatch):
+    """The distinct strings come back from DuckDB a batch at a time, and the redacted short
+    strings are cached (memory stays bounded on any store): one string a batch and a cache
+    of two give the dataset the defaults give, and the export leaves no spill behind."""
+    from ranktrace.export import parquet as P
+    assert main(["export", "parquet", "--db", planted, str(tmp_path / "one"), "--redact"]) == 0
+    monkeypatch.setattr(P, "BATCH_ROWS", 1)
+    monkeypatch.setattr(P, "CACHED_STRINGS", 2)
+    assert main(["export", "parquet", "--db", planted, str(tmp_path / "many"), "--redact"]) == 0
+    assert _dataset_text(tmp_path / "many").replace("many", "one") == _dataset_text(tmp_path / "one")
+    assert _leaks(_dataset_text(tmp_path / "many")) == []
+    assert not (tmp_path / "many" / P.SPILL).exists()

@@ -219,7 +219,7 @@ def test_parquet_is_byte_stable_bounded_and_leaves_the_connection_as_it_was(bund
     try:
         before = con.execute(settings).fetchone()
         for name in ("a", "b"):
-            export_parquet(con, str(tmp_path / name))
+            export_parquet(db, str(tmp_path / name))
         assert con.execute(settings).fetchone() == before
     finally:
         con.close()

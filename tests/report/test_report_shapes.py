@@ -63,7 +63,7 @@ def test_perfetto_and_parquet(shapes, tmp_path):
                                        "AND ts IS NOT NULL").fetchall()}
     procs = {e["args"]["name"].split(" ")[0] for e in trace["traceEvents"] if e.get("name") == "process_name"}
     assert hosts <= procs
-    info = export_parquet(con, str(tmp_path / "ds"))
+    info = export_parquet(shapes["db"], str(tmp_path / "ds"))
     n = duckdb.connect().execute(f"SELECT count(*) FROM read_parquet('{tmp_path}/ds/events/**/*.parquet', "
                                  "hive_partitioning = true)").fetchone()[0]
     assert n == info["tables"]["events"] == con.execute("SELECT count(*) FROM events").fetchone()[0]

@@ -68,20 +68,15 @@ def cmd_parquet(args) -> int:
     if not os.access(probe, os.W_OK):
         _err(f"cannot write {d}: {probe} is not writable")
         return 2
-    con, err = _open(args.db)
-    if err:
-        _err(err)
-        return 2
+    from ..store import StoreError
     try:
-        info = export_parquet(con, args.dir, overwrite=args.overwrite, redact=args.redact)
-    except FileExistsError as exc:
+        info = export_parquet(args.db, args.dir, overwrite=args.overwrite, redact=args.redact)
+    except (StoreError, FileExistsError) as exc:
         _err(str(exc))
         return 2
     except OSError as exc:
         _err(f"cannot write {args.dir}: {exc.strerror or exc}")
         return 2
-    finally:
-        con.close()
     print(f"wrote {args.dir}: " + ", ".join(f"{t} {n:,}" for t, n in info["tables"].items())
           + f" rows; partitioned by node (host). Read: SELECT * FROM read_parquet('{args.dir}/events/**/*.parquet',"
           " hive_partitioning = true)", file=sys.stderr)

@@ -19,7 +19,17 @@ Rows keep the store's order (a file's lines together, in line order): one
 DuckDB thread streams them through the Parquet writer in small row groups,
 so memory stays bounded and the files are the same on every run. A sort by
 host, rank and time held the whole store in memory (a 512 MB corpus's
-store: 6.2 GB RSS, 27.6 s; streamed: 0.5 GB, 17.7 s).
+store: 6.2 GB RSS, 27.6 s; streamed: 0.5 GB, 17.7 s). The export has a
+DuckDB instance of its own (the store attached read-only): DuckDB keeps an
+instance's spill directory once used, and the caller's is left alone.
+
+--redact runs the report's redactor over every string: first over the
+store's distinct strings, sorted by DuckDB (twice: to learn the names, then
+to number them), then over the rows on their way from DuckDB to the Parquet
+writer, a batch at a time. Python holds a batch and the redactor's names,
+never the store's strings: a lookup table of them grew with the store (0.86
+GB for a 512 MB corpus's store); now the peak is 0.74 GB, most of it DuckDB
+within its 512 MB limit.
 """
 
 from __future__ import annotations
@@ -27,11 +37,17 @@ from __future__ import annotations
 import json
 import shutil
 from contextlib import contextmanager
+from functools import lru_cache
 from pathlib import Path
+from typing import Callable
+
+import duckdb
 
 from ..report import data as D
 
 PARTITION = "node"
+STORE = "store"                     # the store's name in the export's own DuckDB instance
+NODE = "_rt_node"                   # the column the partition is made from, while the rows are on their way
 ROW_GROUP = 32_768                  # rows per Parquet row group: what each open partition buffers
 # What the export may hold: DuckDB spills to DIR/SPILL beyond its memory
 # limit; the partitioned writer flushes every ROW_GROUP rows and keeps at
@@ -39,6 +55,12 @@ ROW_GROUP = 32_768                  # rows per Parquet row group: what each open
 EXPORT_SETTINGS = {"memory_limit": "'512MB'", "threads": "1", "partitioned_write_flush_threshold": str(ROW_GROUP),
                    "partitioned_write_max_open_files": "32"}
 SPILL = ".ranktrace-spill"
+# --redact reads strings and rows back this many at a time (a line is at most 1 MiB, a block
+# at most its format's max_lines of them),
+BATCH_ROWS = 64
+# and keeps what it made of this many strings of up to CACHED_LEN characters (the values of the
+# low-cardinality columns: host, kind, format, ...), at most ~100 MB
+CACHED_STRINGS, CACHED_LEN = 100_000, 256
 
 
 def _q(name: str) -> str:
@@ -56,102 +78,144 @@ def _string_columns(con, table: str) -> dict[str, str]:
         "AND table_name = ? ORDER BY ordinal_position", [table]).fetchall() if t in ("VARCHAR", "VARCHAR[]")}
 
 
-def _install_redactor(con, tables: list[str]) -> dict[str, int]:
-    """SQL macro rt_redact(VARCHAR): the report's redactor (report/redact.py)
-    over every string of the exported tables, as a lookup table. Every
-    distinct string is learnt and mapped first, in sorted order, so the
-    placeholders do not depend on the order rows are read in. Returns the
-    redactor's counts."""
-    import polars as pl
+def _redactor(con, tables: list[str]) -> tuple[Callable[[str | None], str | None], dict[str, int]]:
+    """The report's redactor (report/redact.py) over every string of the
+    exported tables, as a function of one string; and the redactor's counts.
 
+    The redactor numbers its placeholders as it first meets each name, so it
+    meets every distinct string of the store twice first, in sorted order:
+    to learn the names known only in context, then to number them all. The
+    export's rows, read in any order, then get those numbers (nothing is new
+    to the redactor any more).
+
+    Memory stays bounded whatever the store: DuckDB sorts the distinct
+    strings (every line's raw text among them) within the export's limit,
+    into temp table rt_vals, and hands them back BATCH_ROWS at a time;
+    Python holds one batch, the redactor's names and a cache of
+    the short strings (hosts, kinds, formats: the same on many rows)."""
     from ..report import known_hosts, known_pods
     from ..report.redact import Redactor
-    values: set[str] = set()
-    for t in tables:
-        for c, typ in _string_columns(con, t).items():
-            expr = f"unnest({_q(c)})" if typ.endswith("[]") else _q(c)
-            for (v,) in con.execute(f"SELECT DISTINCT {expr} FROM {_q(t)}").fetchall():
-                if v:
-                    values.add(v)
-    ordered = sorted(values)
+    sources = [f"SELECT {f'unnest({_q(c)})' if typ.endswith('[]') else _q(c)} AS v FROM {_q(t)}"
+               for t in tables for c, typ in _string_columns(con, t).items()]
+    con.execute("CREATE OR REPLACE TEMP TABLE rt_vals AS SELECT DISTINCT v "
+                f"FROM ({' UNION ALL '.join(sources)}) WHERE v <> '' ORDER BY v")
+
+    def distinct_values():   # in sorted order (the table's), a few at a time
+        for batch in con.sql("SELECT v FROM rt_vals").to_arrow_reader(BATCH_ROWS):
+            yield from batch.column(0).to_pylist()
+
     r = Redactor(hosts=known_hosts(con), pods=known_pods(con))
-    for v in ordered:
+    for v in distinct_values():
         r.learn(v)
-    changed = [(v, w) for v, w in ((v, r.text(v)) for v in ordered) if w != v]
-    rt_map = pl.DataFrame({"v": [v for v, _ in changed], "r": [w for _, w in changed]},  # noqa: F841 - SQL
-                          schema={"v": pl.Utf8, "r": pl.Utf8})
-    con.execute("CREATE OR REPLACE TEMP TABLE rt_map AS SELECT * FROM rt_map")
-    con.execute("CREATE OR REPLACE TEMP MACRO rt_redact(x) AS coalesce((SELECT r FROM rt_map WHERE v = x), x)")
-    return r.summary()
+    for v in distinct_values():
+        r.text(v)
+    con.execute("DROP TABLE rt_vals")
+
+    @lru_cache(maxsize=CACHED_STRINGS)
+    def short(v: str) -> str:
+        return r.text(v)
+
+    def text(v: str | None) -> str | None:
+        return v if not v else short(v) if len(v) <= CACHED_LEN else r.text(v)
+    return text, r.summary()
 
 
-def _cols(con, table: str, alias: str, redact: bool, cols: list[str] | None = None) -> str:
-    """The select list of a table, its strings through rt_redact when redacting."""
-    strs = _string_columns(con, table) if redact else {}
+def _cols(con, table: str, alias: str, cols: list[str] | None = None) -> str:
+    """The select list of a table's columns (all, or `cols`)."""
     if cols is None:
         cols = [r[0] for r in con.execute(
             "SELECT column_name FROM information_schema.columns WHERE table_schema = 'main' AND table_name = ? "
             "ORDER BY ordinal_position", [table]).fetchall()]
-    out = []
-    for c in cols:
-        ref = f"{alias}.{_q(c)}"
-        if c in strs:
-            ref = (f"CASE WHEN len({ref}) > 0 THEN (SELECT list(rt_redact(u)) FROM unnest({ref}) _u(u)) ELSE {ref} END"
-                   if strs[c].endswith("[]") else f"rt_redact({ref})")
-            ref += f" AS {_q(c)}"
-        out.append(ref)
-    return ", ".join(out)
+    return ", ".join(f"{alias}.{_q(c)}" for c in cols)
+
+
+def _copy(con, select: str, to: str, redact: Callable[[str | None], str | None] | None,
+          shape: str = "SELECT * FROM {}") -> None:
+    """COPY the rows of `select`, as `shape` makes them, TO `to` (the target and its options);
+    with `redact`, every string (and every string of a list) of the rows goes through it
+    first: DuckDB streams the rows out, Python redacts them a batch at a time, DuckDB writes
+    them."""
+    if redact is None:
+        con.execute(f"COPY ({shape.format(f'({select})')}) TO {to}")
+        return
+    import pyarrow as pa
+
+    def redacted(batch: pa.RecordBatch) -> pa.RecordBatch:
+        cols = []
+        for col in batch.columns:
+            if pa.types.is_string(col.type):
+                col = pa.array([redact(v) for v in col.to_pylist()], type=col.type)
+            elif pa.types.is_list(col.type) and pa.types.is_string(col.type.value_type):
+                col = pa.array([v if v is None else [redact(u) for u in v] for v in col.to_pylist()], type=col.type)
+            cols.append(col)
+        return pa.RecordBatch.from_arrays(cols, schema=batch.schema)
+
+    with con.cursor() as reader, con.cursor() as writer:   # connections of their own to the same database
+        for c in (reader, writer):
+            c.execute(f"USE {STORE}")
+        rows = reader.sql(select).to_arrow_reader(BATCH_ROWS)
+        out = pa.RecordBatchReader.from_batches(rows.schema, (redacted(b) for b in rows))  # noqa: F841 - SQL
+        writer.execute(f"COPY ({shape.format('out')}) TO {to}")
 
 
 @contextmanager
-def _bounded(con, spill: Path):
-    """`con` set to EXPORT_SETTINGS, spilling into `spill` (inside the
-    directory the user named); DuckDB's defaults back afterwards (a value
-    read back, such as '2.7 GiB', does not set the same limit again),
-    `spill` removed."""
+def _bounded(db: str | Path, spill: Path):
+    """A connection of its own to store `db`, read-only, with EXPORT_SETTINGS,
+    spilling into `spill` (inside the directory the user named); closed and
+    `spill` removed afterwards. Its own DuckDB instance, because DuckDB keeps
+    an instance's temp directory once it has spilled there (a RESET fails), so
+    the caller's connection could not be given its own back."""
+    con = duckdb.connect(config={"temp_directory": str(spill)})
     try:
+        con.execute(f"ATTACH {_lit(Path(db))} AS {STORE} (READ_ONLY)")
+        con.execute(f"USE {STORE}")
+        con.execute("SET TimeZone = 'UTC'")
         for k, v in EXPORT_SETTINGS.items():
             con.execute(f"SET {k} = {v}")
-        con.execute(f"SET temp_directory = {_lit(spill)}")
-        yield
+        yield con
     finally:
-        for k in (*EXPORT_SETTINGS, "temp_directory"):
-            con.execute(f"RESET {k}")
+        con.close()
         shutil.rmtree(spill, ignore_errors=True)
 
 
-def export_parquet(con, out_dir: str, *, overwrite: bool = False, redact: bool = False) -> dict:
+def export_parquet(db: str | Path, out_dir: str, *, overwrite: bool = False, redact: bool = False) -> dict:
+    """Store `db` (a path: the export reads it through a connection of its own) as a
+    Parquet dataset in `out_dir`."""
+    from .. import store
+    store.open_readonly(db).close()   # a missing store, not a store, another version: the store's own messages
     d = Path(out_dir)
     if d.exists() and not d.is_dir():
         raise FileExistsError(f"{d}: exists and is not a directory")
     if d.exists() and any(d.iterdir()) and not overwrite:
         raise FileExistsError(f"{d}: directory is not empty (use --overwrite to replace its dataset)")
     d.mkdir(parents=True, exist_ok=True)
-    with _bounded(con, d / SPILL):
+    with _bounded(db, d / SPILL) as con:
         return _export(con, d, redact)
 
 
 def _export(con, d: Path, redact: bool) -> dict:
     have = D.tables(con)
     counts: dict[str, int] = {}
-    redacted = _install_redactor(con, ["events", "files", *D.fact_tables(con)]) if redact else None
-    host = "rt_redact(e.host)" if redact else "e.host"
-    node = f"coalesce({host}, '_unknown') AS {PARTITION}"
+    text, redacted = _redactor(con, ["events", "files", *D.fact_tables(con)]) if redact else (None, None)
+    # The partition: the event's host (a fact's own host column may differ), redacted with the rest.
+    node = f"e.host AS {NODE}"
     opts = f"FORMAT PARQUET, PARTITION_BY ({PARTITION}), OVERWRITE_OR_IGNORE, COMPRESSION ZSTD, ROW_GROUP_SIZE {ROW_GROUP}"
 
-    con.execute(f"COPY (SELECT {_cols(con, 'events', 'e', redact)}, {node} FROM events e) "
-                f"TO {_lit(d / 'events')} ({opts})")
+    def partitioned(select: str, table: str) -> None:
+        _copy(con, select, f"{_lit(d / table)} ({opts})", text,
+              shape=f"SELECT * EXCLUDE ({NODE}), coalesce({NODE}, '_unknown') AS {PARTITION} FROM {{}}")
+
+    partitioned(f"SELECT {_cols(con, 'events', 'e')}, {node} FROM events e", "events")
     counts["events"] = con.execute("SELECT count(*) FROM events").fetchone()[0]
     for t in D.fact_tables(con):
         cols = [r[0] for r in con.execute(
             "SELECT column_name FROM information_schema.columns WHERE table_schema = 'main' AND table_name = ? "
             "ORDER BY ordinal_position", [t]).fetchall()]
         extra = [c for c in ("host", "rank", "ts", "file", "line") if c not in cols]
-        sel = ", ".join([_cols(con, t, "f", redact, cols)] + ([_cols(con, "events", "e", redact, extra)] if extra else []))
+        sel = ", ".join([_cols(con, t, "f", cols)] + ([_cols(con, "events", "e", extra)] if extra else []))
         n = con.execute(f"SELECT count(*) FROM {_q(t)}").fetchone()[0]
         if n:
-            con.execute(f"COPY (SELECT {sel}, {node} FROM {_q(t)} f LEFT JOIN events e USING (event_id)) "
-                        f"TO {_lit(d / t)} ({opts})")
+            partitioned(f"SELECT {sel}, {node} FROM {_q(t)} f LEFT JOIN events e USING (event_id)", t)
         else:  # an empty table still gets its schema (one empty file), so readers find it
             (d / t / f"{PARTITION}=_unknown").mkdir(parents=True, exist_ok=True)
             con.execute(f"COPY (SELECT {sel} FROM {_q(t)} f LEFT JOIN events e USING (event_id) LIMIT 0) "
@@ -162,9 +226,8 @@ def _export(con, d: Path, redact: bool) -> dict:
         if t in have:
             (d / t).mkdir(exist_ok=True)
             order = "file_id" if t == "files" else "kind"
-            sel = _cols(con, t, t, redact and t == "files")
-            con.execute(f"COPY (SELECT {sel} FROM {t} ORDER BY {order}) TO {_lit(d / t / (t + '.parquet'))} "
-                        f"(FORMAT PARQUET, COMPRESSION ZSTD)")
+            _copy(con, f"SELECT {_cols(con, t, t)} FROM {t} ORDER BY {order}",
+                  f"{_lit(d / t / (t + '.parquet'))} (FORMAT PARQUET, COMPRESSION ZSTD)", text if t == "files" else None)
             counts[t] = con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
     manifest = {
         "generator": "ranktrace",
