@@ -47,6 +47,21 @@ def test_xid_first_of_cascade():
     assert len(got) == 1 and got[0].extra["xid"] == 31 and got[0].pid == 32755 and "62" in got[0].why
 
 
+def test_xid_one_finding_per_gpu_in_the_order_of_their_first_report():
+    """Interleaved reports of three GPUs: one finding each, ordered by its first report, with
+    that report's code and the GPU's other codes; the bundle's first Xid scores highest."""
+    line = "NVRM: Xid (PCI:0000:{bus}:00): {code}, pid=4{bus}, name=python"
+    reports = [(1, "g2", "48", 79), (2, "g1", "04", 31), (3, "g2", "48", 45), (4, "g1", "04", 62),
+               (5, "g1", "07", 13), (6, "g2", "48", 79), (7, "g1", "04", 45)]
+    got = run(xid, [ev(t, line.format(bus=bus, code=code), kind="gpu_xid", host=h) for t, h, bus, code in reports])
+    assert [(f.host, f.gpu, f.extra["xid"]) for f in got] == [("g2", "0000:48:00", 79), ("g1", "0000:04:00", 31),
+                                                              ("g1", "0000:07:00", 13)]
+    assert "followed by Xid 45" in got[0].why and "followed by Xid 45, 62" in got[1].why
+    assert "followed" not in got[2].why
+    assert got[0].score == 0.85 and got[1].score == got[2].score == 0.6 * 0.7   # (31 and 13: application Xids)
+    assert [f.pid for f in got] == [448, 404, 407]
+
+
 def test_scheduler_names_failed_node_not_the_reporter():
     from ranktrace.correlate.detectors import node_events
     evs = [ev(5, "Node failure on n2", kind="node_failure", host="ctl"),

@@ -44,37 +44,41 @@ def bus_key(pci: str | None) -> str | None:
     return "".join(ch for ch in p if ch in "0123456789abcdef").lstrip("0") or "0"
 
 
-def _bus_rank(con, pci: str, host: str | None):
+def _bus_ranks(con) -> dict[str, set[tuple]]:
+    """bus_key -> the (rank, host) pairs whose NCCL communicator ran on that PCI device."""
+    if not has_columns(con, "nccl_comm", "bus_id", "rank"):
+        return {}
+    out: dict[str, set[tuple]] = {}
+    for r in rows(con, "SELECT DISTINCT ltrim(lower(f.bus_id), '0') AS k, f.rank, e.host "
+                       "FROM nccl_comm f JOIN aligned_events e USING (event_id)"):
+        out.setdefault(r["k"], set()).add((r["rank"], r["host"]))
+    return out
+
+
+def _bus_rank(ranks: dict[str, set[tuple]], pci: str, host: str | None):
     """The one rank whose NCCL communicator ran on that PCI device (of that host)."""
     key = bus_key(pci)
-    if not key or not has_columns(con, "nccl_comm", "bus_id", "rank"):
-        return None
-    rs = rows(con, "SELECT DISTINCT f.rank, e.host FROM nccl_comm f JOIN aligned_events e USING (event_id) "
-                   "WHERE ltrim(lower(f.bus_id), '0') = ? AND (? IS NULL OR e.host = ?)", [key, host, host])
-    return rs[0]["rank"] if len(rs) == 1 else None
+    got = [rh for rh in ranks.get(key, ()) if host is None or rh[1] == host] if key else []
+    return got[0][0] if len(got) == 1 else None
 
 
 def xid(con) -> list[Finding]:
-    rs = [r for r in query(con, "xid") if r["xid"] is not None]
+    rs = query(con, "xid")   # one row per GPU, its first report first
     if not rs:
         return []
     cat = xid_catalog()
+    ranks = _bus_ranks(con)
     out = []
-    seen = set()
-    for i, r in enumerate(rs):
-        k = (r["host"], r["pci"])
-        if k in seen:
-            continue
-        seen.add(k)
+    for r in rs:
         info = cat.get(r["xid"], {})
         name = info.get("name") or f"Xid {r['xid']}"
-        later = sorted({x["xid"] for x in rs if (x["host"], x["pci"]) == k and x["xid"] != r["xid"]})
+        later = [x for x in r["xids"] if x != r["xid"]]
         score = 0.85 if r["xid"] not in APP_XIDS else 0.6
         why = (f"NVIDIA Xid {r['xid']} ({name}) on GPU {r['pci']}" + (f" of {r['host']}" if r["host"] else "")
                + (f", followed by Xid {', '.join(map(str, later))}" if later else "")
                + (f"; {info['meaning']}" if info.get("meaning") else ""))
-        out.append(Finding(detector="xid", kind="gpu_fault", score=score if i == 0 else score * 0.7, why=why,
-                           host=r["host"], pid=r["pid"], gpu=r["pci"], rank=_bus_rank(con, r["pci"], r["host"]),
+        out.append(Finding(detector="xid", kind="gpu_fault", score=score if r["first_n"] == 1 else score * 0.7,
+                           why=why, host=r["host"], pid=r["pid"], gpu=r["pci"], rank=_bus_rank(ranks, r["pci"], r["host"]),
                            time=r["ats"], evidence=[r["event_id"]], direct=True,
                            extra={"xid": r["xid"], "xid_name": name, "action": info.get("action"),
                                   "meaning": info.get("meaning")}))
