@@ -24,7 +24,6 @@ Times are microseconds since the epoch on the aligned clock
 from __future__ import annotations
 
 import gzip
-import io
 import json
 import math
 import os
@@ -38,6 +37,7 @@ MAX_EVENTS = 200_000
 MAX_RAW = 2000
 MAX_FLOWS = 256
 MAX_STEP_SLICES = 20_000
+WRITE_EVENTS = 4096                  # events encoded at a time
 
 
 def _natural(s):
@@ -285,29 +285,52 @@ def _phases(con, offsets, pid, tid, src: str = "events") -> list[dict]:
 
 
 def write_trace(trace: dict, path: str) -> int:
-    """Write JSON (gzip when the name ends in .gz, mtime 0: byte-stable). Returns bytes written."""
-    from ..report import json_inert   # C1 controls and bidi overrides as \\uXXXX: inert on a terminal (-o -)
-    data = json_inert(json.dumps(trace, separators=(",", ":"), ensure_ascii=False, default=str)).encode()
+    """Write JSON (gzip when the name ends in .gz, mtime 0: byte-stable). Returns bytes written.
+    The events are encoded and written WRITE_EVENTS at a time: the whole text at once was three copies
+    of it in memory (the JSON, its inert form, its bytes) beside the trace itself."""
     if path == "-":
         import sys
-        sys.stdout.buffer.write(data)
-        return len(data)
+        return _write_json(trace, sys.stdout.buffer)
     p = Path(path)
     tmp = p.with_name(f".{p.name}.tmp{os.getpid()}")
     try:
         with open(tmp, "wb") as fh:
             if p.name.endswith(".gz"):
-                buf = io.BytesIO()
-                with gzip.GzipFile(fileobj=buf, mode="wb", mtime=0, filename="") as gz:
-                    gz.write(data)
-                fh.write(buf.getvalue())
+                with gzip.GzipFile(fileobj=fh, mode="wb", mtime=0, filename="") as gz:
+                    _write_json(trace, gz)
             else:
-                fh.write(data)
+                _write_json(trace, fh)
         os.replace(tmp, p)
     finally:
         if tmp.exists():
             tmp.unlink()
     return p.stat().st_size
+
+
+def _write_json(trace: dict, out) -> int:
+    """`trace` as json.dumps(trace, separators=(",", ":")) would write it, in pieces (the same
+    bytes), C1 controls and bidi overrides as \\uXXXX (inert on a terminal: -o -). Returns bytes written."""
+    from ..report import json_inert
+
+    def dump(obj) -> str:
+        return json_inert(json.dumps(obj, separators=(",", ":"), ensure_ascii=False, default=str))
+    n = 0
+
+    def put(text: str) -> None:
+        nonlocal n
+        data = text.encode()
+        out.write(data)
+        n += len(data)
+    for i, (key, value) in enumerate(trace.items()):
+        put(("{" if i == 0 else ",") + dump(key) + ":")
+        if key == "traceEvents":   # a list's JSON is its items' joined by ",": WRITE_EVENTS of them at a time
+            for j in range(0, len(value), WRITE_EVENTS):
+                put(("[" if j == 0 else ",") + dump(value[j:j + WRITE_EVENTS])[1:-1])
+            put("]" if value else "[]")
+        else:
+            put(dump(value))
+    put("}" if trace else "{}")
+    return n
 
 
 def export_perfetto(con, path: str, verdict_doc: dict | None = None, *, max_events: int = MAX_EVENTS,
