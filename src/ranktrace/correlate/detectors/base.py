@@ -64,10 +64,11 @@ class Finding:
         return ("job", None)
 
 
-def query(con: duckdb.DuckDBPyConnection, name: str, params=None) -> list[dict]:
+def query(con: duckdb.DuckDBPyConnection, name: str, params=None, *, around: str | None = None) -> list[dict]:
     """Run queries/detect/<name>.sql over the aligned view: over temp table hot_events when
-    diagnose made it (fast on big stores), unless the file says `-- scope: all`."""
+    diagnose made it (fast on big stores), unless the file says `-- scope: all`. `around`:
+    a query of its rows instead, `{}` standing for them (a subquery)."""
     text = sql_file(f"detect/{name}.sql")
     if sql_header(text).get("scope") != "all" and table_exists(con, "hot_events"):
         text = text.replace("aligned_events", "hot_events")
-    return rows(con, text, params)
+    return rows(con, text if around is None else around.format(f"({text})"), params)

@@ -62,8 +62,20 @@ def _bus_rank(ranks: dict[str, set[tuple]], pci: str, host: str | None):
     return got[0][0] if len(got) == 1 else None
 
 
+# xid.sql's reports (one per line) as one row per GPU (host, pci), in the order of its first report:
+# that report's event_id, ats, xid and pid; first_n, its place among all reports (1: the bundle's
+# first Xid); xids, every code the GPU reported. A store with millions of Xid lines gives the
+# detector a few hundred rows.
+PER_GPU = """
+    SELECT host, pci, arg_min(event_id, n) AS event_id, arg_min(ats, n) AS ats, arg_min(xid, n) AS xid,
+           arg_min(pid, n) AS pid, min(n) AS first_n, list(DISTINCT xid ORDER BY xid) AS xids
+    FROM (SELECT *, row_number() OVER (ORDER BY ats NULLS LAST, file, line) AS n FROM {} r WHERE xid IS NOT NULL)
+    GROUP BY host, pci
+    ORDER BY first_n"""
+
+
 def xid(con) -> list[Finding]:
-    rs = query(con, "xid")   # one row per GPU, its first report first
+    rs = query(con, "xid", around=PER_GPU)
     if not rs:
         return []
     cat = xid_catalog()
