@@ -71,11 +71,16 @@ def _lit(path: Path) -> str:
     return "'" + str(path).replace("'", "''") + "'"
 
 
+def _columns(con, table: str) -> dict[str, str]:
+    """A table's columns in order: {name: type}."""
+    return dict(con.execute(
+        "SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = 'main' "
+        "AND table_name = ? ORDER BY ordinal_position", [table]).fetchall())
+
+
 def _string_columns(con, table: str) -> dict[str, str]:
     """VARCHAR and VARCHAR[] columns of a table: {name: type}."""
-    return {c: t for c, t in con.execute(
-        "SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = 'main' "
-        "AND table_name = ? ORDER BY ordinal_position", [table]).fetchall() if t in ("VARCHAR", "VARCHAR[]")}
+    return {c: t for c, t in _columns(con, table).items() if t in ("VARCHAR", "VARCHAR[]")}
 
 
 def _redactor(con, tables: list[str]) -> tuple[Callable[[str | None], str | None], dict[str, int]]:
@@ -123,9 +128,7 @@ def _redactor(con, tables: list[str]) -> tuple[Callable[[str | None], str | None
 def _cols(con, table: str, alias: str, cols: list[str] | None = None) -> str:
     """The select list of a table's columns (all, or `cols`)."""
     if cols is None:
-        cols = [r[0] for r in con.execute(
-            "SELECT column_name FROM information_schema.columns WHERE table_schema = 'main' AND table_name = ? "
-            "ORDER BY ordinal_position", [table]).fetchall()]
+        cols = list(_columns(con, table))
     return ", ".join(f"{alias}.{_q(c)}" for c in cols)
 
 
@@ -208,9 +211,7 @@ def _export(con, d: Path, redact: bool) -> dict:
     partitioned(f"SELECT {_cols(con, 'events', 'e')}, {node} FROM events e", "events")
     counts["events"] = con.execute("SELECT count(*) FROM events").fetchone()[0]
     for t in D.fact_tables(con):
-        cols = [r[0] for r in con.execute(
-            "SELECT column_name FROM information_schema.columns WHERE table_schema = 'main' AND table_name = ? "
-            "ORDER BY ordinal_position", [t]).fetchall()]
+        cols = list(_columns(con, t))
         extra = [c for c in ("host", "rank", "ts", "file", "line") if c not in cols]
         sel = ", ".join([_cols(con, t, "f", cols)] + ([_cols(con, "events", "e", extra)] if extra else []))
         n = con.execute(f"SELECT count(*) FROM {_q(t)}").fetchone()[0]
