@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import duckdb
 
-from .util import rows, sql_file, table_exists
+from .util import has_columns, rows, sql_file, table_exists
 
 GAP_S = 180.0      # the early signs of one launch on different hosts come this close to each other
 LATE_S = 1800.0    # a late sign (new pid, step back) belongs to the launch before it within this, if no work came between
@@ -61,12 +61,20 @@ class Attempt:
 
 # ---------------------------------------------------------------- reading the signs
 
-def _run(con, name: str) -> list[dict]:
-    """queries/attempts/<name>.sql over hot_events when diagnose made it (as detectors.base.query)."""
+def query_text(con, name: str) -> str:
+    """queries/attempts/<name>.sql as it runs on this store: over hot_events when diagnose made it (as
+    detectors.base.query does); a fact table holds the columns its formats capture, so a missing
+    `epoch` reads as none."""
     text = sql_file(f"attempts/{name}.sql")
-    if table_exists(con, "hot_events") and "aligned_groups" not in text:
+    if name == "step_buckets" and not has_columns(con, "progress", "epoch"):
+        text = text.replace("p.epoch", "NULL")
+    if table_exists(con, "hot_events") and name == "markers":
         text = text.replace("aligned_events", "hot_events")
-    return rows(con, text)
+    return text
+
+
+def _run(con, name: str) -> list[dict]:
+    return rows(con, query_text(con, name))
 
 
 def agent_signs(markers: list[dict]) -> tuple[list[Sign], list[dt.datetime]]:
