@@ -310,15 +310,21 @@ def diagnose(con: duckdb.DuckDBPyConnection, *, offsets: dict[str, float] | None
     The run is cut into attempts first (ranktrace.correlate.attempts); each is diagnosed on its
     own lines (survival, silence and sequence numbers mean something only within one attempt);
     the top-level verdict is the last failed attempt's (incidents.py)."""
-    from .incidents import assemble
+    from .incidents import assemble, lead
     ensure_kind_catalog(con)
     clock = align(con, offsets)
     found = find_attempts(con)
+    if len(found) == 1:
+        return assemble(con, found, [diagnose_scope(con, clock)])
     docs = []
     for a in found:
-        if len(found) > 1:
-            scope(con, a.id)
+        scope(con, a.id)
         docs.append(diagnose_scope(con, clock))
+    # the lines without a time (snapshots taken after the fact) join the attempt whose verdict leads
+    top = lead(found, docs)
+    if con.execute("SELECT count(*) FROM aligned_groups_all WHERE attempt = 0").fetchone()[0]:
+        scope(con, found[top].id, timeless=True)
+        docs[top] = diagnose_scope(con, clock)
     scope(con, None)
     return assemble(con, found, docs)
 
