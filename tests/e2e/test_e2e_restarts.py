@@ -173,10 +173,12 @@ def test_torchrun_elastic_node_lost_regroups_with_fewer_nodes(torch_ready, tmp_p
 
 @pytest.mark.e2e
 @pytest.mark.slow
-def test_slurm_requeue_after_node_failure(slurm_cluster, torch_ready, tmp_path):
+@pytest.mark.parametrize("name", ["slurm_requeue_node_failure", "slurm_requeue_truncated"])
+def test_slurm_requeue_after_node_failure(name, slurm_cluster, torch_ready, tmp_path):
     """--requeue: node n2 freezes, slurmctld requeues the job, which runs
-    again (same id) on other nodes and completes from the checkpoint."""
-    name = "slurm_requeue_node_failure"
+    again (same id) on other nodes and completes from the checkpoint. With
+    --open-mode=append the output file keeps both runs; with Slurm's default
+    the requeued run truncates it."""
     truth, expected = run_capture(name, tmp_path / name)
     bundle = tmp_path / name
     atts = check_attempts(truth, expected, name)
@@ -191,10 +193,13 @@ def test_slurm_requeue_after_node_failure(slurm_cluster, torch_ready, tmp_path):
     assert [r[3] for r in runs] == ["NODE_FAIL", "COMPLETED"]
     assert "n2" not in runs[1][6] and runs[1][6] == truth["attempts"][1]["slurm_nodes"]
     assert re.search(r"\bRestarts=1\b", (bundle / "scontrol_show_job.txt").read_text())
-    # --open-mode=append: both runs' output in one file, each run's first line
     out = (bundle / f"slurm-{j}.out").read_text(errors="replace")
     starts = re.findall(rf"job {j}: 2 nodes \((\S+)\), 4 tasks", out)
-    assert starts[0] == "n[1-2]" and len(starts) == 2 and "n2" not in starts[1]
-    assert f"*** JOB {j} ON n1 CANCELLED AT" in out and "DUE TO NODE FAILURE" in out
+    if SCENARIOS[name].get("open_mode") == "append":  # both runs' output, each run's first line
+        assert starts[0] == "n[1-2]" and len(starts) == 2 and "n2" not in starts[1]
+        assert f"*** JOB {j} ON n1 CANCELLED AT" in out and "DUE TO NODE FAILURE" in out
+    else:  # truncated: only the second run is left
+        assert len(starts) == 1 and starts[0] == runs[1][6] and out.startswith("[")
+        assert "NODE FAILURE" not in out and "Node failure" not in out
     assert "Loading the checkpoint at step 5." in out and out.count("training finished steps=40") == 4
     assert_no_leak(bundle, name)

@@ -209,6 +209,10 @@ scenario("slurm_node_failure", launcher="slurm", kind="node_failure",
          nodes=2, tasks_per_node=2, mem="2000M", time_min=10, srun_opts="",
          env={"RT_STEPS": "100000", "RT_STEP_SLEEP": "0.5", "RT_PG_TIMEOUT": "300"}, port=38641,
          action=dict(type="freeze_slurm_node", rank=2, at_step=8), max_wait=300, slow=True)
+# a --requeue job frozen on n2 after step 8, that runs again and completes
+REQUEUE = dict(nodes=2, tasks_per_node=2, mem="2000M", time_min=10, srun_opts="", requeue=True,
+               env={"RT_STEPS": "40", "RT_STEP_SLEEP": "0.5", "RT_PG_TIMEOUT": "300", "RT_CKPT_EVERY": "5"},
+               action=dict(type="freeze_slurm_node", rank=2, at_step=8), max_wait=480, slow=True)
 scenario("slurm_requeue_node_failure", launcher="slurm", kind="node_failure",
          description="Slurm job with --requeue, 2 nodes x 2 tasks (srun --label), DCP checkpoint every 5 "
                      "steps. Once rank 2 (n2) logged step 8, node n2 is frozen (SIGSTOP of its slurmd, "
@@ -217,10 +221,13 @@ scenario("slurm_requeue_node_failure", launcher="slurm", kind="node_failure",
                      "other nodes, loads the last checkpoint and completes its 40 steps. n2 is thawed "
                      "once the job runs again. --open-mode=append keeps both runs in slurm-<id>.out "
                      "(Slurm's default truncates it when the requeued job starts).",
-         nodes=2, tasks_per_node=2, mem="2000M", time_min=10, srun_opts="", requeue=True,
-         open_mode="append",
-         env={"RT_STEPS": "40", "RT_STEP_SLEEP": "0.5", "RT_PG_TIMEOUT": "300", "RT_CKPT_EVERY": "5"},
-         port=38721, action=dict(type="freeze_slurm_node", rank=2, at_step=8), max_wait=480, slow=True)
+         open_mode="append", port=38721, **REQUEUE)
+scenario("slurm_requeue_truncated", launcher="slurm", kind="node_failure",
+         description="The same requeue after n2's node failure as slurm_requeue_node_failure, with "
+                     "Slurm's default output mode: when the requeued job starts, Slurm truncates "
+                     "slurm-<id>.out, so the first run's training output and its 'Node failure' lines "
+                     "are gone; only the daemon logs, jobcomp and sacct -D keep the first run.",
+         port=38741, **REQUEUE)
 scenario("slurm_torchrun_sigkill", launcher="slurm_torchrun", kind="killed",
          description="torchrun under Slurm: sbatch -N 4, 'srun --label' starts one torchrun agent "
                      "per node (2 ranks each, static rendezvous on n1, --tee 3 + --log-dir); rank 5 "

@@ -261,6 +261,26 @@ Attempt 2 (completed):
 - `Loading the checkpoint at step 5.`, `Training starts at step 6`, steps to
   40, `training finished steps=40` on every rank, `srun exited with status
   0`; sacct COMPLETED on n[3-4]."""),
+    "slurm_requeue_truncated": ("slurm_requeue_truncated", "slurm", """\
+The same incident as slurm_requeue_node_failure, with Slurm's default
+output mode (no --open-mode): when the requeued job starts, Slurm truncates
+slurm-<id>.out. The job output holds run 2 only (`job <id>: 2 nodes
+(n[3-4])`, `Loading the checkpoint at step 5.`, `Training starts at step
+6`, ...): nothing in it says there was an earlier run except the resume.
+
+Attempt 1 (failed: `node_failure`, n2), from the other files only:
+- slurm/slurmctld.log: `sched: Allocate JobId=<id> NodeList=n[1-2]`, n2's
+  `Socket timed out` lines, `requeue job JobId=<id> due to failure of node
+  n2`, `Nodes n2 not responding, setting DOWN`, `Requeuing JobId=<id>`;
+  slurm/slurmd-n1.log: `*** JOB <id> ON n1 CANCELLED AT ... DUE TO NODE
+  FAILURE ...`; sacct_duplicates_P.txt: the NODE_FAIL run on n[1-2];
+  jobcomp.log: its record; sinfo_after.txt: n2 down*, `Not responding`.
+
+Boundary and attempt 2 (completed): slurmctld `sched: Allocate JobId=<id>
+NodeList=n[3-4]` after the requeued job's EligibleTime, `Registered JobId=<id>
+StepId=<id>.0 on wrong node n2` when n2 returns; scontrol_show_job.txt
+`Restarts=1`; the job output's run completes (`srun exited with status
+0`), sacct COMPLETED on n[3-4]."""),
 }
 
 K8S = {
