@@ -106,9 +106,9 @@ SIZES = {
     # restarts before / after the featured failure, NCCL watchdog timeouts (s)
     "small": dict(nodes=(2, 3), gpus=(2, 4), minutes=(3, 8), step_s=(1.0, 4.0), log_every=1, before=(0, 2),
                   after=(0, 1), timeouts=(60, 120, 300), noise_per_hour=60),
-    "medium": dict(nodes=(4, 8), gpus=(4, 8), minutes=(20, 60), step_s=(2.0, 6.0), log_every=2, before=(0, 3),
+    "medium": dict(nodes=(4, 8), gpus=(4, 8), minutes=(20, 60), step_s=(0.6, 2.0), log_every=1, before=(0, 3),
                    after=(0, 2), timeouts=(300, 600, 1800), noise_per_hour=120),
-    "large": dict(nodes=(8, 8), gpus=(8, 8), minutes=(70, 110), step_s=(0.22, 0.3), log_every=1, before=(1, 3),
+    "large": dict(nodes=(16, 16), gpus=(8, 8), minutes=(90, 130), step_s=(0.22, 0.28), log_every=1, before=(1, 3),
                   after=(0, 2), timeouts=(600, 1800), noise_per_hour=200),
 }
 
@@ -184,6 +184,9 @@ class Run:
         if self.mechanism not in MECHANISMS[layout]:
             raise SystemExit(f"gen_longrun: layout {layout} restarts by {MECHANISMS[layout]}, not {self.mechanism}")
         styles = PROGRESS[layout] + (HELDOUT_PROGRESS_ADD[layout] if heldout else ())
+        if size == "large":
+            # the large size is for the diagnose-time check: every rank prints progress (about 1 GB)
+            styles = tuple(x for x in styles if P.STYLES[x].ranks == "all") or styles
         self.progress = progress or rnd.choice(styles)
         self.nnodes = rnd.randint(*z["nodes"])
         self.gpus = rnd.choice([g for g in (2, 4, 8) if z["gpus"][0] <= g <= z["gpus"][1]])
@@ -383,7 +386,9 @@ class Run:
             t_end_est = self._end_estimate(a)
             a.end_est = t_end_est
             t = t_end_est + dt.timedelta(seconds=gap)
-            if a.failure and a.failure.story == "node_freeze" and self.mechanism in ("requeue", "resubmit") and spare:
+            nxt_rdzv = i + 1 < len(endings) and endings[i + 1][0] == "rdzv_timeout"
+            if a.failure and a.failure.story == "node_freeze" and self.mechanism in ("requeue", "resubmit") and spare \
+                    and not nxt_rdzv:
                 hosts = [spare.pop(0) if h == a.failure.host else h for h in hosts]
         self.attempts = attempts
         if self.mechanism == "elastic":
@@ -824,15 +829,16 @@ class Render:
                 f"CUDA error: {err}", self.r.site, T.PG_PROFILES[self.r.pg_style]["terminated"], "ncclCommWatchdog"))
         f.exits = {rank: (tc + dt.timedelta(seconds=0.4), f.exitcode, "gpu")}
 
-    def oom_memcg(self, a, rank) -> str | None:
-        return None
+    def oom_memcg(self, a, rank) -> tuple[str | None, str | None]:
+        """(the OOM-killing cgroup, the task's own cgroup) as the kernel's report names them."""
+        return None, None
 
     def story_host_oom(self, a, f):
         h, rank, pid = f.host, f.rank, a.pids[f.rank]
-        memcg = self.oom_memcg(a, rank)
+        memcg, task_cg = self.oom_memcg(a, rank)
         if f.telling == "oom_dataloader":
             wpid = pid + 200 + self.r.rnd.randint(1, 90)
-            for x in KR.oom_report("python", wpid, 1000, memcg, 98765432, 91234567):
+            for x in KR.oom_report("python", wpid, 1000, memcg, 98765432, 91234567, task_memcg=task_cg):
                 self.kernel(h, f.t, x)
             tc = f.t + dt.timedelta(seconds=self.r.rnd.uniform(0.5, 5.0))
             self.tb(a, rank, tc, [f"RuntimeError: DataLoader worker (pid {wpid}) is killed by signal: Killed. "],
@@ -840,7 +846,7 @@ class Render:
             f.exits = {rank: (tc + dt.timedelta(seconds=0.3), 1, "exception")}
             f.oom_pid = wpid
         else:
-            for x in KR.oom_report("python", pid, 1000, memcg, 812345678, 774512345):
+            for x in KR.oom_report("python", pid, 1000, memcg, 254123456, 181234567, task_memcg=task_cg):
                 self.kernel(h, f.t, x)
             f.exits = {rank: (f.t + dt.timedelta(milliseconds=60), -9, "oom")}
             f.oom_pid = pid
@@ -1029,26 +1035,31 @@ class Torchrun(Render):
 
     def launch(self, a):
         r, rnd = self.r, self.r.rnd
-        if a.ending == "rdzv_timeout":
+        if a.ending == "rdzv_timeout" and not self.fresh_agents(a):
             return                        # its rendezvous lines were written when the previous attempt failed
         if self.fresh_agents(a):
             first = None
             for i, h in enumerate(a.hosts):
+                if a.ending == "rdzv_timeout" and h == a.failure.host:
+                    continue              # the node that never starts its agent
                 t = a.launch + dt.timedelta(seconds=rnd.uniform(0, 4.0) if i else 0)
                 first = t if first is None else min(first, t)
                 pid = a.agent_pid[h]
                 L = self.lt(h, t)
                 self.agent_block(a, h, t, T.launch_config(L, pid, ENTRY, len(a.hosts), r.gpus, r.run_id,
                                                           f"{self.master(a)}:{r.master_port}", i == 0,
-                                                          None, r.max_restarts if self.elastic else 0, self.log_dir(h)))
+                                                          r.join_timeout if r.join_timeout != 600 else None,
+                                                          r.max_restarts if self.elastic else 0, self.log_dir(h)))
                 self.agent(a, h, t + dt.timedelta(milliseconds=25), T.starting_workers(self.lt(h, t + dt.timedelta(milliseconds=25)), pid))
                 self.agent(a, h, t + dt.timedelta(milliseconds=26), T.rendezvousing(self.lt(h, t + dt.timedelta(milliseconds=26)), pid))
+                self.rdzv_t[h] = t + dt.timedelta(milliseconds=26)
                 if not self.elastic:
                     self.rc[h] = 0
             a.launch = first
             a.boundary = ("torchrun launch (restart_count=0)" if a.id == 1 else
                           f"resubmitted job {a.job}: a new torchrun launch")
-        self.rdzv_complete(a)
+        if a.ending != "rdzv_timeout":
+            self.rdzv_complete(a)
 
     def log_dir(self, h):
         return f"/tmp/torchelastic_{stable_token(self.r.seed, h)}"
@@ -1101,10 +1112,11 @@ class Torchrun(Render):
                 if h == f.host:
                     continue
                 t = self.rdzv_t.get(h, a.launch) + dt.timedelta(seconds=r.join_timeout + rnd.uniform(0, 1.0))
-                self.agent_block(a, h, t, T.rendezvous_timeout_traceback(r.site, self.exe, restart=True))
+                self.agent_block(a, h, t, T.rendezvous_timeout_traceback(r.site, self.exe, restart=not self.fresh_agents(a)))
                 self.agent_block(a, h, t, T.uv_loop_close(self.lt(h, t)))
                 t_end = max(t_end, t)
             a.end = t_end
+            f.t = min(self.rdzv_t.get(h, a.launch) for h in a.hosts if h != f.host) + dt.timedelta(seconds=r.join_timeout)
             return
         # a failure
         restart = nxt is not None and self.elastic
@@ -1252,7 +1264,8 @@ class K8sCri(Torchrun):
 
     def oom_memcg(self, a, rank):
         pod, uid = self.pods[self.host(a, rank)]
-        return f"/kubepods.slice/kubepods-pod{uid.replace('-', '_')}.slice"
+        cg = f"/kubepods.slice/kubepods-pod{uid.replace('-', '_')}.slice"
+        return cg, f"{cg}/cri-containerd-{self.cid(self.host(a, rank), a.container_n)}.scope"
 
     def cid(self, h, n):
         return self.cids.setdefault((h, n), "%064x" % self.r.rnd.getrandbits(256))
@@ -1405,7 +1418,8 @@ class SlurmSrun(Render):
         return t + dt.timedelta(seconds=self.r.offsets["slurmctld" if host == "slurmctld" else host])
 
     def oom_memcg(self, a, rank):
-        return f"/slurm/uid_1000/job_{a.job}/step_0"
+        cg = f"/slurm/uid_1000/job_{a.job}/step_0"
+        return cg, f"{cg}/task_{rank % self.r.gpus}"
 
     def launch(self, a):
         r, rnd = self.r, self.r.rnd
@@ -1482,7 +1496,7 @@ class SlurmSrun(Render):
         if f.story == "host_oom" and f.telling == "oom_rank":
             t = exits[f.rank][0] + dt.timedelta(seconds=0.2)
             self.slurmd(f.host, t, lambda L: S.oom_event(L, a.job, 0, new_form=r.seed % 2 == 0))
-            self.jobout(a, t, S.stepd_oom_in_output(a.job, 0))
+            self.jobout(a, t, S.stepd_oom_in_output(a.job, 0, new_form=r.seed % 2 == 0))
         timed = sorted((v[0], k) for k, v in exits.items() if isinstance(v, tuple))
         alive = [k for k, v in exits.items() if v is None]
         if alive or (f.cascade == "srun_kill" and timed):

@@ -51,12 +51,12 @@ def xid_report(bus: int, code: int, pid: int | None, name: str | None, partition
 
 
 def oom_report(comm: str, pid: int, uid: int, memcg: str | None, total_vm_kb: int, rss_kb: int,
-               invoker: str | None = None) -> list[str]:
+               invoker: str | None = None, task_memcg: str | None = None) -> list[str]:
     """The OOM killer's report (the Call Trace and Mem-Info dump between the first and the summary lines are
     left out: many collections drop them too)."""
     who = invoker or comm
     constraint = "CONSTRAINT_MEMCG" if memcg else "CONSTRAINT_NONE"
-    cg = (f"oom_memcg={memcg},task_memcg={memcg}/task_{pid % 8}," if memcg else "")
+    cg = (f"oom_memcg={memcg},task_memcg={task_memcg or memcg}," if memcg else "")
     head = "Memory cgroup out of memory" if memcg else "Out of memory"
     return [f"{who} invoked oom-killer: gfp_mask=0xcc0(GFP_KERNEL), order=0, oom_score_adj=0",
             f"oom-kill:constraint={constraint},nodemask=(null),cpuset=/,mems_allowed=0-1,{cg}task={comm},pid={pid},"

@@ -147,6 +147,9 @@ def stepd_in_output(t, job, step, node, reason: str | None = None, job_level=Fal
     return f"slurmstepd: error: *** {what} ON {node} CANCELLED AT {timefmt.slurm_s(t)}{tail} ***"
 
 
-def stepd_oom_in_output(job, step, n=1) -> str:
-    return (f"slurmstepd: error: Detected {n} oom_kill event{'s' if n > 1 else ''} in StepId={job}.{step}. Some of the "
-            "step tasks have been OOM Killed.")
+def stepd_oom_in_output(job, step, n=1, new_form=True) -> str:
+    if new_form:
+        return (f"slurmstepd: error: Detected {n} oom_kill event{'s' if n > 1 else ''} in StepId={job}.{step}. Some of "
+                "the step tasks have been OOM Killed.")
+    return (f"slurmstepd: error: Detected {n} oom-kill event(s) in StepId={job}.{step}. Some of your processes may "
+            "have been killed by the cgroup out-of-memory handler.")

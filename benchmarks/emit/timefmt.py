@@ -15,9 +15,19 @@ from __future__ import annotations
 import datetime as dt
 
 
+_SECOND: list = [None, ""]       # the last second formatted (large runs format millions of times per second)
+
+
+def _second(t: dt.datetime) -> str:
+    key = t.replace(microsecond=0)
+    if _SECOND[0] != key:
+        _SECOND[0], _SECOND[1] = key, t.strftime("%Y-%m-%d %H:%M:%S")
+    return _SECOND[1]
+
+
 def py(t: dt.datetime) -> str:
     """Python logging %(asctime)s."""
-    return t.strftime("%Y-%m-%d %H:%M:%S,") + f"{t.microsecond // 1000:03d}"
+    return f"{_second(t)},{t.microsecond // 1000:03d}"
 
 
 def py_mdy(t: dt.datetime) -> str:
@@ -31,15 +41,15 @@ def torch_py_glog(level: str, t: dt.datetime) -> str:
     return f"{level}{t.strftime('%m%d %H:%M:%S')}.{t.microsecond // 1000:03d}000"
 
 
-def c10(level: str, t: dt.datetime, pad_month: bool = False) -> str:
-    """The level+time of c10's C++ glog header, without the brackets: 'E724 15:57:08.906457629'.
-    pad_month=True writes '0724' (gen_noisy.py's runs; kept so that its output does not change)."""
-    month = f"{t.month:02d}" if pad_month else str(t.month)
-    return f"{level}{month}{t.strftime('%d %H:%M:%S')}.{t.microsecond:06d}{(t.microsecond * 7) % 1000:03d}"
+def c10(level: str, t: dt.datetime) -> str:
+    """The level+time of c10's C++ glog header, without the brackets: 'E724 15:57:08.906457629' (month not
+    padded; the last three digits of the nanoseconds drawn from the microseconds)."""
+    return f"{level}{t.month}{t.strftime('%d %H:%M:%S')}.{t.microsecond:06d}{(t.microsecond * 7) % 1000:03d}"
 
 
 def c10_padded_zero_ns(level: str, t: dt.datetime) -> str:
-    """gen_noisy.py's c10 header: zero-padded month, nanoseconds ending in 000."""
+    """gen_noisy.py's c10 header: zero-padded month, nanoseconds ending in 000 (kept so that its output does
+    not change; its runs are in March)."""
     return f"{level}{t.strftime('%m%d %H:%M:%S')}.{t.microsecond:06d}000"
 
 

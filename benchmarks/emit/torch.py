@@ -113,8 +113,8 @@ def pg_init_options(rank: int, t: dt.datetime, size: int, global_rank: int, pg: 
                f"global rank: {global_rank}")
 
 
-def store_connect_retry(t: dt.datetime, master: str, port: int = 29500) -> str:
-    return (f"[{timefmt.c10('W', t)} socket.cpp:755] [c10d] The client socket has failed to connect to "
+def store_connect_retry(t: dt.datetime, master: str, port: int = 29500, header: str | None = None) -> str:
+    return (f"[{header or timefmt.c10('W', t)} socket.cpp:755] [c10d] The client socket has failed to connect to "
             f"[{master}]:{port} (errno: 111 - Connection refused).")
 
 
