@@ -594,7 +594,7 @@ class Render:
         self.s = Sink()
         self.style = P.STYLES[run.progress](run.ckpt_dir, run.total_steps, run.per_epoch)
         self.loss0 = run.rnd.uniform(2.2, 3.4)
-        self.eval_groups = run.rnd.random() < 0.6
+        self.eval_groups = run.rnd.random() < 0.7
         self.pg_init_lines = run.rnd.random() < 0.5
         self.op = run.rnd.choice(["ALLREDUCE", "ALLREDUCE", "_REDUCE_SCATTER_BASE", "_ALLGATHER_BASE"])
         self.numel = run.rnd.choice([1048576, 9801523, 25690112, 195004416])
@@ -1686,6 +1686,7 @@ def truth_of(run: Run, rend: Render) -> dict:
         "world_size": run.world, "nodes": {h: [a.hosts.index(h) * run.gpus + i for i in range(run.gpus)]
                                            for a in run.attempts[-1:] for h in a.hosts},
         "hosts": hosts,
+        "pods": {h: rend.pods[h][0] for h in hosts} if run.layout == "k8s_cri" else None,
         "clock_offsets_s": {h: run.offsets[h] for h in hosts} | (
             {"slurmctld": run.offsets["slurmctld"]} if run.layout == "slurm_srun" else {}) | (
             {"control-plane": run.offsets["control-plane"]} if run.layout == "k8s_cri" else {}),
