@@ -684,6 +684,7 @@ class Render:
             L1 = self.lt(h, t1)
             if rank == 0:
                 self.worker(a, rank, t1, N.version(h, pid, dev))
+            self.worker(a, rank, t1, N.ib_using(h, pid, pid + 7, dev, r.gpus, "ibp12s0", r.ip[h]))
             if rnd.random() < 0.1:
                 self.worker(a, rank, t1, N.plugin_missing(h, pid, pid + 3, dev))
             self.worker(a, rank, t1, N.init_complete(h, pid, pid + 7, dev, 0x55d0c0000000 + rank * 0x1000 + a.id,

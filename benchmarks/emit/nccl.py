@@ -48,6 +48,13 @@ def destroy_complete(host, pid, tid, dev, comm, rank, nranks, bus, what="Destroy
             f"busId {bus_hex(bus)} - {what} COMPLETE")
 
 
+def ib_using(host, pid, tid, dev, nhca, ifname, ip) -> str:
+    """The IB devices and the out-of-band address a process uses (net_ib/init.cc 'NET/IB : Using%s %s; OOB
+    %s:%s', the form of NCCL 2.18-2.21: no rail/plane ids): ties the node's IP to its name."""
+    devs = "".join(f" [{i}]mlx5_{i}:1/IB" for i in range(nhca))
+    return f"{prefix(host, pid, tid, dev)} NCCL INFO NET/IB : Using{devs} [RO]; OOB {ifname}:{ip}<0>"
+
+
 def channel(host, pid, tid, dev, chan, rank, nxt) -> str:
     return f"{prefix(host, pid, tid, dev)} NCCL INFO Channel {chan:02d}/0 : {rank} -> {nxt} via P2P/IPC/read"
 
