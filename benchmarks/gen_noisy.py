@@ -15,8 +15,8 @@ WARN noise, a rank that goes slow for a while and recovers, harmless UserWarning
 falls off the bus (dmesg Xid 79 on one node), its rank gets a CUDA error and stops, the other ranks'
 watchdogs fire `timeout_s` later and the agents tear the job down: that GPU fault is the root cause.
 
-Message texts are those of the emitters (see queries/data/messages.csv and benchmarks/emit/, which this shares with gen_longrun.py). Times are
-UTC; the output depends only on the arguments (random.Random(seed)).
+Message texts are those of the emitters (see queries/data/messages.csv, and benchmarks/emit/, which this shares
+with gen_longrun.py). Times are UTC; the output depends only on the arguments (random.Random(seed)).
 """
 
 from __future__ import annotations
@@ -67,8 +67,9 @@ def generate(out: str | Path, *, hours: float = 5.0, nodes: int = 8, gpus: int =
                              "torch/distributed/elastic/agent/server/api.py:715] [default] Starting worker group"))
     for r in range(world):
         h = hosts[r // gpus]
-        emit(r, T0 + dt.timedelta(seconds=20), N.init_complete(h, pid[r], pid[r] + 7, r % gpus, 0x55d0c00000 + r, r, world,
-                                                               r % gpus, 0x18 + 0x10 * (r % gpus), 0x8e1f2a3b4c5d6e7f))
+        emit(r, T0 + dt.timedelta(seconds=20), N.init_complete(h, pid[r], pid[r] + 7, r % gpus, 0x55d0c00000 + r, r,
+                                                               world, r % gpus, 0x18 + 0x10 * (r % gpus),
+                                                               0x8e1f2a3b4c5d6e7f))
 
     # a slow rank that recovers: no progress for 20 minutes in the second hour, then on again
     slow_rank = (bad_rank + 9) % world

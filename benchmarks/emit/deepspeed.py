@@ -39,7 +39,8 @@ def launch_header(t, hosts, gpus, node_rank) -> list[str]:
 
 
 def cmd_of(script: str, local_rank: int) -> str:
-    return f"['/usr/bin/python', '-u', '{script}', '--local_rank={local_rank}', '--deepspeed', '--deepspeed_config', 'ds_config.json']"
+    return (f"['/usr/bin/python', '-u', '{script}', '--local_rank={local_rank}', '--deepspeed', '--deepspeed_config', "
+            "'ds_config.json']")
 
 
 def spawned(t, pid, script, local_rank) -> str:
@@ -51,7 +52,8 @@ def killing(t, pid) -> str:
 
 
 def exits_with(t, script, last_local_rank, code) -> str:
-    return log(t, "ERROR", "launch.py:341:sigkill_handler", f"{cmd_of(script, last_local_rank)} exits with return code = {code}")
+    return log(t, "ERROR", "launch.py:341:sigkill_handler",
+               f"{cmd_of(script, last_local_rank)} exits with return code = {code}")
 
 
 def success(t, pid) -> str:

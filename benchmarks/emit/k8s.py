@@ -35,7 +35,8 @@ def kubelet(t: dt.datetime, node: str, kpid: int, level: str, src: str, msg: str
 
 def pleg(t, node, kpid, ns, pod, uid, typ, cid) -> str:
     ev = json.dumps({"ID": uid, "Type": typ, "Data": cid}, separators=(",", ":"))
-    return kubelet(t, node, kpid, "I", "kubelet.go:2461", f'"SyncLoop (PLEG): event for pod" pod="{ns}/{pod}" event={ev}')
+    return kubelet(t, node, kpid, "I", "kubelet.go:2461",
+                   f'"SyncLoop (PLEG): event for pod" pod="{ns}/{pod}" event={ev}')
 
 
 def backoff(t, node, kpid, ns, pod, uid, container, secs) -> str:
@@ -72,9 +73,10 @@ def describe_pod(pod: str, ns: str, node: str, ip: str, start: dt.datetime, cid:
     if last:
         out += block("Last State:     ", last)
     out += [f"    Ready:          {'True' if state['state'] == 'Running' else 'False'}",
-            f"    Restart Count:  {restarts}", "    Limits:", "      cpu:             16", "      memory:          256Gi",
-            f"      nvidia.com/gpu:  {gpus}", "    Environment:", f"      PET_NNODES:          {nnodes}",
-            f"      PET_NPROC_PER_NODE:  {gpus}", "Events:", "  Type     Reason     Age                  From               Message",
+            f"    Restart Count:  {restarts}", "    Limits:", "      cpu:             16",
+            "      memory:          256Gi", f"      nvidia.com/gpu:  {gpus}", "    Environment:",
+            f"      PET_NNODES:          {nnodes}", f"      PET_NPROC_PER_NODE:  {gpus}", "Events:",
+            "  Type     Reason     Age                  From               Message",
             "  ----     ------     ----                 ----               -------"]
     for typ, reason, age, frm, msg in events:
         out.append(f"  {typ:<8} {reason:<10} {age:<20} {frm:<18} {msg}")

@@ -218,13 +218,15 @@ class Megatron(Style):
         return (f" [{timefmt.iso_us(t)}] iteration {step:8d}/{self.total:8d} | consumed samples: {step * 512:12d} | "
                 f"elapsed time per iteration (ms): {step_time * 1000:.1f} | learning rate: {3e-4:.6E} | "
                 f"global batch size: {512:5d} | lm loss: {loss:.6E} | loss scale: 1.0 | grad norm: "
-                f"{0.8 + (step % 11) / 20:.3f} | number of skipped iterations: {0:3d} | number of nan iterations: {0:3d} |")
+                f"{0.8 + (step % 11) / 20:.3f} | number of skipped iterations: {0:3d} | number of nan iterations: "
+                f"{0:3d} |")
 
     def ckpt_path(self, step):
         return self.ckpt
 
     def save(self, t, step):
-        return [(0, f"[{timefmt.iso_us(t)}] saving checkpoint at iteration {step:7d} to {self.ckpt} in torch_dist format")]
+        return [(0, f"[{timefmt.iso_us(t)}] saving checkpoint at iteration {step:7d} to {self.ckpt} in torch_dist "
+                    "format")]
 
     def fresh(self, t):
         return [(0, "WARNING: could not find the metadata file " + self.ckpt + "/latest_checkpointed_iteration.txt"),

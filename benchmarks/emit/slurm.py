@@ -63,7 +63,8 @@ def allocate(t, job, hosts, cpus, partition="gpu") -> str:
 
 
 def job_complete(t, job, status: int) -> list[str]:
-    return [daemon(t, f"_job_complete: JobId={job} WEXITSTATUS {status}"), daemon(t, f"_job_complete: JobId={job} done")]
+    return [daemon(t, f"_job_complete: JobId={job} WEXITSTATUS {status}"),
+            daemon(t, f"_job_complete: JobId={job} done")]
 
 
 def requeue_request(t, job) -> str:
@@ -106,8 +107,8 @@ def task_exit(t, job, step, task, pid, code: int | None = None, signal: int | No
 
 def oom_event(t, job, step, n=1, new_form=True) -> str:
     if new_form:
-        return daemon(t, f"error: Detected {n} oom_kill event{'s' if n > 1 else ''} in StepId={job}.{step}. Some of the "
-                         "step tasks have been OOM Killed.", scope=f"{job}.{step}")
+        return daemon(t, f"error: Detected {n} oom_kill event{'s' if n > 1 else ''} in StepId={job}.{step}. Some of "
+                         "the step tasks have been OOM Killed.", scope=f"{job}.{step}")
     return daemon(t, f"error: Detected {n} oom-kill event(s) in StepId={job}.{step}. Some of your processes may have "
                      "been killed by the cgroup out-of-memory handler.", scope=f"{job}.{step}")
 

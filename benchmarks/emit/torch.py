@@ -65,7 +65,8 @@ def _abort_tail(rank: int, t: dt.datetime, style: str, exc: str) -> list[str]:
             c10(rank, "E", t + dt.timedelta(microseconds=90), f"ProcessGroupNCCL.cpp:{p['takedown']}",
                 f"[Rank {rank}] To avoid data inconsistency, we are taking the entire process down."),
             c10(rank, "E", t + dt.timedelta(milliseconds=2), f"ProcessGroupNCCL.cpp:{p['terminated']}",
-                f"{pg_tag(rank, style, terminated=True)} Process group watchdog thread terminated with exception: {exc}")]
+                f"{pg_tag(rank, style, terminated=True)} Process group watchdog thread terminated with exception: "
+                f"{exc}")]
 
 
 def watchdog_timeout_lines(rank: int, t: dt.datetime, seq: int, last_enq: int, op: str, numel: int,
@@ -294,7 +295,8 @@ def child_failed(site: str, exe: str, entry: str, host: str, failures: list[dict
     return out
 
 
-def rendezvous_timeout_traceback(site: str, exe: str, restart: bool, error: str = "RendezvousTimeoutError") -> list[str]:
+def rendezvous_timeout_traceback(site: str, exe: str, restart: bool,
+                                 error: str = "RendezvousTimeoutError") -> list[str]:
     """The agent's exit when the rendezvous does not complete within join_timeout (sample_logs/
     torchrun_rdzv_missing_node; for a restart the call comes from _restart_workers, api.py:952/736).
     error='RendezvousClosedError': the rendezvous was closed by an agent that exited (line 677)."""
@@ -345,6 +347,7 @@ def terminate_block(what: str, site: str, line: int, where: str = "checkTimeout"
     return ["terminate called after throwing an instance of 'c10::DistBackendError'", f"  what():  {what}",
             f"Exception raised from {where} at /pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:{line} (most "
             "recent call first):",
-            f"frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x96 (0x7ff28936c1b6 in {site}/torch/lib/libc10.so)",
+            "frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x96 (0x7ff28936c1b6 in "
+            f"{site}/torch/lib/libc10.so)",
             "frame #1: c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout(std::optional<std::chrono::duration<long, "
             f"std::ratio<1l, 1000l> > >) + 0x2b4 (0x7ff2898a0d44 in {site}/torch/lib/libtorch_cuda.so)"]

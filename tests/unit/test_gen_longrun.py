@@ -204,7 +204,8 @@ def test_every_line_parsed_or_raw_for_a_reason(stores):
 BOUNDARY = {
     # how each mechanism's attempt begins in the logs: the first such line of the attempt is its start
     "elastic": r"torch/distributed/run\.py:\d+\] Using nproc_per_node|Rendezvous'ing worker group",
-    "resubmit": r"torch/distributed/run\.py:\d+\] Using nproc_per_node|sched: Allocate JobId=|runner\.py:\d+:main\] cmd = pdsh",
+    "resubmit": r"torch/distributed/run\.py:\d+\] Using nproc_per_node|sched: Allocate JobId="
+                r"|runner\.py:\d+:main\] cmd = pdsh",
     "requeue": r"sched: Allocate JobId=",
     "pod_restart": r"torch/distributed/run\.py:\d+\] Using nproc_per_node|Rendezvous'ing worker group",
 }
