@@ -147,6 +147,21 @@ def ingest_incident(d: Path, cat, db: str) -> None:
         ingest(incident_files(d), db, cat)
 
 
+def score_all(incs: list[Path], score_one) -> list[dict]:
+    """score_one(d) for every incident; one that raises is reported and skipped (an ingest problem must
+    not hide the other incidents)."""
+    rs = []
+    for d in incs:
+        try:
+            r = score_one(d)
+        except Exception as exc:
+            print(f"  ERR  {d.name}: {type(exc).__name__}: {exc}"[:200])
+            continue
+        if r:
+            rs.append(r)
+    return rs
+
+
 def score_incident(d: Path, cat, verbose: bool) -> dict | None:
     truth = load_truth(d)
     if truth is None:
@@ -326,7 +341,7 @@ def main(argv=None) -> int:
     cat = load_catalog(check_samples=False)
     if a.longrun is not None:
         from longrun_score import run_longrun
-        return run_longrun(a, cat, ingest_incident)
+        return run_longrun(a, cat, ingest_incident, score_all)
     sets: list[tuple[str, list[Path]]] = []
     if not a.no_samples:
         sets.append(("sample_logs", sorted(p for p in (REPO / "sample_logs").iterdir() if p.is_dir())))
@@ -338,15 +353,7 @@ def main(argv=None) -> int:
     for title, incs in sets:
         if a.verbose:
             print(f"{title}:")
-        rs = []
-        for d in incs:
-            try:
-                r = score_incident(d, cat, a.verbose)
-            except Exception as exc:   # an ingest problem must not hide the other incidents
-                print(f"  ERR  {d.name}: {type(exc).__name__}: {exc}"[:200])
-                continue
-            if r:
-                rs.append(r)
+        rs = score_all(incs, lambda d: score_incident(d, cat, a.verbose))
         results[title] = rs
         report(title, rs)
     if not a.no_shapes and SHAPES.exists():

@@ -177,7 +177,7 @@ def report(title: str, results: list[dict]) -> None:
           f"{sum(r['diagnose_s'] for r in results):.1f}s (max {max(r['diagnose_s'] for r in results):.1f}s)")
 
 
-def run_longrun(a, cat, ingest_incident) -> int:
+def run_longrun(a, cat, ingest_incident, score_all) -> int:
     """accuracy.py --longrun: returns 1 when any verdict is confidently wrong, as the other sets do."""
     sets: list[tuple[str, list[Path]]] = []
     tmp = None
@@ -207,12 +207,7 @@ def run_longrun(a, cat, ingest_incident) -> int:
     for title, incs in sets:
         if a.verbose:
             print(f"{title}:")
-        rs = []
-        for d in incs:
-            try:
-                rs.append(score(d, cat, ingest_incident, a.verbose))
-            except Exception as exc:   # one broken run must not hide the others
-                print(f"  ERR  {d.name}: {type(exc).__name__}: {exc}"[:300])
+        rs = score_all(incs, lambda d: score(d, cat, ingest_incident, a.verbose))
         results[title] = rs
         report(f"long runs, {title}", rs)
         bad += sum(x["confident_wrong"] for r in rs for x in r["failed"])

@@ -92,37 +92,36 @@ class SlurmSrun(Render):
             t = max(x[0] for x in lst) + dt.timedelta(milliseconds=150)
             self.jobout(a, t, S.srun_task_error(h, [x[1] for x in lst], what))
 
-    def teardown(self, a, exits, nxt):
+    def end_complete(self, a, exits, nxt):
+        rnd = self.r.rnd
+        t = a.t_stop + dt.timedelta(seconds=rnd.uniform(1, 5))
+        for rank in self.ranks():
+            h = self.host(a, rank)
+            self.slurmd(h, t, lambda L, rank=rank: S.task_exit(L, a.job, 0, rank, a.pids[rank], 0))
+        self.ctl(t + dt.timedelta(seconds=1), lambda L: S.job_complete(L, a.job, 0)[0])
+        self.ctl(t + dt.timedelta(seconds=1), lambda L: S.job_complete(L, a.job, 0)[1])
+        a.end = t
+
+    def end_cancel(self, a, exits, nxt):
+        r, rnd = self.r, self.r.rnd
+        t = a.t_stop
+        if r.mechanism == "requeue":
+            self.ctl(t, lambda L: S.preempt_requeued(L, a.job))
+            reason = "PREEMPTION"
+        else:
+            self.ctl(t, lambda L: S.daemon(L, f"_slurm_rpc_kill_job: REQUEST_KILL_JOB JobId={a.job} uid 1000"))
+            reason = None
+        self.jobout(a, t + dt.timedelta(seconds=0.1), S.srun_aborted())
+        for h in a.hosts:
+            self.jobout(a, t + dt.timedelta(seconds=0.1), S.stepd_in_output(self.lt(h, t), a.job, 0, h, reason))
+            self.slurmd(h, t + dt.timedelta(seconds=0.05), lambda L, h=h: S.stepd_cancelled(L, a.job, 0, h, reason))
+        ex = {rank: (t + dt.timedelta(seconds=rnd.uniform(0.3, 2.0)), -15, "sigterm") for rank in self.ranks()}
+        self.report_exits(a, ex)
+        a.end = max(v[0] for v in ex.values())
+
+    def end_failure(self, a, exits, nxt):
         r, rnd = self.r, self.r.rnd
         f = a.failure
-        if a.ending == "running":
-            a.end = a.steps[a.last_step - a.step0 - 1] if a.last_step > a.step0 else a.train_start
-            return
-        if a.ending == "complete":
-            t = a.t_stop + dt.timedelta(seconds=rnd.uniform(1, 5))
-            for rank in self.ranks():
-                h = self.host(a, rank)
-                self.slurmd(h, t, lambda L, rank=rank: S.task_exit(L, a.job, 0, rank, a.pids[rank], 0))
-            self.ctl(t + dt.timedelta(seconds=1), lambda L: S.job_complete(L, a.job, 0)[0])
-            self.ctl(t + dt.timedelta(seconds=1), lambda L: S.job_complete(L, a.job, 0)[1])
-            a.end = t
-            return
-        if a.ending == "cancel":
-            t = a.t_stop
-            if r.mechanism == "requeue":
-                self.ctl(t, lambda L: S.preempt_requeued(L, a.job))
-                reason = "PREEMPTION"
-            else:
-                self.ctl(t, lambda L: S.daemon(L, f"_slurm_rpc_kill_job: REQUEST_KILL_JOB JobId={a.job} uid 1000"))
-                reason = None
-            self.jobout(a, t + dt.timedelta(seconds=0.1), S.srun_aborted())
-            for h in a.hosts:
-                self.jobout(a, t + dt.timedelta(seconds=0.1), S.stepd_in_output(self.lt(h, t), a.job, 0, h, reason))
-                self.slurmd(h, t + dt.timedelta(seconds=0.05), lambda L, h=h: S.stepd_cancelled(L, a.job, 0, h, reason))
-            ex = {rank: (t + dt.timedelta(seconds=rnd.uniform(0.3, 2.0)), -15, "sigterm") for rank in self.ranks()}
-            self.report_exits(a, ex)
-            a.end = max(v[0] for v in ex.values())
-            return
         frozen = f.host if f.story == "node_freeze" else None
         if f.story == "host_oom" and f.telling == "oom_rank":
             t = exits[f.rank][0] + dt.timedelta(seconds=0.2)
@@ -180,7 +179,6 @@ class SlurmSrun(Render):
             self.ctl(t_done + dt.timedelta(seconds=rnd.uniform(2, 12)), lambda L: S.requeuing(L, a.job))
         a.end = t_done
 
-
 class PdshDeepspeed(Render):
     """HELD OUT. `deepspeed --hostfile` over pdsh: one console, every remote line prefixed 'host: ' by pdsh;
     DeepSpeed's per-node launcher (launch.py) kills its processes when one fails. Restarts: new jobs."""
@@ -211,28 +209,25 @@ class PdshDeepspeed(Render):
                 self.remote(a, h, t, D.spawned(self.lt(h, t), a.pids[rank], "train.py", lr))
         a.boundary = "deepspeed launch" if a.id == 1 else f"resubmitted deepspeed job {a.job}"
 
-    def teardown(self, a, exits, nxt):
+    def end_complete(self, a, exits, nxt):
+        t = a.t_stop + dt.timedelta(seconds=2)
+        for rank in self.ranks():
+            self.remote(a, self.host(a, rank), t, D.success(self.lt(self.host(a, rank), t), a.pids[rank]))
+        a.end = t
+
+    def end_cancel(self, a, exits, nxt):
+        t = a.t_stop
+        for h in a.hosts:
+            for rank in self.local(a, h):
+                self.remote(a, h, t, D.killing(self.lt(h, t), a.pids[rank]))
+            self.remote(a, h, t, D.log(self.lt(h, t), "INFO", "launch.py:344:sigkill_handler",
+                                       "Main process received SIGTERM, exiting"))
+        a.end = t + dt.timedelta(seconds=1)
+
+    def end_failure(self, a, exits, nxt):
         r, rnd = self.r, self.r.rnd
         f = a.failure
         h0 = a.hosts[0]
-        if a.ending == "running":
-            a.end = a.steps[a.last_step - a.step0 - 1] if a.last_step > a.step0 else a.train_start
-            return
-        if a.ending == "complete":
-            t = a.t_stop + dt.timedelta(seconds=2)
-            for rank in self.ranks():
-                self.remote(a, self.host(a, rank), t, D.success(self.lt(self.host(a, rank), t), a.pids[rank]))
-            a.end = t
-            return
-        if a.ending == "cancel":
-            t = a.t_stop
-            for h in a.hosts:
-                for rank in self.local(a, h):
-                    self.remote(a, h, t, D.killing(self.lt(h, t), a.pids[rank]))
-                self.remote(a, h, t, D.log(self.lt(h, t), "INFO", "launch.py:344:sigkill_handler",
-                                           "Main process received SIGTERM, exiting"))
-            a.end = t + dt.timedelta(seconds=1)
-            return
         frozen = f.host if f.story == "node_freeze" else None
         t_end = f.t
         for h in a.hosts:

@@ -93,47 +93,46 @@ class Torchrun(Render):
                 sorted({str(v) for v in a.restart_count.values()})) + ")"
 
     # --- the end of an attempt, as the agents see it -------------------------------------------------
-    def teardown(self, a, exits, nxt):
+    def end_complete(self, a, exits, nxt):
+        rnd = self.r.rnd
+        t_done = a.t_stop + dt.timedelta(seconds=rnd.uniform(1.0, 4.0))
+        for h in a.hosts:
+            pid = a.agent_pid[h]
+            self.agent_block(a, h, t_done, T.succeeded(self.lt(h, t_done), pid))
+            t_uv = t_done + dt.timedelta(seconds=0.3)
+            self.agent_block(a, h, t_uv, T.uv_loop_close(self.lt(h, t_uv)))
+        a.end = t_done + dt.timedelta(seconds=0.4)
+
+    def end_cancel(self, a, exits, nxt):
+        r = self.r
+        t = a.t_stop
+        for h in a.hosts:
+            pid = a.agent_pid[h]
+            self.agent(a, h, t, T.agent_sigterm(self.lt(h, t), pid))
+            for rank in self.local(a, h):
+                self.agent(a, h, t, T.sigterm(self.lt(h, t), pid, a.pids[rank]))
+            self.agent_block(a, h, t + dt.timedelta(seconds=1.5), T.agent_signal_traceback(r.site, self.exe, pid))
+        a.end = t + dt.timedelta(seconds=1.6)
+
+    def end_rdzv_timeout(self, a, exits, nxt):
         r, rnd = self.r, self.r.rnd
         f = a.failure
-        if a.ending == "running":
-            a.end = a.steps[a.last_step - a.step0 - 1] if a.last_step > a.step0 else a.train_start
-            return
-        if a.ending == "complete":
-            t_done = a.t_stop + dt.timedelta(seconds=rnd.uniform(1.0, 4.0))
-            for h in a.hosts:
-                pid = a.agent_pid[h]
-                self.agent_block(a, h, t_done, T.succeeded(self.lt(h, t_done), pid))
-                t_uv = t_done + dt.timedelta(seconds=0.3)
-                self.agent_block(a, h, t_uv, T.uv_loop_close(self.lt(h, t_uv)))
-            a.end = t_done + dt.timedelta(seconds=0.4)
-            return
-        if a.ending == "cancel":
-            t = a.t_stop
-            for h in a.hosts:
-                pid = a.agent_pid[h]
-                self.agent(a, h, t, T.agent_sigterm(self.lt(h, t), pid))
-                for rank in self.local(a, h):
-                    self.agent(a, h, t, T.sigterm(self.lt(h, t), pid, a.pids[rank]))
-                self.agent_block(a, h, t + dt.timedelta(seconds=1.5), T.agent_signal_traceback(r.site, self.exe, pid))
-            a.end = t + dt.timedelta(seconds=1.6)
-            a.boundary = a.boundary or ""
-            return
-        if a.ending == "rdzv_timeout":
-            t_end = a.launch
-            for h in a.hosts:
-                if h == f.host:
-                    continue
-                t = self.rdzv_t.get(h, a.launch) + dt.timedelta(seconds=r.join_timeout + rnd.uniform(0, 1.0))
-                self.agent_block(a, h, t, T.rendezvous_timeout_traceback(r.site, self.exe,
-                                                                          restart=not self.fresh_agents(a)))
-                self.agent_block(a, h, t, T.uv_loop_close(self.lt(h, t)))
-                t_end = max(t_end, t)
-            a.end = t_end
-            first = min(self.rdzv_t.get(h, a.launch) for h in a.hosts if h != f.host)
-            f.t = first + dt.timedelta(seconds=r.join_timeout)       # the verdict's time: the join deadline
-            return
-        # a failure
+        t_end = a.launch
+        for h in a.hosts:
+            if h == f.host:
+                continue
+            t = self.rdzv_t.get(h, a.launch) + dt.timedelta(seconds=r.join_timeout + rnd.uniform(0, 1.0))
+            self.agent_block(a, h, t, T.rendezvous_timeout_traceback(r.site, self.exe,
+                                                                      restart=not self.fresh_agents(a)))
+            self.agent_block(a, h, t, T.uv_loop_close(self.lt(h, t)))
+            t_end = max(t_end, t)
+        a.end = t_end
+        first = min(self.rdzv_t.get(h, a.launch) for h in a.hosts if h != f.host)
+        f.t = first + dt.timedelta(seconds=r.join_timeout)       # the verdict's time: the join deadline
+
+    def end_failure(self, a, exits, nxt):
+        r, rnd = self.r, self.r.rnd
+        f = a.failure
         restart = nxt is not None and self.elastic
         frozen = f.host if f.story == "node_freeze" else None
         t_culprit_rdzv = None

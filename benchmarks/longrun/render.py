@@ -163,6 +163,10 @@ class Render:
     def master(self, a):
         return a.hosts[0]
 
+    def last_progress(self, a: Attempt) -> dt.datetime:
+        """The last step's time (the logs of an attempt still running end there)."""
+        return a.steps[a.last_step - a.step0 - 1] if a.last_step > a.step0 else a.train_start
+
     def progress_ranks(self):
         if self.style.ranks == "all":
             return list(self.ranks())
@@ -415,7 +419,11 @@ class Render:
         raise NotImplementedError
 
     def teardown(self, a: Attempt, exits: dict, nxt: Attempt | None) -> None:
-        raise NotImplementedError
+        """The end of an attempt as the launcher tells it (one end_<ending> method per ending); sets a.end."""
+        if a.ending == "running":
+            a.end = self.last_progress(a)      # the logs end while it trains
+            return
+        getattr(self, "end_" + a.ending)(a, exits, nxt)
 
     def finish(self) -> None:
         pass
