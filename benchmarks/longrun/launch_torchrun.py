@@ -208,7 +208,11 @@ class Torchrun(Render):
                     closing = True
         a.end = max(v[0] for v in exits.values() if isinstance(v, tuple))
         if restart and nxt is not None and self.rdzv_t:
-            nxt.launch = min(t for hh, t in self.rdzv_t.items() if hh in a.hosts and hh != frozen)
+            joined = [t for hh, t in self.rdzv_t.items() if hh in a.hosts and hh != frozen]
+            nxt.launch = min(joined)
+            if nxt.ending != "rdzv_timeout" and max(joined) >= nxt.rdzv_done:
+                raise AssertionError(f"gen_longrun: an agent rejoins at {max(joined)}, after the rendezvous of attempt "
+                                     f"{nxt.id} completed at {nxt.rdzv_done} ({r.story}/{r.layout}/{r.seed})")
             if nxt.ending == "rdzv_timeout":
                 nxt.boundary = "torchrun elastic restart: the agents rendezvous again (the group never assembles)"
 

@@ -193,7 +193,9 @@ class Run:
         endings.append(("failure", self.story))
         featured = len(endings) - 1
         if self.story == "node_freeze" and self.mechanism in ("elastic", "pod_restart"):
-            return endings, featured          # no restart assembles the group again: the run ends here
+            # the other agents (pods) restart and wait for the lost node at the rendezvous: it never comes
+            endings.append(("rdzv_timeout", "rdzv_missing"))
+            return endings, featured
         for _ in range(after):
             same = rnd.random() < 0.4
             endings.append(("failure", self.story if same else self._story_of_other()))
@@ -205,6 +207,7 @@ class Run:
     def _plan(self) -> list[Attempt]:
         rnd, z = self.rnd, self.z
         endings, self.featured = self._endings()
+        self.endings = endings
         flap_idx = self.featured if self.story == "ib_flap" else None
 
         attempts = []
@@ -340,10 +343,23 @@ class Run:
         if a.ending == "rdzv_timeout":
             return a.launch + dt.timedelta(seconds=self.join_timeout + 3)
         if f.cascade in ("watchdog",):
-            return f.t_watchdog + dt.timedelta(seconds=8)
-        if f.cascade == "remote":
-            return f.t_remote_last + dt.timedelta(seconds=6)
-        return f.t + dt.timedelta(seconds=8)
+            t = f.t_watchdog + dt.timedelta(seconds=8)
+        elif f.cascade == "remote":
+            t = f.t_remote_last + dt.timedelta(seconds=6)
+        else:
+            # rejoin (elastic): the culprit's worker dies (an IB link: 4-25 s after the port error), its agent
+            # restarts, the others notice and restart theirs: the next rendezvous completes once all are back
+            t = f.t + dt.timedelta(seconds=35 if f.story == "ib_down" else 12)
+        # what the launcher adds after the last exit: Slurm notices a dead node (up to 3 minutes) or waits
+        # srun --wait=60 for a task that never exits; pdsh's ssh to a dead node times out (up to 2 minutes)
+        if self.layout == "slurm_srun":
+            if f.story == "node_freeze":
+                t += dt.timedelta(seconds=200)
+            elif f.story == "hang" and not self.kill_on_bad_exit:
+                t += dt.timedelta(seconds=70)
+        if self.layout == "pdsh_deepspeed" and f.story == "node_freeze":
+            t += dt.timedelta(seconds=130)
+        return t
 
     @property
     def join_timeout(self) -> int:
@@ -363,9 +379,12 @@ class Run:
         if story in ("hang", "node_freeze"):
             f.cascade = "watchdog"
         elif story == "ib_down":
-            f.cascade = rnd.choice(["remote", "watchdog"])
+            f.cascade = "rejoin" if self.mechanism == "elastic" and not self._last_failure(a) else \
+                rnd.choice(["remote", "watchdog"])
         elif self.mechanism == "elastic":
-            f.cascade = "rejoin" if rnd.random() < 0.7 else rnd.choice(["watchdog", "remote"])
+            # the culprit's agent restarts its workers at once and waits at the rendezvous; the other agents
+            # see it waiting and restart theirs (before any timeout) -- unless it has no restart left
+            f.cascade = rnd.choice(["watchdog", "remote"]) if self._last_failure(a) else "rejoin"
         elif self.layout == "slurm_srun" and self.kill_on_bad_exit:
             f.cascade = "srun_kill"
         else:
@@ -399,8 +418,15 @@ class Run:
             f.telling = rnd.choice(["silent", "soft_lockup"])
         # the cascade's times
         f.t_watchdog = f.t + dt.timedelta(seconds=self.timeout_s + rnd.uniform(0.2, 3.0))
-        f.t_remote_last = f.t + dt.timedelta(seconds=rnd.uniform(8.0, 45.0))
+        # peers see the remote error once NCCL's retries run out; after a link goes down that is after the
+        # node's own completion errors (which come 4-25 s after the port error)
+        f.t_remote_last = f.t + dt.timedelta(seconds=rnd.uniform(26.0, 50.0) if story == "ib_down" else
+                                             rnd.uniform(8.0, 45.0))
         return f
+
+    def _last_failure(self, a: Attempt) -> bool:
+        """The failure that ends the run (no attempt after it)."""
+        return a.id == len(self.endings) and self.endings[-1][0] == "failure"
 
     def _place(self, f: Failure, a: Attempt, host: str) -> None:
         """Move a failure to another node (same local rank)."""
@@ -419,12 +445,7 @@ class Run:
         atts = self.attempts
         last = atts[-1]
         final = last.ending == "failure"
-        if final and last.failure.story == "node_freeze":
-            for a in atts[:-1]:
-                if a.failure and a.failure.cascade == "rejoin":
-                    a.failure.cascade = self.rnd.choice(["watchdog", "remote"])
-        if final and last.failure.cascade == "rejoin":
-            last.failure.cascade = self.rnd.choice(["watchdog", "remote"])
+        assert not (final and last.failure.cascade == "rejoin"), "the cascades are chosen by _last_failure"
         dec = {h: 0 for h in self.pool}
         for a in (atts[:-1] if final else atts):
             f = a.failure

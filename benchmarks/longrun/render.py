@@ -106,8 +106,12 @@ class Render:
             exits = self.story(a)
             self.teardown(a, exits, nxt)
             if nxt is not None and a.end > nxt.launch:
-                # one node's teardown can overlap another node's rejoin by seconds (elastic): the attempt
-                # ends where the next one begins
+                if self.r.mechanism != "elastic":
+                    raise AssertionError(f"gen_longrun: attempt {a.id} ends at {a.end}, after attempt {nxt.id} "
+                                         f"starts at {nxt.launch} ({self.r.story}/{self.r.layout}/{self.r.seed})")
+                # one node's teardown overlaps another node's rejoin by seconds (elastic): the attempt ends
+                # where the next one begins
+                assert (a.end - nxt.launch).total_seconds() < 30, (a.id, a.end, nxt.launch, self.r.seed)
                 a.end = nxt.launch
         self.noise()
         self.finish()
@@ -366,6 +370,8 @@ class Render:
             self.worker(a, rank, tt, N.ib_completion_error(rh, pid, pid + 40, self.cuda_dev(a, rank), r.ip[other], port,
                                                            r.ip[rh], f"mlx5_{rank % r.gpus}"))
             self.worker(a, rank, tt, N.net_error_chain(rh, pid, pid + 40, self.cuda_dev(a, rank)))
+            if f.cascade == "rejoin" and rh != h:
+                continue       # stopped by its agent when the lost link's node restarts (elastic), before it aborts
             seq, _ = self.seq_at(a)
             tr = tt + dt.timedelta(seconds=rnd.uniform(0.5, 3.0))
             self.worker_block(a, rank, tr, T.remote_error_lines(rank, self.lt(rh, tr), seq, self.op, self.numel,
