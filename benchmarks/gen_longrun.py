@@ -54,8 +54,14 @@ told differently"; tune the correlator on the rest, look at held-out output only
     the rank then dies of "DataLoader worker (pid ...) is killed by signal: Killed.").
 They appear only with --heldout, and --heldout only makes seeds >= 1000. HELDOUT below lists them.
 
-Sizes: small (seconds to ingest; CI property tests), medium (8 nodes, about an hour per attempt, tens of
-MB), large (64 ranks, about 6 hours of training, about 1 GB: the `diagnose < 10 s` check).
+Sizes: small (2-3 nodes, minutes per attempt, under 2 MB: seconds to ingest; the CI property tests), medium
+(4-8 nodes, 20-60 minutes per attempt, about 15 MB), large (16 nodes x 8 GPUs, 4-7 hours of training, every
+rank printing progress: about 0.9 GB in 2.5 minutes at under 40 MB of memory; the `diagnose < 10 s` check).
+
+The parts live in benchmarks/longrun/ (plan, sink, render, launch_torchrun, launch_other, truth) and the
+emitters' texts, with their sources, in benchmarks/emit/. An attempt's `end` is when its last process
+ended; under elastic restarts one node's teardown can overlap another node's rejoin by seconds, and there
+the end is the next attempt's start. The generator checks its own timeline and raises on anything else.
 """
 
 from __future__ import annotations
