@@ -10,7 +10,7 @@ sample_logs bundles (expected_verdict.json: the top-level verdict, or each faile
 runs of benchmarks/gen_longrun.py (truth.json; only the TUNING part: a run whose truth says `heldout`
 is refused, it is for measuring only). `fit` fits a conditional logit (exactly one candidate of an
 attempt is the culprit: a softmax over its candidates' weighted sums) by gradient ascent with a small
-L2 penalty, and prints top-1 before/after and a reliability table of the probabilities it gives.
+L2 penalty, each weight kept to the sign its feature's meaning gives it (choose.SIGNS), and prints top-1 before/after and a reliability table of the probabilities it gives.
 """
 
 from __future__ import annotations
@@ -34,11 +34,14 @@ from accuracy import ingest_incident, located  # noqa: E402
 from longrun_score import culprit_ok, match, ref_shift  # noqa: E402
 
 from ranktrace.correlate import diagnose  # noqa: E402
-from ranktrace.correlate.choose import FEATURES, load_weights  # noqa: E402
+from ranktrace.correlate.choose import FEATURES, SIGNS, load_weights  # noqa: E402
 from ranktrace.formats import load_catalog  # noqa: E402
 
 WEIGHTS = REPO / "queries" / "data" / "choice_weights.toml"
 L2 = 0.05
+# a real capture's attempt counts this many generated ones: its lines are the emitters' own, the
+# generator's are a telling of them (and the generator's habits must not outvote the real runs)
+REAL_WEIGHT = 5.0
 STEPS = 3000
 RATE = 0.5
 
@@ -124,6 +127,29 @@ def reliability(conf: list[tuple[float, bool]]) -> str:
     return "\n".join(lines)
 
 
+BINS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0000001)
+
+
+def calibrate(conf: list[tuple[float, bool]]) -> tuple[list[float], list[float]]:
+    """The share of right verdicts per probability bin, made monotone (pool adjacent violators, each bin
+    weighed by its verdicts; an empty bin takes its neighbour's pool)."""
+    pools: list[list[float]] = []   # [right, n, first bin, last bin]
+    for i, (lo, hi) in enumerate(zip(BINS, BINS[1:])):
+        b = [ok for p, ok in conf if lo <= p < hi]
+        pools.append([float(sum(b)), float(len(b)), i, i])
+        while len(pools) > 1 and (pools[-1][1] == 0 or pools[-2][1] == 0
+                                  or pools[-2][0] / pools[-2][1] > pools[-1][0] / pools[-1][1]):
+            r, n, _, last = pools.pop()
+            pools[-1][0] += r
+            pools[-1][1] += n
+            pools[-1][3] = last
+    values = [0.0] * (len(BINS) - 1)
+    for r, n, first, last in pools:
+        for i in range(first, last + 1):
+            values[i] = round(r / n, 3) if n else 0.0
+    return [round(min(e, 1.0), 3) for e in BINS], values
+
+
 def fit(groups: list[dict], start: dict[str, float]) -> dict[str, float]:
     """Conditional logit over the groups that hold the truth among their candidates."""
     """Conditional logit: per failed attempt, the truth is one of its candidates or none of them (the
@@ -134,6 +160,7 @@ def fit(groups: list[dict], start: dict[str, float]) -> dict[str, float]:
         grad = {k: -L2 * w[k] for k in keys}
         for g in groups:
             p = _probs(w, g["hyps"])
+            gw = 1.0 if g["longrun"] else REAL_WEIGHT
             pos = [i for i, ok in enumerate(g["labels"]) if ok]
             # the truth may appear as two candidates (rank and its host): their probability together
             q = sum(p[i] for i in pos)
@@ -141,18 +168,24 @@ def fit(groups: list[dict], start: dict[str, float]) -> dict[str, float]:
                 target = p[i] / q if i in pos else 0.0   # no truth among them: all 0 (none of them)
                 x = dict(h["features"], bias=1.0)
                 for k in keys:
-                    grad[k] += (target - p[i]) * x.get(k, 0.0)
+                    grad[k] += gw * (target - p[i]) * x.get(k, 0.0)
+        total = sum(1.0 if g["longrun"] else REAL_WEIGHT for g in groups)
         for k in keys:
-            w[k] += RATE * grad[k] / max(1, len(groups))
+            w[k] += RATE * grad[k] / max(1.0, total)
+            if k in SIGNS:   # the fit weighs a feature, never turns its meaning around
+                w[k] = max(0.0, w[k]) if SIGNS[k] > 0 else min(0.0, w[k])
     return w
 
 
-def write(w: dict[str, float], source: str) -> None:
+def write(w: dict[str, float], cal: tuple[list[float], list[float]], source: str) -> None:
     body = ["# The weights of the one score that chooses an attempt's culprit (src/ranktrace/correlate/choose.py",
             "# names and defines the features). Fitted by benchmarks/fit_choice.py on labelled runs; [fit] says",
             "# on what, and what it measured. Edit by re-fitting, not by hand.", "[fit]",
             f"source = {json.dumps(source)}", "", "[weights]", f"bias = {w['bias']:.3f}", "temperature = 1.0"]
     body += [f"{k} = {w[k]:.3f}" for k in FEATURES]
+    body += ["", "# the confidence of a verdict whose probability falls in [edges[i], edges[i+1]): the share",
+             "# of such verdicts that were right on the fit set, made monotone",
+             "[calibration]", f"edges = {cal[0]}", f"values = {cal[1]}"]
     WEIGHTS.write_text("\n".join(body) + "\n")
 
 
@@ -185,10 +218,17 @@ def main(argv=None) -> int:
     reach = sum(1 for g in groups if any(g["labels"]))
     print(f"{len(groups)} failed attempts, truth among the candidates in {reach}")
     print(f"top-1 right: current weights {before['top1']}, fitted {after['top1']}")
+    for part, sel in (("real captures", False), ("generated", True)):
+        gs = [g for g in groups if g["longrun"] == sel]
+        if gs:
+            print(f"  {part}: current {evaluate(now, gs)['top1']}/{len(gs)}, fitted {evaluate(w, gs)['top1']}/{len(gs)}")
     print("fitted:", ", ".join(f"{k} {w[k]:+.2f}" for k in ("bias",) + FEATURES))
     print("reliability (fitted, on the fit set):\n" + reliability(after["conf"]))
+    cal = calibrate(after["conf"])
+    print("calibration (probability bin -> confidence):",
+          ", ".join(f"{lo:.1f}:{v:.2f}" for lo, v in zip(cal[0], cal[1])))
     if a.write:
-        write(w, f"{len(groups)} failed attempts ({', '.join(a.data)}): top-1 {after['top1']}/{len(groups)} "
+        write(w, cal, f"{len(groups)} failed attempts ({', '.join(a.data)}): top-1 {after['top1']}/{len(groups)} "
                  f"(truth among the candidates in {reach})")
     return 0
 

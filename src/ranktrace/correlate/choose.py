@@ -25,6 +25,7 @@ The features are pure functions of the candidates and the clock (no SQL here), e
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 import math
 import tomllib
@@ -37,6 +38,11 @@ from .util import data_dir
 
 FEATURES = ("evidence", "direct", "first", "lag", "specific", "absent", "survived", "support", "nobody",
             "explains", "victim")
+# what each feature may say, fixed by what it means (a fit may weigh it, never turn it around): an
+# earlier failure, stronger or more specific evidence argue for a candidate; lateness, survival,
+# second-hand evidence, naming nobody, having waited on someone else argue against it
+SIGNS = {"evidence": 1, "direct": 1, "first": 1, "lag": -1, "specific": 1, "absent": 1, "survived": -1,
+         "support": -1, "nobody": -1, "explains": 1, "victim": -1}
 ABSENCE = {"silent_ranks", "half_dead_nodes", "named_ranks"}
 # a launcher's or framework's account of someone else's death, or the first rank to complain
 SECOND_HAND = {"worker_exits", "task_exits", "first_symptom", "watchdog", "step_cancels"}
@@ -61,6 +67,28 @@ def load_weights(path: str | None = None) -> dict[str, float]:
     if unknown:
         raise ValueError(f"{p}: unknown feature(s) {sorted(unknown)}; known: {', '.join(FEATURES)}")
     return {k: float(v) for k, v in w.items()}
+
+
+@lru_cache(maxsize=4)
+def load_calibration(path: str | None = None) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """(edges, values): the share of verdicts that were right per probability bin [edges[i], edges[i+1]),
+    made monotone, as fitted; empty when the file has none (the probability is then the confidence)."""
+    p = Path(path) if path else data_dir("queries") / "data" / "choice_weights.toml"
+    c = tomllib.loads(p.read_text()).get("calibration") or {}
+    edges, values = tuple(c.get("edges") or ()), tuple(c.get("values") or ())
+    if edges and len(edges) != len(values) + 1:
+        raise ValueError(f"{p}: [calibration] needs one more edge than values ({len(edges)} edges, {len(values)} values)")
+    return edges, values
+
+
+def calibrated(probability: float, path: str | None = None) -> float:
+    """The confidence a verdict of this probability earns: how often verdicts of that probability were
+    right on the labelled runs (benchmarks/fit_choice.py: the share right per bin, made monotone)."""
+    edges, values = load_calibration(path)
+    if not edges:
+        return probability
+    i = bisect.bisect_right(edges, probability) - 1
+    return values[min(max(i, 0), len(values) - 1)]
 
 
 def features(cands: list, node_failed: set[str], unc: dict[str | None, float],

@@ -29,7 +29,7 @@ from .controlplane import apply as _controlplane
 from .gang import gang as _gang
 from .impact import impact as _impact
 from .stranded import apply as _stranded
-from .choose import features, load_weights, rank
+from .choose import calibrated, features, load_weights, rank
 from .survival import demote_survived, healthy_until
 from .topology import topology as _topology
 from .util import ensure_kind_catalog, iso, platforms, rows, short, sql_file
@@ -407,7 +407,7 @@ def diagnose_scope(con: duckdb.DuckDBPyConnection, clock: list[dict]) -> dict:
         best_kind = "unknown"
     else:
         best_kind = best.kind(node_failed)
-        conf = min(scored[0].probability, 0.97)
+        conf = min(calibrated(scored[0].probability), 0.97)
         second = next((h for h in hyps if h["_c"] is not best), None)
         if second:
             sc = second["_c"]
