@@ -49,7 +49,7 @@ HELP: list[tuple[str, list[tuple[str, str]]]] = [
                   " double-click a label: fold"),
     ]),
     ("a run that restarted (several attempts)", [
-        ("] / [", "next / previous attempt: the timeline shows it whole, the cursor on its start"),
+        ("] / [", "next attempt / this one's (then the previous) start: shown whole, the cursor on its start"),
         ("} / {", "next / previous incident (failed attempt): its failure, its culprit, its verdict"),
         (". / ,", "the culprit's next / previous event (its own lines, any severity)"),
         ("4", "the attempts list (enter: show the attempt in the timeline)"),
@@ -395,9 +395,12 @@ class RanktraceApp(App):
         self.theme = "textual-light" if self.current_theme.dark else "textual-dark"
 
     def action_tab(self, tab: str) -> None:
-        self.query_one(TabbedContent).active = tab
-        if tab == "tab-attempts" and len(self.attempts) < 2:
+        if tab == "tab-attempts" and self._attempts_view is None:
             self.notify("the run never restarted: one attempt", severity="information")
+            return
+        try:
+            self.query_one(TabbedContent).active = tab
+        except ValueError:   # the Attempts tab is being added: not there yet
             return
         target = {"tab-timeline": Timeline, "tab-evidence": "#evi", "tab-sql": "#sql-text",
                   "tab-attempts": "#att-table"}[tab]
@@ -480,23 +483,22 @@ class RanktraceApp(App):
     def _attempt(self, aid: int | None):
         return next((a for a in self.attempts if a.id == aid), None)
 
-    def _current_attempt(self):
-        """The attempt the timeline cursor is in (else the one shown)."""
-        tl = self.query_one(Timeline)
-        if tl.cursor_t is not None:
-            return att.attempt_at(self.attempts, tl.cursor_t)
-        return self._attempt(self.shown_attempt)
-
     def action_attempt(self, d: int) -> None:
-        cur = self._current_attempt()
-        ids = [a.id for a in self.attempts]
-        i = ids.index(cur.id) + d if cur is not None else (0 if d > 0 else len(ids) - 1)
-        if cur is not None and d > 0 and cur.start is not None and self.query_one(Timeline).cursor_t < cur.start:
-            i -= 1   # the cursor is before the first attempt's start: that start first
-        if not 0 <= i < len(ids):
+        """The next attempt to start after the cursor (d > 0), or the last to start before it: from
+        inside an attempt, `[` goes to its own start first."""
+        tl = self.query_one(Timeline)
+        if tl.extent is None:
+            return
+        t, half = tl.cursor_t, tl.dt / 2
+        starts = [(a, a.start if a.start is not None else tl.extent[0]) for a in self.attempts]
+        if d > 0:
+            hit = next((a for a, s in starts if t is None or s > t + half), None)
+        else:
+            hit = next((a for a, s in reversed(starts) if t is None or s < t - half), None)
+        if hit is None:
             self.notify(f"no {'next' if d > 0 else 'previous'} attempt", severity="information")
             return
-        self.show_attempt(self.attempts[i].id, at_failure=False)
+        self.show_attempt(hit.id, at_failure=False)
 
     def action_incident(self, d: int) -> None:
         nxt = att.step(self.attempts, self.shown_attempt, d)

@@ -468,15 +468,17 @@ class Timeline(Widget, can_focus=True):
         bounds = self._bounds()
         for c in bounds:
             cells[c], styles[c] = "┃", p["bound"]
-        for c, aid in bounds.items():   # the attempt's number after its rule, where the axis is free
-            lab = f"#{aid}"
-            if c + len(lab) < n and all(x == "─" for x in cells[c + 1:c + 1 + len(lab)]):
-                cells[c + 1:c + 1 + len(lab)] = list(lab)
-                styles[c + 1:c + 1 + len(lab)] = [p["bound"]] * len(lab)
         if self.first_failure is not None:
             c = self.col_of(self.first_failure)
             if 0 <= c < n:
                 cells[c], styles[c] = "▼", p["ff"]
+        for c, aid in bounds.items():   # the attempt's number after its rule (else before), where the axis is free
+            lab = f"#{aid}"
+            for a in (c + 1, c - len(lab)):
+                if 0 <= a and a + len(lab) <= n and all(x == "─" for x in cells[a:a + len(lab)]):
+                    cells[a:a + len(lab)] = list(lab)
+                    styles[a:a + len(lab)] = [p["bound"]] * len(lab)
+                    break
         segs = [Segment(head[:lw].ljust(lw) + " ", p["muted"])] + [Segment(x, st) for x, st in zip(cells, styles)]
         return Strip(Segment.simplify(segs), w).adjust_cell_length(w, p["bg"]).apply_style(p["bg"])
 
