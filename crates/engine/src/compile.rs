@@ -151,6 +151,8 @@ pub struct Pattern {
     pub ids: Vec<(usize, usize)>, // (capture index, identity column)
     pub program: Option<std::sync::Arc<str>>, // static program when no program capture
     pub kind: Option<usize>,
+    /// identity columns (bits) whose captured value holds for the line's stream (stream.rs)
+    pub stream: u16,
 }
 
 pub struct Block {
@@ -249,6 +251,10 @@ pub struct Catalog {
     pub shapes: crate::shape::Shapes,
     /// the byte classes of message shapes (classify.rs)
     pub messages: crate::classify::MessageShapes,
+    /// the identity tokens of parsers/identity.toml (identity.rs)
+    pub tokens: crate::identity::Tokens,
+    /// identity columns (bits) some token or pattern carries over its stream (stream.rs)
+    pub stream_cols: u16,
 }
 
 impl Catalog {
@@ -362,6 +368,9 @@ impl Catalog {
                 ids,
                 program: if has_program { None } else { p.program.as_deref().map(std::sync::Arc::from) },
                 kind: kind_of(&p.kind)?,
+                stream: p.stream.iter().try_fold(0u16, |m, c| {
+                    id_index(c).map(|i| m | crate::identity::bit(i)).ok_or_else(|| format!("pattern {}: stream {c:?}", p.key))
+                })?,
                 matcher: g,
             });
         }
@@ -481,6 +490,8 @@ impl Catalog {
             });
         }
         let int_identity = spec.identity.iter().map(|c| spec.int_identity.contains(c)).collect();
+        let tokens = crate::identity::Tokens::compile(spec, &tables)?;
+        let stream_cols = tokens.list.iter().map(|t| t.stream).chain(patterns.iter().map(|p| p.stream)).fold(0, |a, b| a | b);
         let start_words = blocks.len().div_ceil(64).max(1);
         let mut cat = Catalog {
             identity: spec.identity.clone(),
@@ -506,6 +517,8 @@ impl Catalog {
             start_words,
             shapes: Default::default(),
             messages: Default::default(),
+            tokens,
+            stream_cols,
         };
         cat.shapes = crate::shape::shapes(&cat)?;
         cat.messages = crate::classify::message_shapes(&cat)?;
