@@ -117,20 +117,36 @@ def estimate_offsets(con: duckdb.DuckDBPyConnection, offsets: dict[str, float] |
 
 
 ALIGNED_VIEW = """
-    CREATE OR REPLACE TEMP VIEW aligned_events{sfx} AS
-    SELECT e.*, coalesce(o.offset_s, 0.0) AS offset_s,
-           CASE WHEN e.ts >= TIMESTAMP '1990-01-01' AND e.ts < TIMESTAMP '2100-01-01'  -- a bogus year: untimed
-                THEN e.ts - to_microseconds(CAST(round(coalesce(o.offset_s, 0.0) * 1e6) AS BIGINT)) END AS ats,
-           e.ts_kind IN ('exact', 'local', 'year_inferred', 'envelope')
-               AND e.ts >= TIMESTAMP '1990-01-01' AND e.ts < TIMESTAMP '2100-01-01' AS ts_ok
-    FROM events_id{sfx} e LEFT JOIN clock_offsets o ON o.host = e.host
+    CREATE OR REPLACE TEMP VIEW {name} AS
+    SELECT a.*{attempt} FROM (
+        SELECT e.*, coalesce(o.offset_s, 0.0) AS offset_s,
+               CASE WHEN e.ts >= TIMESTAMP '1990-01-01' AND e.ts < TIMESTAMP '2100-01-01'  -- a bogus year: untimed
+                    THEN e.ts - to_microseconds(CAST(round(coalesce(o.offset_s, 0.0) * 1e6) AS BIGINT)) END AS ats,
+               e.ts_kind IN ('exact', 'local', 'year_inferred', 'envelope')
+                   AND e.ts >= TIMESTAMP '1990-01-01' AND e.ts < TIMESTAMP '2100-01-01' AS ts_ok
+        FROM {src} e LEFT JOIN clock_offsets o ON o.host = e.host) a{joins}
 """
+
+
+def _aligned_view(con: duckdb.DuckDBPyConnection, name: str, src: str, lines: bool) -> None:
+    """Temp view `name` over identity view `src`; lines (not the groups, which carry theirs) get their
+    attempt from their aligned time and their host's cuts (ranktrace.correlate.attempts)."""
+    from .attempts import attempt_expr
+    attempt, joins = "", ""
+    if lines:
+        expr = attempt_expr(con, "a.ats", "ah", "ad")
+        attempt = f", {expr} AS attempt"
+        if expr != "1":
+            joins = (" LEFT JOIN attempt_hosts ah ON ah.host = a.host"
+                     " CROSS JOIN (SELECT * FROM attempt_hosts WHERE host IS NULL) ad")
+    con.execute(ALIGNED_VIEW.format(name=name, src=src, attempt=attempt, joins=joins))
+
 
 # The groups of queries/align/event_groups.sql on the aligned clock: a group is one host, so its
 # times shift by the one offset of that host (first_ats = ats, the aligned first time; last_ats,
 # step_ats, start_ats), and ts_ok holds for every line of the group or for none.
 ALIGNED_GROUPS = """
-    CREATE OR REPLACE TEMP VIEW aligned_groups AS
+    CREATE OR REPLACE TEMP VIEW aligned_groups_all AS
     SELECT e.* EXCLUDE (max_ts, step_ts, start_ts), e.ats AS first_ats,
            CASE WHEN e.ats IS NOT NULL THEN e.max_ts - e.shift END AS last_ats,
            CASE WHEN e.ats IS NOT NULL THEN e.step_ts - e.shift END AS step_ats,
@@ -140,9 +156,10 @@ ALIGNED_GROUPS = """
 
 
 def create_aligned_view(con: duckdb.DuckDBPyConnection, clock: list[dict]) -> None:
-    """Temp view `aligned_events`: events_id + offset_s + ats (aligned time) + ts_ok; the same
-    for the groups of queries/align/event_groups.sql (`aligned_groups`) and for the lines of
-    queries/align/hot_events.sql (`hot_events`)."""
+    """Temp view `aligned_events`: events_id + offset_s + ats (aligned time) + ts_ok + attempt; the
+    same for the groups of queries/align/event_groups.sql (`aligned_groups`) and for the lines of
+    queries/align/hot_events.sql (`hot_events`). Each is a view over its `_all` twin, which
+    ranktrace.correlate.attempts.scope points at one attempt's lines."""
     if not table_exists(con, "events_id"):
         from .identity import build_identity
         build_identity(con)
@@ -150,10 +167,19 @@ def create_aligned_view(con: duckdb.DuckDBPyConnection, clock: list[dict]) -> No
     if clock:
         con.executemany("INSERT INTO clock_offsets VALUES (?, ?, ?)",
                         [[c["host"], c["offset_s"], c["uncertainty_s"]] for c in clock])
-    con.execute(ALIGNED_VIEW.format(sfx=""))
-    con.execute(ALIGNED_VIEW.format(sfx="_g"))
-    con.execute(ALIGNED_GROUPS)
     _hot_events(con)
+    refresh_aligned(con)
+
+
+def refresh_aligned(con: duckdb.DuckDBPyConnection) -> None:
+    """(Re)make the aligned views over the identity views and clock_offsets as they are now (after
+    the groups were split by attempt, or the attempts found), every line in scope."""
+    from .attempts import scope
+    _aligned_view(con, "aligned_events_all", "events_id", True)
+    _aligned_view(con, "aligned_events_g", "events_id_g", False)
+    con.execute(ALIGNED_GROUPS)
+    _aligned_view(con, "hot_events_all", "events_id_h", True)
+    scope(con, None)
 
 
 def anchor_views(con: duckdb.DuckDBPyConnection) -> None:
@@ -166,17 +192,16 @@ def anchor_views(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def _hot_events(con: duckdb.DuckDBPyConnection) -> None:
-    """Temp view hot_events: the aligned events that pass the filter of queries/align/hot_events.sql.
-    The filter reads only columns identity and clock leave as they are, so it runs once on `events`
-    (temp table hot_src, one scan) and identity and clock then resolve only the rows a detector
-    reads (row by row, with the links of the whole store: the rows the whole view would give)."""
+    """Temp table hot_src: the events that pass the filter of queries/align/hot_events.sql, made once
+    (one scan); refresh_aligned makes temp view hot_events over it. The filter reads only columns
+    identity and clock leave as they are, so it runs once on `events`, and identity and clock then
+    resolve only the rows a detector reads (row by row, with the links of the whole store: the rows
+    the whole view would give)."""
     from .identity import base_views, events_views
     where = sql_file("align/hot_events.sql").split("\nWHERE ", 1)[1]
     con.execute("CREATE OR REPLACE TEMP TABLE hot_src AS SELECT * FROM events_keyed WHERE " + where)
     base_views(con, "hot_src", "_h")
     events_views(con, "_h")
-    con.execute(ALIGNED_VIEW.format(sfx="_h"))
-    con.execute("CREATE OR REPLACE TEMP VIEW hot_events AS SELECT * FROM aligned_events_h")
 
 
 def align(con: duckdb.DuckDBPyConnection, offsets: dict[str, float] | None = None) -> list[dict]:

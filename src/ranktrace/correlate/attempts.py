@@ -1,0 +1,352 @@
+"""A long run is a sequence of attempts (issue 27): where each began, and which lines are whose.
+
+Signs that the job's processes were (re)launched, from what launchers and frameworks print:
+- a torchrun agent's rendezvous rounds (queries/attempts/markers.sql): its first round starts the
+  job, every later one relaunches its workers; a launcher that starts (a resubmitted job);
+- a rank's new process (queries/attempts/incarnations.sql: the pid of its lines changes; a process
+  group made or destroyed by a live process keeps its pid, so it is no sign);
+- a rank's training step going back (queries/attempts/step_buckets.sql: a resume from a checkpoint).
+The first kind is written when a launch begins ("early"), the others once the new processes run
+("late"). Signs from every host are clustered on the aligned clock; a cluster starts a new attempt
+only when the job did something since the previous start (trained, failed, or an agent said it
+restarts its workers), so a rendezvous whose nodes arrive over minutes stays one start.
+
+Attempt k > 1 begins, on each host, at that host's own earliest sign of it (its agent's new round
+comes after its own workers' teardown, which belongs to the attempt before), else at the cluster's
+earliest sign: the cut. A line belongs to the attempt whose cut on its host (aligned clock) it has
+reached; a line with no time, to the last attempt (snapshots such as sacct or `kubectl describe` are
+taken after the fact). Everything here is pure over the rows the SQL files give, but `collect` and
+`apply`, which read and write temp tables.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+
+import duckdb
+
+from .util import has_columns, rows, sql_file, table_exists
+
+GAP_S = 180.0      # the early signs of one launch on different hosts come this close to each other
+LATE_S = 1800.0    # a late sign (new pid, step back) belongs to the launch before it within this, if no work came between
+WORK_BUCKET_S = 60.0
+PART = 0.5         # a relaunch on fewer than this share of the previous launch's hosts is a partial restart
+
+
+@dataclass(frozen=True)
+class Sign:
+    t: dt.datetime            # aligned
+    host: str | None
+    signal: str               # round, launch, pid, step
+    early: bool
+    file: str | None = None
+    line: int | None = None
+    what: str = ""
+
+
+@dataclass
+class Attempt:
+    id: int
+    start: dt.datetime | None
+    basis: str = "start of the logs"
+    file: str | None = None
+    line: int | None = None
+    cuts: dict = field(default_factory=dict)   # host -> aligned time the attempt begins there (id > 1)
+    end: dt.datetime | None = None
+    first_progress: dt.datetime | None = None
+    last_progress: dt.datetime | None = None
+    max_step: int | None = None
+
+
+# ---------------------------------------------------------------- reading the signs
+
+def query_text(con, name: str) -> str:
+    """queries/attempts/<name>.sql as it runs on this store: over hot_events when diagnose made it (as
+    detectors.base.query does); a fact table holds the columns its formats capture, so a missing
+    `epoch` reads as none."""
+    text = sql_file(f"attempts/{name}.sql")
+    if name == "step_buckets" and not has_columns(con, "progress", "epoch"):
+        text = text.replace("p.epoch", "NULL")
+    if table_exists(con, "hot_events") and name == "markers":
+        text = text.replace("aligned_events", "hot_events")
+    return text
+
+
+def _run(con, name: str) -> list[dict]:
+    return rows(con, query_text(con, name))
+
+
+def agent_signs(markers: list[dict]) -> tuple[list[Sign], list[dt.datetime]]:
+    """(signs, restarts): each rendezvous round of a launcher's log and each launcher's start as early
+    signs; the times an agent said it restarts its workers. A log's rounds are read from the first of
+    join / complete / 'Starting worker group' it writes, so that one round is one sign (the three are
+    written within seconds; a block such as the rendezvous result carries no pid, so a log, not a pid,
+    is the unit)."""
+    signs: list[Sign] = []
+    restarts = [m["ats"] for m in markers if m["signal"] == "restart"]
+    logs: dict[tuple, dict[str, list[dict]]] = {}
+    for m in markers:
+        if m["signal"] == "launch":
+            signs.append(Sign(m["ats"], m["host"], "launch", True, m["file"], m["line"],
+                              f"a launcher started on {m['host'] or m['file']}"))
+        elif m["signal"] == "round":
+            logs.setdefault((m["host"] or "", m["file"]), {}).setdefault(m["kind"], []).append(m)
+    for (host, file), by_kind in sorted(logs.items()):
+        kind = next(k for k in ("rdzv_join", "rdzv_complete", "worker_start") if k in by_kind)
+        for i, m in enumerate(by_kind[kind]):
+            signs.append(Sign(m["ats"], host or None, "round", True, m["file"], m["line"],
+                              f"rendezvous round {i + 1} in {file}"))
+    return signs, restarts
+
+
+def pid_signs(incarnations: list[dict]) -> list[Sign]:
+    """A rank whose lines change pid, the old process having stopped writing: its new process's first line."""
+    out: list[Sign] = []
+    by_rank: dict[tuple, list[dict]] = {}
+    for r in incarnations:
+        by_rank.setdefault((r["host"], r["rank"]), []).append(r)
+    for (host, rank), procs in by_rank.items():
+        procs.sort(key=lambda r: r["first_ats"])
+        for prev, nxt in zip(procs, procs[1:]):
+            if nxt["first_ats"] >= prev["last_ats"] - dt.timedelta(seconds=1):
+                out.append(Sign(nxt["first_ats"], host, "pid", False, nxt["file"], nxt["line"],
+                                f"rank {rank} on {host or '?'} runs as a new process (pid {prev['pid']} -> {nxt['pid']})"))
+    return out
+
+
+def step_signs(buckets: list[dict]) -> list[Sign]:
+    """A rank's (or file's) training step going back below what it had reached, for a whole minute (a
+    minute that also holds the old steps is another counter printed alongside, not a resume)."""
+    out: list[Sign] = []
+    series: dict[tuple, list[dict]] = {}
+    for b in buckets:
+        series.setdefault((b["host"], b["rank"], b["file"]), []).append(b)
+    for (host, rank, file), bs in series.items():
+        bs.sort(key=lambda b: b["t"])
+        top = None
+        for b in bs:
+            if top is not None and b["hi"] < top:
+                who = f"rank {rank}" if rank is not None else (file or "a log")
+                out.append(Sign(b["first_ats"], host, "step", False, b["first_file"], b["first_line"],
+                                f"{who} on {host or '?'} went back to step {b['lo'] % 1000000000} "
+                                f"from {top % 1000000000} (a resume from a checkpoint)"))
+                top = b["hi"]
+            else:
+                top = b["hi"] if top is None else max(top, b["hi"])
+    return out
+
+
+def collect(con: duckdb.DuckDBPyConnection) -> tuple[list[Sign], list[dt.datetime], list[dt.datetime],
+                                                  list[dt.datetime]]:
+    """(signs, restarts, progress, failures): the minutes (aligned) in which the job trained, and
+    the times of cause lines (a new failure; the teardown's symptoms come with a restart, they do not
+    separate one launch from the next)."""
+    signs, restarts = agent_signs(_run(con, "markers"))
+    signs += pid_signs(_run(con, "incarnations"))
+    progress = {r[0] for r in con.execute(f"""
+        SELECT DISTINCT time_bucket(INTERVAL {int(WORK_BUCKET_S)} SECOND, t) FROM (
+            SELECT first_ats AS t FROM aligned_groups WHERE kind = 'progress' AND first_ats IS NOT NULL
+            UNION ALL SELECT last_ats FROM aligned_groups WHERE kind = 'progress' AND last_ats IS NOT NULL)""").fetchall()}
+    if table_exists(con, "progress"):   # every minute of progress, not only each group's first and last
+        buckets = _run(con, "step_buckets")
+        signs += step_signs(buckets)
+        progress |= {b["t"] for b in buckets}
+    src = "hot_events" if table_exists(con, "hot_events") else "aligned_events"
+    failures = [r[0] for r in con.execute(
+        f"SELECT DISTINCT ats FROM {src} WHERE role = 'cause' AND ats IS NOT NULL ORDER BY 1").fetchall()]
+    return signs, sorted(restarts), sorted(progress), failures
+
+
+# ---------------------------------------------------------------- segmenting
+
+def _clusters(signs: list[Sign], apart) -> list[list[Sign]]:
+    """Signs in time order, cut where `apart(previous, next)` says two signs are not one launch."""
+    out: list[list[Sign]] = []
+    for s in sorted(signs, key=lambda s: (s.t, s.host or "", s.file or "", s.line or 0)):
+        if out and not apart(out[-1][-1].t, s.t):
+            out[-1].append(s)
+        else:
+            out.append([s])
+    return out
+
+
+def _busy(activity: list[dt.datetime], lo: dt.datetime | None, hi: dt.datetime) -> bool:
+    """The job trained in [lo, hi) (activity: starts of WORK_BUCKET_S buckets)."""
+    w = dt.timedelta(seconds=WORK_BUCKET_S)
+    return any((lo is None or a + w > lo) and a < hi for a in activity)
+
+
+def segment(signs: list[Sign], restarts: list[dt.datetime], progress: list[dt.datetime],
+            failures: list[dt.datetime]) -> list[Attempt]:
+    """The attempts the signs show, in time order (at least one). progress: the minutes in which the
+    job trained (WORK_BUCKET_S buckets, aligned); failures: the times a line said something failed;
+    restarts: the times an agent said it restarts its workers."""
+    bucket = dt.timedelta(seconds=WORK_BUCKET_S)
+
+    def happened(lo: dt.datetime | None, hi: dt.datetime) -> bool:
+        """Between two signs the job trained, failed, or was told to restart: they are two launches."""
+        return (any((lo is None or lo <= r) and r < hi for r in restarts)
+                or any((lo is None or lo < f) and f < hi for f in failures)
+                or _busy(progress, None if lo is None else lo + bucket, hi - bucket))
+
+    early = [s for s in signs if s.early]
+    late = sorted((s for s in signs if not s.early), key=lambda s: s.t)
+    launches = _clusters(early, lambda a, b: (b - a).total_seconds() > GAP_S or happened(a, b))
+    # a late sign joins the last launch before it when the job did not train in between (the new
+    # processes come up, load a checkpoint, go back to its step); else it starts something of its own
+    orphans: list[Sign] = []
+    for s in late:
+        launch = next((c for c in reversed(launches) if c[0].t <= s.t), None)
+        if launch is not None and (s.t - launch[0].t).total_seconds() <= LATE_S \
+                and not _busy(progress, max(x.t for x in launch) + bucket, s.t - bucket):
+            launch.append(s)
+        else:
+            orphans.append(s)
+    orphan_starts = _clusters(orphans, lambda a, b: (b - a).total_seconds() > GAP_S or happened(a, b))
+    starts = sorted(launches + orphan_starts, key=lambda c: min(s.t for s in c))
+    # a start is a new attempt when something happened since the previous one; otherwise it is the
+    # same launch, still assembling (a node that joins the rendezvous minutes after the others). A
+    # start on fewer than half the hosts the previous launch had, while the others' processes go on
+    # (one pod restarted alone), is no new attempt of the job: the gang waits in the old one
+    merged: list[list[Sign]] = []
+    for c in starts:
+        t0 = min(s.t for s in c)
+        if merged and not happened(min(s.t for s in merged[-1]), t0):
+            merged[-1].extend(c)
+        elif merged and len(_hosts(c)) < PART * len(_hosts(merged[-1])):
+            continue
+        else:
+            merged.append(list(c))
+    attempts: list[Attempt] = []
+    for c in merged:
+        first = min(c, key=lambda s: (s.t, not s.early))
+        if not attempts and not _busy(progress, None, first.t - bucket) and not any(r < first.t for r in restarts):
+            # the launch the logs begin with: attempt 1 starts there
+            attempts.append(Attempt(1, first.t, _basis(c), first.file, first.line))
+            continue
+        if not attempts:   # the logs begin in the middle of an attempt
+            attempts.append(Attempt(1, None))
+        cuts: dict[str, dt.datetime] = {}
+        for s in sorted(c, key=lambda s: (not s.early, s.t)):
+            if s.host is not None and s.host not in cuts:
+                cuts[s.host] = s.t
+        attempts.append(Attempt(len(attempts) + 1, first.t, _basis(c), first.file, first.line, cuts))
+    return attempts or [Attempt(1, None)]
+
+
+def _hosts(c: list[Sign]) -> set[str]:
+    return {s.host for s in c if s.host is not None}
+
+
+def _basis(c: list[Sign]) -> str:
+    """How a start was recognised, for people: its signs by kind, the first of each."""
+    names = {"round": "rendezvous round", "launch": "launcher start", "pid": "new process", "step": "step back"}
+    seen: dict[str, tuple[int, Sign]] = {}
+    for s in sorted(c, key=lambda s: s.t):
+        n, first = seen.get(s.signal, (0, s))
+        seen[s.signal] = (n + 1, first)
+    return "; ".join(f"{names[k]} x{n} ({first.what})" if n > 1 else f"{names[k]} ({first.what})"
+                     for k, (n, first) in seen.items())
+
+
+# ---------------------------------------------------------------- the attempt of a line
+
+def write_cuts(con: duckdb.DuckDBPyConnection, attempts: list[Attempt]) -> None:
+    """Temp table attempt_hosts: per host (NULL: any other host) the aligned time each attempt k > 1
+    begins there, columns c2..cK; the line's attempt is 1 + the cuts its time has reached."""
+    k = len(attempts)
+    cols = ", ".join(f"c{i} TIMESTAMP" for i in range(2, k + 1))
+    con.execute(f"CREATE OR REPLACE TEMP TABLE attempt_hosts (host VARCHAR{', ' + cols if cols else ''})")
+    hosts = sorted({h for a in attempts[1:] for h in a.cuts})
+    data = [[None] + [a.start for a in attempts[1:]]]
+    data += [[h] + [a.cuts.get(h, a.start) for a in attempts[1:]] for h in hosts]
+    con.executemany(f"INSERT INTO attempt_hosts VALUES ({', '.join('?' * k)})", data)
+    con.execute("CREATE OR REPLACE TEMP TABLE attempt_count AS SELECT ? AS k", [k])
+
+
+def attempt_expr(con: duckdb.DuckDBPyConnection, t: str, own: str, dflt: str) -> str:
+    """SQL: the attempt of a line whose aligned time is `t`, its host's row of attempt_hosts `own`
+    (NULL when its host has none) and the default row `dflt`."""
+    k = con.execute("SELECT k FROM attempt_count").fetchone()[0] if table_exists(con, "attempt_count") else 1
+    if k <= 1:
+        return "1"
+    terms = " + ".join(f"CAST({t} >= coalesce({own}.c{i}, {dflt}.c{i}) AS INTEGER)" for i in range(2, k + 1))
+    return f"CASE WHEN {t} IS NULL THEN {k} ELSE 1 + {terms} END"
+
+
+def write_class_cuts(con: duckdb.DuckDBPyConnection) -> None:
+    """Temp table class_cuts: per class of lines, the LOGGED time each attempt k > 1 begins on its host
+    (its own host, else the one host its file's lines resolve to: a rank's file names none itself), so
+    that queries/align/event_groups.sql splits every line by attempt with a comparison of its own time."""
+    k = con.execute("SELECT k FROM attempt_count").fetchone()[0]
+    shift = "to_microseconds(CAST(round(coalesce(o.offset_s, 0.0) * 1e6) AS BIGINT))"
+    cols = ", ".join(f"coalesce(h.c{i}, d.c{i}) + {shift} AS c{i}" for i in range(2, k + 1))
+    con.execute(f"""
+        CREATE OR REPLACE TEMP TABLE class_cuts AS
+        WITH fh AS (SELECT file_id, any_value(host) AS host FROM aligned_groups_all WHERE host IS NOT NULL
+                    GROUP BY file_id HAVING count(DISTINCT host) = 1)
+        SELECT c.class_id, {cols}
+        FROM event_classes c LEFT JOIN fh ON fh.file_id = c.file_id
+        LEFT JOIN attempt_hosts h ON h.host = coalesce(c.host, fh.host)
+        LEFT JOIN clock_offsets o ON o.host = coalesce(c.host, fh.host)
+        CROSS JOIN (SELECT * FROM attempt_hosts WHERE host IS NULL) d
+    """)
+
+
+def line_attempt(con: duckdb.DuckDBPyConnection) -> tuple[str, str]:
+    """(expression, join) for event_rows_keyed: a line's attempt from its logged time and class_cuts."""
+    k = con.execute("SELECT k FROM attempt_count").fetchone()[0] if table_exists(con, "attempt_count") else 1
+    if k <= 1 or not table_exists(con, "class_cuts"):
+        return "1", ""
+    terms = " + ".join(f"CAST(r.ts >= cc.c{i} AS INTEGER)" for i in range(2, k + 1))
+    return (f"CASE WHEN r.ts IS NULL OR cc.c2 IS NULL THEN {k} ELSE 1 + {terms} END",
+            " LEFT JOIN class_cuts cc ON cc.class_id = r.class_id")
+
+
+def apply(con: duckdb.DuckDBPyConnection, attempts: list[Attempt]) -> None:
+    """Give every line of the correlator's views its attempt: the cuts, the groups split by attempt
+    (one more pass over every line, only when there are two attempts or more), the aligned views."""
+    from .clock import refresh_aligned
+    from .identity import regroup
+    write_cuts(con, attempts)
+    if len(attempts) > 1:
+        write_class_cuts(con)
+        regroup(con)
+    refresh_aligned(con)
+    scope(con, None)
+
+
+VIEWS = ("aligned_events", "hot_events", "aligned_groups")
+
+
+def scope(con: duckdb.DuckDBPyConnection, attempt: int | None) -> None:
+    """Point the views the detectors read (aligned_events, hot_events, aligned_groups) at the lines of
+    one attempt (None: every line)."""
+    where = "" if attempt is None else f" WHERE attempt = {int(attempt)}"
+    for v in VIEWS:
+        if table_exists(con, f"{v}_all"):
+            con.execute(f"CREATE OR REPLACE TEMP VIEW {v} AS SELECT * FROM {v}_all{where}")
+
+
+def find_attempts(con: duckdb.DuckDBPyConnection) -> list[Attempt]:
+    """The attempts of the run in the store (after clock.align), every line given its attempt and
+    each attempt its end and its first and last progress."""
+    signs, restarts, progress, failures = collect(con)
+    attempts = segment(signs, restarts, progress, failures)
+    apply(con, attempts)
+    spans = {r["attempt"]: r for r in rows(con, """
+        SELECT attempt, min(first_ats) AS first, max(last_ats) AS last,
+               min(first_ats) FILTER (WHERE kind = 'progress') AS first_progress,
+               max(last_ats) FILTER (WHERE kind = 'progress') AS last_progress,
+               max(max_step) AS max_step
+        FROM aligned_groups_all WHERE first_ats IS NOT NULL GROUP BY attempt""")}
+    for a in attempts:
+        sp = spans.get(a.id, {})
+        if a.start is None:
+            a.start = sp.get("first")
+        a.end = sp.get("last")
+        a.first_progress = sp.get("first_progress")
+        a.last_progress = sp.get("last_progress")
+        a.max_step = sp.get("max_step")
+    return attempts
