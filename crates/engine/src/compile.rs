@@ -336,16 +336,7 @@ impl Catalog {
         let mut carry: HashMap<String, (Vec<usize>, Vec<usize>)> = HashMap::default();
         for p in &spec.patterns {
             let g = Matcher::new(&p.regex, &p.split, &format!("pattern {}", p.key))?;
-            let literal_ids = p.literals.as_ref().map(|ls| {
-                ls.iter()
-                    .map(|l| {
-                        lits.iter().position(|x| x == l).unwrap_or_else(|| {
-                            lits.push(l.clone());
-                            lits.len() - 1
-                        })
-                    })
-                    .collect()
-            });
+            let literal_ids = p.literals.as_ref().map(|ls| ls.iter().map(|l| crate::literals::intern(&mut lits, l)).collect());
             let ids: Vec<(usize, usize)> =
                 g.names().iter().filter_map(|(i, n)| id_index(n).map(|c| (*i, c))).collect();
             let has_program = g.index("program").is_some();
@@ -405,10 +396,7 @@ impl Catalog {
         let mut start_literals: Vec<(usize, Vec<usize>)> = Vec::new();
         for (bi, b) in spec.blocks.iter().enumerate() {
             for l in b.start_literals.iter().flatten() {
-                let id = lits.iter().position(|x| x == l).unwrap_or_else(|| {
-                    lits.push(l.clone());
-                    lits.len() - 1
-                });
+                let id = crate::literals::intern(&mut lits, l);
                 match start_literals.iter_mut().find(|(i, _)| *i == id) {
                     Some((_, bs)) => bs.push(bi),
                     None => start_literals.push((id, vec![bi])),

@@ -76,16 +76,7 @@ impl Tokens {
                 .enumerate()
                 .filter_map(|(i, n)| n.as_deref().and_then(id_index).map(|c| (i, c)))
                 .collect();
-            let literals = t.literals.as_ref().map(|ls| {
-                ls.iter()
-                    .map(|l| {
-                        lits.iter().position(|x| x == l).unwrap_or_else(|| {
-                            lits.push(l.clone());
-                            lits.len() - 1
-                        })
-                    })
-                    .collect()
-            });
+            let literals = t.literals.as_ref().map(|ls| ls.iter().map(|l| crate::literals::intern(&mut lits, l)).collect());
             list.push(Token {
                 id: t.id.clone(),
                 stream: mask(&t.stream, &what)?,

@@ -152,3 +152,102 @@ fn basis(cat: &Catalog, e: &Event, ei: usize, c: usize, v: &Id) -> Option<FactRo
     }
     Some(FactRow { table: found.table, event: ei, values: values.into() })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::blocks::NO_BLOCK;
+    use crate::compile::Catalog;
+
+    /// A catalog: envelope `[rankN]:`, pattern `host:pid NCCL` (its host names the stream), a
+    /// catch-all; tokens `pid=N` (fills pid), `(G Rank N)` (blocks rank), `[Rank N]`, `@host`
+    /// (a link), and pid 0 rejected.
+    fn catalog() -> Catalog {
+        let spec = r#"{"identity": ["host", "rank", "pid", "program"], "int_identity": ["rank", "pid"],
+            "severities": ["debug", "info"],
+            "envelopes": [{"name": "r", "regex": "^\\[rank(?P<rank>\\d+)\\]:(?P<rest>.*)$", "scope": "line", "ts": null,
+                           "first": null, "literals": null, "split": null}],
+            "patterns": [
+              {"key": "f.nccl", "format": "f", "regex": "^(?P<host>[a-z]+\\d):(?P<pid>\\d+) NCCL (?P<message>.*)$", "first": null,
+               "literals": null, "ts": null, "kind": null, "program": null, "split": null, "stream": ["host"]},
+              {"key": "f.any", "format": "f", "regex": "^(?P<message>.*)$", "first": null, "literals": null, "ts": null,
+               "kind": null, "program": null, "split": null}],
+            "blocks": [], "rules": [], "facts": [],
+            "fact_tables": {"found": [["token", "str"], ["stream", "str"], ["host", "str"], ["rank", "int"], ["pid", "int"]]},
+            "kinds": {}, "levels": {},
+            "tokens": [
+              {"id": "pid", "regex": "pid=(?P<pid>\\d+)", "literals": ["pid="]},
+              {"id": "group", "regex": "\\(G Rank \\d+\\)", "blocks": ["rank"], "literals": ["(G Rank "]},
+              {"id": "rank", "regex": "\\[Rank (?P<rank>\\d+)\\]", "literals": ["[Rank "]},
+              {"id": "at", "regex": "@(?P<host>[a-z]+\\d) (?P<pid>\\d+)", "links": ["host"], "literals": null}],
+            "rejects": [["pid", "^0+$"]], "found_table": "found"}"#;
+        Catalog::compile(&crate::CatalogSpec::from_json(spec).unwrap()).unwrap()
+    }
+
+    /// The lines as one file's parts (split at `cut`), read, classified (tokens applied), carried.
+    fn run(cat: &Catalog, lines: &[&str], cut: usize, head_end: i64) -> (Vec<Event>, Vec<FactRow>) {
+        let tz = crate::timefmt::Zoner::new("UTC").unwrap();
+        let envs = [0usize];
+        let mut r = crate::shape::Reader::new(cat, &envs, &tz, true);
+        let mut memo = crate::shape::Memo::default();
+        let mut parts = Vec::new();
+        let mut rows = Vec::new();
+        for (k, chunk) in [&lines[..cut], &lines[cut..]].iter().enumerate() {
+            let mut peeled: Vec<_> =
+                chunk.iter().enumerate().map(|(i, l)| r.read(&mut memo, (k * cut + i + 1) as i64, 0, l.to_string(), &mut [0])).collect();
+            let n = peeled.len();
+            let mut evs = crate::events::build(cat, &mut peeled, &vec![NO_BLOCK; n], &vec![usize::MAX; n], &vec![Id::None; 4], &tz);
+            let (_, found) = crate::classify::read(cat, &mut evs, true);
+            parts.push(evs);
+            rows.push(found);
+        }
+        let mut st = Streams { head_end, ..Default::default() };
+        carry(cat, &mut parts, &mut rows, &mut st);
+        (parts.into_iter().flatten().collect(), rows.into_iter().flatten().collect())
+    }
+
+    fn col(e: &Event, c: usize) -> Option<String> {
+        match &e.ids[c] {
+            Id::Int(n) => Some(n.to_string()),
+            other => other.text(&e.raw).map(str::to_string),
+        }
+    }
+
+    /// Tokens fill what the line left empty, first token first; a group's rank blocks the bare
+    /// rank after it; a rejected value and a link are not put on the line; the found rows say so.
+    #[test]
+    fn tokens_fill_what_the_line_left_empty() {
+        let cat = catalog();
+        let lines = ["a pid=7 [Rank 3] pid=9", "[rank5]:b [Rank 3]", "c (G Rank 1) [Rank 1]", "d pid=0", "e @gpu2 44"];
+        let (evs, rows) = run(&cat, &lines, 2, 0);
+        let got: Vec<(Option<String>, Option<String>, Option<String>)> = evs.iter().map(|e| (col(e, 0), col(e, 1), col(e, 2))).collect();
+        let s = |v: &str| Some(v.to_string());
+        assert_eq!(got, vec![(None, s("3"), s("7")), (None, s("5"), None), (None, None, None), (None, None, None), (None, None, s("44"))]);
+        let found: Vec<(usize, String)> = rows.iter().map(|r| (r.event, format!("{:?}", r.values))).collect();
+        assert_eq!(found.len(), 3, "{found:?}"); // line a: pid and rank; line e: its pid with the link's host
+        assert!(found[2].1.contains("gpu2") && found[2].1.contains("44"), "{found:?}");
+    }
+
+    /// A stream's host reaches its other lines, the head's earlier ones too, across parts; another
+    /// stream keeps its own; a stream that names two hosts stops carrying.
+    #[test]
+    fn a_streams_value_is_carried() {
+        let cat = catalog();
+        let lines = [
+            "[rank0]:step 1", "[rank1]:step 1", "[rank0]:node1:10 NCCL init", "[rank1]:node2:20 NCCL init",
+            "[rank0]:step 2", "[rank1]:step 2", "plain", "node3:30 NCCL x", "node4:40 NCCL y", "plain again",
+        ];
+        for cut in [1, 5, 9] {
+            let (evs, rows) = run(&cat, &lines, cut, 2);
+            let hosts: Vec<Option<String>> = evs.iter().map(|e| col(e, 0)).collect();
+            let s = |v: &str| Some(v.to_string());
+            assert_eq!(
+                hosts,
+                vec![s("node1"), s("node2"), s("node1"), s("node2"), s("node1"), s("node2"), None, s("node3"), s("node4"), None],
+                "cut at {cut}"
+            );
+            // the basis: one row per stream that named its host (the file's own stream too)
+            assert_eq!(rows.iter().filter(|r| format!("{:?}", r.values).contains("stream:f.nccl")).count(), 3, "cut at {cut}");
+        }
+    }
+}
