@@ -174,3 +174,17 @@ def test_one_attempt_runs_are_diagnosed_as_before():
     d = diagnose(con)
     assert len(d["attempts"]) == 1 and d["attempts"][0]["outcome"] == "failed"
     assert d["verdict"]["rank"] == 3 and "attempt" not in d["verdict"]
+
+
+def test_ingest_stores_the_attempts_and_events_aligned_gives_every_line_its_attempt():
+    from ranktrace.store import refresh_summaries
+    con = store(two_attempts())
+    refresh_summaries(con)   # what every ingest ends with
+    got = con.execute("SELECT attempt, outcome, start FROM attempts ORDER BY attempt").fetchall()
+    assert [(a, o) for a, o, _ in got] == [(1, "failed"), (2, "completed")] and got[1][2] == t(240)
+    per = dict(con.execute("SELECT attempt, count(*) FROM events_aligned GROUP BY 1").fetchall())
+    assert per[1] == con.execute("SELECT count(*) FROM events WHERE ts < ?", [t(240)]).fetchone()[0]
+    assert sum(per.values()) == con.execute("SELECT count(*) FROM events").fetchone()[0]
+    # diagnose takes the groups ingest split by attempt as they are, and finds the same attempts
+    d = diagnose(con)
+    assert [a["outcome"] for a in d["attempts"]] == ["failed", "completed"]

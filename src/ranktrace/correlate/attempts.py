@@ -22,11 +22,12 @@ taken after the fact). Everything here is pure over the rows the SQL files give,
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import dataclass, field
 
 import duckdb
 
-from .util import has_columns, rows, sql_file, table_exists
+from .util import columns, has_columns, rows, sql_file, table_exists
 
 GAP_S = 180.0      # the early signs of one launch on different hosts come this close to each other
 LATE_S = 1800.0    # a late sign (new pid, step back) belongs to the launch before it within this, if no work came between
@@ -144,18 +145,15 @@ def collect(con: duckdb.DuckDBPyConnection) -> tuple[list[Sign], list[dt.datetim
     separate one launch from the next)."""
     signs, restarts = agent_signs(_run(con, "markers"))
     signs += pid_signs(_run(con, "incarnations"))
-    progress = {r[0] for r in con.execute(f"""
-        SELECT DISTINCT time_bucket(INTERVAL {int(WORK_BUCKET_S)} SECOND, t) FROM (
-            SELECT first_ats AS t FROM aligned_groups WHERE kind = 'progress' AND first_ats IS NOT NULL
-            UNION ALL SELECT last_ats FROM aligned_groups WHERE kind = 'progress' AND last_ats IS NOT NULL)""").fetchall()}
-    if table_exists(con, "progress"):   # every minute of progress, not only each group's first and last
-        buckets = _run(con, "step_buckets")
-        signs += step_signs(buckets)
-        progress |= {b["t"] for b in buckets}
+    progress = [r[0] for r in con.execute(
+        f"SELECT DISTINCT time_bucket(INTERVAL {int(WORK_BUCKET_S)} SECOND, ats) FROM aligned_events "
+        "WHERE kind = 'progress' AND ats IS NOT NULL ORDER BY 1").fetchall()]
+    if table_exists(con, "progress"):
+        signs += step_signs(_run(con, "step_buckets"))
     src = "hot_events" if table_exists(con, "hot_events") else "aligned_events"
     failures = [r[0] for r in con.execute(
         f"SELECT DISTINCT ats FROM {src} WHERE role = 'cause' AND ats IS NOT NULL ORDER BY 1").fetchall()]
-    return signs, sorted(restarts), sorted(progress), failures
+    return signs, sorted(restarts), progress, failures
 
 
 # ---------------------------------------------------------------- segmenting
@@ -262,13 +260,19 @@ def write_cuts(con: duckdb.DuckDBPyConnection, attempts: list[Attempt]) -> None:
     data = [[None] + [a.start for a in attempts[1:]]]
     data += [[h] + [a.cuts.get(h, a.start) for a in attempts[1:]] for h in hosts]
     con.executemany(f"INSERT INTO attempt_hosts VALUES ({', '.join('?' * k)})", data)
-    con.execute("CREATE OR REPLACE TEMP TABLE attempt_count AS SELECT ? AS k", [k])
+
+
+def _count(con, table: str) -> int:
+    """The attempts a cut table (attempt_hosts, class_cuts: columns c2..cK) was made for; 1 without one."""
+    if not table_exists(con, table):
+        return 1
+    return 1 + sum(1 for c in columns(con, table) if re.fullmatch(r"c\d+", c))
 
 
 def attempt_expr(con: duckdb.DuckDBPyConnection, t: str, own: str, dflt: str) -> str:
     """SQL: the attempt of a line whose aligned time is `t`, its host's row of attempt_hosts `own`
     (NULL when its host has none) and the default row `dflt`."""
-    k = con.execute("SELECT k FROM attempt_count").fetchone()[0] if table_exists(con, "attempt_count") else 1
+    k = _count(con, "attempt_hosts")
     if k <= 1:
         return "1"
     terms = " + ".join(f"CAST({t} >= coalesce({own}.c{i}, {dflt}.c{i}) AS INTEGER)" for i in range(2, k + 1))
@@ -279,7 +283,7 @@ def write_class_cuts(con: duckdb.DuckDBPyConnection) -> None:
     """Temp table class_cuts: per class of lines, the LOGGED time each attempt k > 1 begins on its host
     (its own host, else the one host its file's lines resolve to: a rank's file names none itself), so
     that queries/align/event_groups.sql splits every line by attempt with a comparison of its own time."""
-    k = con.execute("SELECT k FROM attempt_count").fetchone()[0]
+    k = _count(con, "attempt_hosts")
     shift = "to_microseconds(CAST(round(coalesce(o.offset_s, 0.0) * 1e6) AS BIGINT))"
     cols = ", ".join(f"coalesce(h.c{i}, d.c{i}) + {shift} AS c{i}" for i in range(2, k + 1))
     con.execute(f"""
@@ -296,8 +300,8 @@ def write_class_cuts(con: duckdb.DuckDBPyConnection) -> None:
 
 def line_attempt(con: duckdb.DuckDBPyConnection) -> tuple[str, str]:
     """(expression, join) for event_rows_keyed: a line's attempt from its logged time and class_cuts."""
-    k = con.execute("SELECT k FROM attempt_count").fetchone()[0] if table_exists(con, "attempt_count") else 1
-    if k <= 1 or not table_exists(con, "class_cuts"):
+    k = _count(con, "class_cuts")
+    if k <= 1:
         return "1", ""
     terms = " + ".join(f"CAST(r.ts >= cc.c{i} AS INTEGER)" for i in range(2, k + 1))
     return (f"CASE WHEN r.ts IS NULL OR cc.c2 IS NULL THEN {k} ELSE 1 + {terms} END",
@@ -312,6 +316,9 @@ def apply(con: duckdb.DuckDBPyConnection, attempts: list[Attempt]) -> None:
     write_cuts(con, attempts)
     if len(attempts) > 1:
         write_class_cuts(con)
+        regroup(con)
+    elif table_exists(con, "class_cuts"):   # the store's groups were split for attempts not found now
+        con.execute("DROP TABLE temp.class_cuts")
         regroup(con)
     refresh_aligned(con)
     scope(con, None)
@@ -350,3 +357,61 @@ def find_attempts(con: duckdb.DuckDBPyConnection) -> list[Attempt]:
         a.last_progress = sp.get("last_progress")
         a.max_step = sp.get("max_step")
     return attempts
+
+
+# ---------------------------------------------------------------- the store's tables
+
+def line_outcomes(con: duckdb.DuckDBPyConnection, attempts: list[Attempt]) -> dict[int, str]:
+    """Each attempt's outcome as its lines show it, without a diagnosis (what ingest stores): failed when
+    a cause or symptom line or an error was written, completed on a launcher's or framework's normal
+    end, cancelled when the scheduler cancelled it (incidents.outcome: the one rule, also for diagnose)."""
+    from .incidents import outcome
+    flags = {r["attempt"]: r for r in rows(con, """
+        SELECT attempt,
+               bool_or(role IN ('cause', 'symptom') OR (severity IN ('error', 'critical') AND role <> 'info')) AS failed,
+               bool_or(kind IN ('worker_group_done', 'step_end', 'training_done')) AS ended,
+               bool_or(kind = 'cancelled') AS cancelled
+        FROM aligned_groups_all GROUP BY attempt""")}
+    out = {}
+    for a in attempts:
+        f = flags.get(a.id) or {}
+        out[a.id] = outcome(failed=bool(f.get("failed")), ended=bool(f.get("ended")),
+                            cancelled=bool(f.get("cancelled")), last=a.id == len(attempts))
+    return out
+
+
+def store_attempts(con: duckdb.DuckDBPyConnection, clock: list[dict], db: str) -> list[Attempt]:
+    """Tables `attempts` (one row per attempt) and `attempt_spans` (per host, the aligned times each
+    attempt begins and ends there; queries/store/attempts.sql), which view events_aligned reads; and the groups split
+    by attempt kept (identity.store_groups) with the cuts that split them (table attempt_class_cuts),
+    so that diagnose does not split them again."""
+    from .clock import create_aligned_view
+    from .identity import store_groups
+    create_aligned_view(con, clock)
+    found = find_attempts(con)
+    outs = line_outcomes(con, found)
+    con.execute(f'DELETE FROM "{db}".main.attempts')
+    con.executemany(f'INSERT INTO "{db}".main.attempts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+                    [[a.id, a.start, a.end, outs[a.id], a.basis, a.file, a.line, a.first_progress,
+                      a.last_progress, a.max_step] for a in found])
+    hosts = sorted({r[0] for r in con.execute("SELECT DISTINCT host FROM event_classes WHERE host IS NOT NULL"
+                                              ).fetchall()} | {h for a in found for h in a.cuts})
+    spans = []
+    for h in [""] + hosts:
+        starts = [dt.datetime(1, 1, 1)] + [a.cuts.get(h, a.start) for a in found[1:]]
+        stops = starts[1:] + [dt.datetime(9999, 12, 31)]
+        spans += [[h, i + 1, lo, hi] for i, (lo, hi) in enumerate(zip(starts, stops))]
+    con.execute(f'DELETE FROM "{db}".main.attempt_spans')
+    con.executemany(f'INSERT INTO "{db}".main.attempt_spans VALUES (?, ?, ?, ?)', spans)
+    con.execute(f'DROP TABLE IF EXISTS "{db}".main.attempt_class_cuts')
+    if len(found) > 1:
+        con.execute(f'CREATE TABLE "{db}".main.attempt_class_cuts AS SELECT * FROM temp.class_cuts')
+        store_groups(con)
+    return found
+
+
+def stored_cuts(con: duckdb.DuckDBPyConnection) -> None:
+    """Temp table class_cuts from the store's attempt_class_cuts, when ingest split the
+    groups by attempt: the groups it kept are then taken as they are (identity._groups' stamp)."""
+    if table_exists(con, "attempt_class_cuts"):
+        con.execute("CREATE OR REPLACE TEMP TABLE class_cuts AS SELECT * FROM main.attempt_class_cuts")

@@ -264,6 +264,8 @@ def build_base(con: duckdb.DuckDBPyConnection) -> None:
         WHERE pod IS NOT NULL AND format LIKE 'kube%' GROUP BY file_id HAVING count(DISTINCT pod) = 1
     """)
     con.execute("CREATE OR REPLACE TEMP VIEW events_keyed AS " + events_with_keys(con))
+    from .attempts import stored_cuts
+    stored_cuts(con)   # the groups ingest kept may be split by attempt: take them as they are
     _groups(con)
     base_views(con, "events_keyed", "")
 

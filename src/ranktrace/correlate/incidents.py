@@ -23,17 +23,23 @@ from .util import iso
 VERDICT_KEYS = ("kind", "rank", "local_rank", "host", "pod", "pid", "gpu", "time", "confidence", "summary")
 
 
-def outcome(doc: dict, last: bool) -> str:
-    """failed / cancelled / completed / running, from the attempt's own verdict: an attempt the run
-    went on from without a failure line was stopped on purpose (a membership change, a requeue)."""
-    kind = doc["verdict"]["kind"]
-    if kind == "cancelled":
+def outcome(*, failed: bool, ended: bool, cancelled: bool, last: bool) -> str:
+    """failed / cancelled / completed / running. An attempt the run went on from without a failure line
+    was stopped on purpose (a membership change, a requeue): cancelled."""
+    if cancelled:
         return "cancelled"
-    if doc.get("failure_seen"):
+    if failed:
         return "failed"
-    if kind == "none":
+    if ended:
         return "completed"
     return "running" if last else "cancelled"
+
+
+def doc_outcome(doc: dict, last: bool) -> str:
+    """The outcome of an attempt from its own verdict."""
+    kind = doc["verdict"]["kind"]
+    return outcome(failed=bool(doc.get("failure_seen")), ended=kind == "none", cancelled=kind == "cancelled",
+                   last=last)
 
 
 def _cost(doc: dict, a: Attempt, nxt: Attempt | None) -> dict | None:
@@ -122,7 +128,7 @@ def assemble(con, attempts: list[Attempt], docs: list[dict]) -> dict:
     entries = []
     for i, (a, d) in enumerate(zip(attempts, docs)):
         nxt = attempts[i + 1] if i + 1 < n else None
-        out = outcome(d, last=nxt is None)
+        out = doc_outcome(d, last=nxt is None)
         entries.append(_entry(a, d, out, _cost(d, a, nxt) if out == "failed" else None))
     if entries[-1]["outcome"] in ("failed", "cancelled"):
         top = n - 1
