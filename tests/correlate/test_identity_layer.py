@@ -19,7 +19,8 @@ RANK1 = """[rank1]:step 1 loss 1.0000 lr 3.0e-04
 [rank1]:gpu-a02:4200:4250 [0] NCCL INFO comm 0x55d1 rank 1 nranks 2 cudaDev 0 busId 86000 commId 0x9f3c - Init COMPLETE
 [rank1]:step 2 loss 0.9000 lr 3.0e-04
 """
-DMESG_A01 = "[ 1300.000000] Out of memory: Killed process 4100 (python) total-vm:53312244kB, anon-rss:31451456kB\n"
+DMESG_A01 = ("[ 1300.000000] Out of memory: Killed process 4100 (python) total-vm:53312244kB, anon-rss:31451456kB\n"
+             "[ 1301.000000] nvidia 0000:3b:00.0: AER: can't recover (no error_detected callback)\n")
 DMESG_A02 = "[ 1234.500000] NVRM: Xid (PCI:0000:86:00): 79, pid=0, GPU has fallen off the bus.\n"
 
 
@@ -56,7 +57,7 @@ def test_kernel_lines_join_the_ranks(tmp_path, ingest_to, monkeypatch):
     _, con = ingest_to([_bundle(tmp_path)])
     build_identity(con)
     rows = {r[0]: r[1:] for r in con.execute(
-        "SELECT kind, host, rank, pid, gpu, id_inferred FROM events_id WHERE file LIKE '%dmesg%'").fetchall()}
+        "SELECT kind, host, rank, pid, gpu, id_inferred FROM events_id WHERE file LIKE '%dmesg%' AND message NOT LIKE '%AER%'").fetchall()}
     # the OOM killer's pid on gpu-a01 is rank 0's (its NCCL line named that pid there)
     oom = next(v for k, v in rows.items() if "oom" in (k or ""))
     assert oom[:3] == ("gpu-a01", 0, 4100) and "rank" in oom[4]
@@ -64,6 +65,9 @@ def test_kernel_lines_join_the_ranks(tmp_path, ingest_to, monkeypatch):
     xid = next(v for k, v in rows.items() if "xid" in (k or ""))
     assert xid[:4] == ("gpu-a02", 1, None, "0000:86:00") and "rank" in xid[4]
     assert lookup(con, host="gpu-a02", gpu="0000:86:00.0")["rank"] == 1
+    # dev_printk writes the PCI id with its function ('0000:3b:00.0'): NCCL's busId 3b000 of gpu-a01 is rank 0's
+    aer = con.execute("SELECT host, rank, gpu FROM events_id WHERE message LIKE '%AER%'").fetchall()
+    assert aer == [("gpu-a01", 0, "0000:3b:00.0")]
     assert lookup(con, host="gpu-a01", gpu="0000:86:00")["rank"] is None   # another host's GPU
     # the identity table says where each link came from
     sources = {s for r in identity_table(con) for s in r["sources"].split(",")}

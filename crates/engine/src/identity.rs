@@ -126,14 +126,11 @@ pub struct Hit {
 }
 
 /// The found table's row of a hit: the token and what it captured, typed.
-pub fn found_row(cat: &Catalog, ti: usize, text: &str, spans: &[Option<(u32, u32)>], stream: Option<&str>) -> Option<Arc<[Val]>> {
+fn found_row(cat: &Catalog, ti: usize, text: &str, spans: &[Option<(u32, u32)>]) -> Option<Arc<[Val]>> {
     let found = cat.tokens.found.as_ref()?;
     let table = &cat.tables[found.table];
     let mut values = vec![Val::Null; table.cols.len()];
     values[found.token] = Val::Str(cat.tokens.list[ti].id.clone());
-    if let Some(s) = stream {
-        values[found.stream] = Val::Str(s.to_string());
-    }
     for &(gi, col) in &cat.tokens.list[ti].cols {
         if let (Some(tc), Some((a, b))) = (found.cols[col], spans[gi]) {
             let v = &text[a as usize..b as usize];
@@ -191,9 +188,13 @@ pub fn apply(cat: &Catalog, e: &mut Event, ei: usize, at: u32, hits: &[Hit], row
     let (mut blocked, mut filled) = (e.blocked, 0u16);
     for h in hits {
         let t = &toks.list[h.token as usize];
-        let (mut mine, mut linked) = (0u16, 0u16);
+        let (mut mine, mut linked, mut named) = (0u16, 0u16, 0u16);
         for &(gi, col) in &t.cols {
             let Some((a, b)) = h.spans[gi] else { continue };
+            if toks.rejected(col, &e.raw[(at + a) as usize..(at + b) as usize], e.ascii) {
+                continue; // names nobody: not on the line, not in a link
+            }
+            named |= bit(col);
             if t.links & bit(col) != 0 {
                 linked |= bit(col);
                 continue;
@@ -210,11 +211,7 @@ pub fn apply(cat: &Catalog, e: &mut Event, ei: usize, at: u32, hits: &[Hit], row
                 continue;
             }
             let (a, b) = (at + a, at + b);
-            let text = &e.raw[a as usize..b as usize];
-            if toks.rejected(col, text, e.ascii) {
-                continue;
-            }
-            let v = if cat.int_identity[col] { Id::int_of(Some(text), true) } else { Id::Span(a, b) };
+            let v = if cat.int_identity[col] { Id::int_of(Some(&e.raw[a as usize..b as usize]), true) } else { Id::Span(a, b) };
             if v.is_none() {
                 continue;
             }
@@ -225,7 +222,7 @@ pub fn apply(cat: &Catalog, e: &mut Event, ei: usize, at: u32, hits: &[Hit], row
         filled |= mine;
         blocked |= t.blocks;
         // what the line took from the token; with a link, everything it captured (both ends of it)
-        let kept = if linked != 0 { t.cols.iter().fold(0, |m, &(_, c)| m | bit(c)) } else { mine };
+        let kept = if linked != 0 { named } else { mine };
         if kept != 0 {
             if let Some(found) = &toks.found {
                 let spans: Vec<Option<(u32, u32)>> = h
@@ -234,7 +231,7 @@ pub fn apply(cat: &Catalog, e: &mut Event, ei: usize, at: u32, hits: &[Hit], row
                     .enumerate()
                     .map(|(gi, s)| s.filter(|_| t.cols.iter().any(|&(g, c)| g == gi && kept & bit(c) != 0)))
                     .collect();
-                if let Some(values) = found_row(cat, h.token as usize, &e.raw[at as usize..], &spans, None) {
+                if let Some(values) = found_row(cat, h.token as usize, &e.raw[at as usize..], &spans) {
                     rows.push(FactRow { table: found.table, event: ei, values });
                 }
             }

@@ -218,14 +218,16 @@ mod tests {
     #[test]
     fn tokens_fill_what_the_line_left_empty() {
         let cat = catalog();
-        let lines = ["a pid=7 [Rank 3] pid=9", "[rank5]:b [Rank 3]", "c (G Rank 1) [Rank 1]", "d pid=0", "e @gpu2 44"];
+        let lines = ["a pid=7 [Rank 3] pid=9", "[rank5]:b [Rank 3]", "c (G Rank 1) [Rank 1]", "d pid=0", "e @gpu2 44", "f @gpu3 0"];
         let (evs, rows) = run(&cat, &lines, 2, 0);
         let got: Vec<(Option<String>, Option<String>, Option<String>)> = evs.iter().map(|e| (col(e, 0), col(e, 1), col(e, 2))).collect();
         let s = |v: &str| Some(v.to_string());
-        assert_eq!(got, vec![(None, s("3"), s("7")), (None, s("5"), None), (None, None, None), (None, None, None), (None, None, s("44"))]);
+        assert_eq!(got, vec![(None, s("3"), s("7")), (None, s("5"), None), (None, None, None), (None, None, None), (None, None, s("44")), (None, None, None)]);
         let found: Vec<(usize, String)> = rows.iter().map(|r| (r.event, format!("{:?}", r.values))).collect();
-        assert_eq!(found.len(), 3, "{found:?}"); // line a: pid and rank; line e: its pid with the link's host
+        assert_eq!(found.len(), 4, "{found:?}"); // line a: pid and rank; line e: its pid with the link's host
         assert!(found[2].1.contains("gpu2") && found[2].1.contains("44"), "{found:?}");
+        // line f: the link's host without the pid that names nobody
+        assert!(found[3].1.contains("gpu3") && !found[3].1.contains("Int(0)"), "{found:?}");
     }
 
     /// A stream's host reaches its other lines, the head's earlier ones too, across parts; another

@@ -391,11 +391,16 @@ def build_maps(con: duckdb.DuckDBPyConnection) -> None:
         FROM identity WHERE pid IS NOT NULL GROUP BY pid
         HAVING count(DISTINCT host) = 1 AND count(*) FILTER (WHERE host IS NULL) = 0
     """)
-    # a GPU of a host by its PCI id (NCCL's busId, an Xid's, an AER line's): the rank that used it
+    # a GPU of a host by its PCI id (NCCL's busId, an Xid's, an AER line's): the rank that used it;
+    # kept as the Xid writes it ('0000:3b:00') and as dev_printk does ('0000:3b:00.0'), so that
+    # events_id joins a line's gpu as it is (no regexp on every line)
     con.execute(f"""
         CREATE OR REPLACE TEMP TABLE id_hostgpu AS
-        SELECT host, {pci("gpu")} AS gpu, CASE WHEN count(DISTINCT rank) = 1 THEN any_value(rank) END AS rank
-        FROM identity WHERE host IS NOT NULL AND rank IS NOT NULL AND {pci("gpu")} IS NOT NULL GROUP BY ALL
+        WITH g AS (
+            SELECT host, {pci("gpu")} AS gpu, CASE WHEN count(DISTINCT rank) = 1 THEN any_value(rank) END AS rank
+            FROM identity WHERE host IS NOT NULL AND rank IS NOT NULL AND {pci("gpu")} IS NOT NULL GROUP BY ALL
+        )
+        SELECT host, gpu, rank FROM g UNION ALL SELECT host, gpu || '.0', rank FROM g
     """)
     con.execute("""
         CREATE OR REPLACE TEMP TABLE id_rank AS
@@ -420,8 +425,7 @@ def events_views(con: duckdb.DuckDBPyConnection, sfx: str) -> None:
             FROM events_base{sfx} e
             LEFT JOIN id_hostpid hp ON hp.host = e.host AND hp.pid = e.pid
             LEFT JOIN id_pid p ON e.host IS NULL AND p.pid = e.pid
-            LEFT JOIN id_hostgpu hg ON e.rank IS NULL AND e.gpu IS NOT NULL AND hg.host = e.host
-                                   AND hg.gpu = {pci("e.gpu")}
+            LEFT JOIN id_hostgpu hg ON e.rank IS NULL AND hg.host = e.host AND hg.gpu = lower(e.gpu)
         ), b AS (
             SELECT a.*, coalesce(a.rank1, hl.rank) AS rank2
             FROM a LEFT JOIN id_hostlocal hl ON hl.host = a.host1 AND hl.local_rank = a.local_rank1
