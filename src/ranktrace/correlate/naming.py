@@ -45,7 +45,8 @@ def rules() -> Rules:
 
 
 def who(v: dict) -> str:
-    """The culprit in words: 'rank 3 (local rank 1) on n2', 'local rank 4', 'pod x', 'node n2', else 'the job'."""
+    """The culprit in words: 'rank 3 (local rank 1) on n2', 'local rank 4', 'pod x', 'pid 7 on n2',
+    'GPU 0000:3b:00 on n2', 'node n2', else 'the job'."""
     parts = []
     if v.get("rank") is not None:
         parts.append(f"rank {v['rank']}" + (f" (local rank {v['local_rank']})" if v.get("local_rank") is not None else ""))
@@ -53,6 +54,10 @@ def who(v: dict) -> str:
         parts.append(f"local rank {v['local_rank']}")
     if v.get("pod"):
         parts.append(f"pod {v['pod']}")
+    if not parts and v.get("pid") is not None:
+        parts.append(f"pid {v['pid']}")
+    if not parts and v.get("gpu") is not None:
+        parts.append(f"GPU {v['gpu']}")
     if v.get("host"):
         parts.append(f"on {v['host']}" if parts else f"node {v['host']}")
     return " ".join(parts) or "the job"
