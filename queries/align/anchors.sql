@@ -5,9 +5,11 @@
 -- returns: host, akey, t (epoch seconds, as logged), unc_s (how far apart the same anchor may
 --   truly be on two hosts), class. Events that must be (nearly) simultaneous on every host:
 --   step N of a synchronous loop (progress), the start of collective SeqNum N of a watchdog
---   timeout (logged time minus "ran for"), the k-th rendezvous completion of each agent. A run
---   that restarts does steps and sequence numbers again: the key is the k-th time (more than
---   300 s after the one before) a host wrote it, so that one attempt's step meets the same one.
+--   timeout (logged time minus "ran for"), a rendezvous completion. A run that restarts does
+--   steps, sequence numbers and rendezvous again: a host gives one row per time it wrote the key
+--   (more than 30 s after the one before), and ranktrace.correlate.clock pairs each with the
+--   occurrence of the other host that most keys agree on (one attempt's step meets the same one,
+--   whichever attempts each host took part in).
 WITH timed AS (
     SELECT * FROM events_id_a
     WHERE ts IS NOT NULL AND host IS NOT NULL
@@ -27,7 +29,7 @@ progress_occ AS (   -- the k-th time a rank reached step n: a run that resumed f
     -- does steps again, and step n of one attempt must not meet step n of another (prints of one
     -- step less than GAP seconds apart are one time: a rank may print a step twice)
     SELECT host, rank, n, t,
-           sum(CASE WHEN prev IS NULL OR t - prev > 300 THEN 1 ELSE 0 END)
+           sum(CASE WHEN prev IS NULL OR t - prev > 30 THEN 1 ELSE 0 END)
                OVER (PARTITION BY host, rank, n ORDER BY t ROWS UNBOUNDED PRECEDING) AS occ
     FROM (SELECT host, rank, n, t, lag(t) OVER (PARTITION BY host, rank, n ORDER BY t) AS prev
           FROM progress WHERE n IS NOT NULL)
@@ -44,18 +46,17 @@ seq0 AS (
 ),
 seq AS (   -- sequence numbers start again in every attempt's process groups: the k-th time, as for steps
     SELECT host, n, t,
-           sum(CASE WHEN prev IS NULL OR t - prev > 300 THEN 1 ELSE 0 END)
+           sum(CASE WHEN prev IS NULL OR t - prev > 30 THEN 1 ELSE 0 END)
                OVER (PARTITION BY host, n ORDER BY t ROWS UNBOUNDED PRECEDING) AS occ
     FROM (SELECT host, n, t, lag(t) OVER (PARTITION BY host, n ORDER BY t) AS prev
           FROM seq0 WHERE n IS NOT NULL AND t IS NOT NULL)
 ),
 rdzv AS (
-    SELECT host, row_number() OVER (PARTITION BY host ORDER BY ts, file, line) AS n, epoch(ts) AS t
-    FROM timed WHERE kind = 'rdzv_complete'
+    SELECT host, epoch(ts) AS t FROM timed WHERE kind = 'rdzv_complete'
 )
-SELECT host, 'step:' || n || '#' || occ AS akey, median(t) AS t, 0.05 AS unc_s, 'progress' AS class
+SELECT host, 'step:' || n AS akey, median(t) AS t, 0.05 AS unc_s, 'progress' AS class
 FROM progress_first GROUP BY host, n, occ
 UNION ALL
-SELECT host, 'seq:' || n || '#' || occ, median(t), 1.0, 'collective' FROM seq GROUP BY host, n, occ
+SELECT host, 'seq:' || n, median(t), 1.0, 'collective' FROM seq GROUP BY host, n, occ
 UNION ALL
-SELECT host, 'rdzv:' || n, median(t), 2.0, 'rendezvous' FROM rdzv GROUP BY host, n
+SELECT host, 'rdzv', t, 2.0, 'rendezvous' FROM rdzv

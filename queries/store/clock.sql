@@ -9,7 +9,7 @@
 --   estimate of ranktrace.correlate.clock (the offsets `diagnose` starts from; its
 --   --offset pins are not stored). ats is NULL for a time outside 1990..2100 (a bogus
 --   year): it is kept out of alignment and ordering; `attempt` is the attempt of the run the line
---   belongs to (attempts.sql). In a connection that diagnosed, the temp table clock_offsets of the
+--   belongs to (attempts.sql; NULL without a time). In a connection that diagnosed, the temp table clock_offsets of the
 --   diagnosis (pins included) is the one this view reads.
 CREATE TABLE IF NOT EXISTS clock_offsets (
     host          VARCHAR,
@@ -19,10 +19,10 @@ CREATE TABLE IF NOT EXISTS clock_offsets (
 );
 CREATE OR REPLACE VIEW events_aligned AS
 SELECT a.* EXCLUDE (host_key),
-       -- the attempt whose start on the line's host (attempts.sql) it has reached; a line with no time
-       -- belongs to the last attempt (snapshots are taken after the fact)
-       -- (a hash join on the host with the time as a range: as cheap as no join on millions of lines)
-       coalesce(s.attempt, CASE WHEN a.ats IS NULL THEN (SELECT max(attempt) FROM attempt_spans) END, 1) AS attempt
+       -- the attempt whose start on the line's host (attempts.sql) it has reached; NULL for a line with no
+       -- time (a snapshot such as sacct output can be about any attempt). A hash join on the host with
+       -- the time as a range: as cheap as no join on millions of lines
+       CASE WHEN a.ats IS NOT NULL THEN coalesce(s.attempt, 1) END AS attempt
 FROM (
     SELECT e.*,
            coalesce(o.offset_s, 0.0) AS offset_s,

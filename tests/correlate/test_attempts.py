@@ -47,12 +47,12 @@ def crash(at: float, host: str, rank: int) -> list[dict]:
     return out
 
 
-def two_attempts(**kw) -> list[dict]:
+def two_attempts(resume_at: float = 260, **kw) -> list[dict]:
     """Attempt 1 trains 40 steps and rank 3 crashes; the agents restart the group; attempt 2 trains on
     (from the checkpoint at step 30) to the end."""
     return (launch(0) + steps(HOSTS, 40, step_time=5.0, start=10) + crash(212, "n2", 3)
             + [restart_notice(230, "n1"), restart_notice(231, "n2")]
-            + launch(240, **kw) + steps(HOSTS, 30, step_time=5.0, start=260)
+            + launch(240, **kw) + steps(HOSTS, 30, step_time=5.0, start=resume_at)
             + [ev(420 + i, "[default] worker group successfully finished.", kind="worker_group_done", host=h,
                   pid=100, file=f"{h}.log") for i, h in enumerate(HOSTS)])
 
@@ -90,7 +90,7 @@ def test_a_warning_survived_only_after_the_restart_is_still_the_cause_of_its_att
 
 def test_a_host_whose_agent_restarts_later_keeps_its_teardown_in_the_attempt_before():
     """n2's agent relaunches 40 s after n1's: its SIGTERM to its workers at +20 s is the old attempt's."""
-    evs = two_attempts(delay={"n2": 40.0}) + [
+    evs = two_attempts(resume_at=290, delay={"n2": 40.0}) + [
         ev(260, "Sending process 4242 closing signal SIGTERM", kind="sigterm_sent", host="n2", pid=100,
            file="n2.log")]
     con = store(evs)
@@ -148,10 +148,10 @@ def test_a_step_that_goes_back_for_a_whole_minute_is_a_resume():
 
 
 def test_segment_without_signs_is_one_attempt_and_a_late_sign_joins_its_launch():
-    assert len(segment([], [], [], [])) == 1
+    assert len(segment([], [], [])) == 1
     signs = [Sign(t(0), "n1", "round", True), Sign(t(1000), "n1", "round", True),
              Sign(t(1100), "n1", "pid", False)]   # the new processes write 100 s after their agent's round
-    got = segment(signs, [], [t(300), t(600)], [t(900)])
+    got = segment(signs, [t(300), t(600)], [t(900)])
     assert len(got) == 2 and got[1].start == t(1000) and got[1].cuts == {"n1": t(1000)}
 
 
@@ -188,3 +188,66 @@ def test_ingest_stores_the_attempts_and_events_aligned_gives_every_line_its_atte
     # diagnose takes the groups ingest split by attempt as they are, and finds the same attempts
     d = diagnose(con)
     assert [a["outcome"] for a in d["attempts"]] == ["failed", "completed"]
+
+
+def test_a_host_that_does_not_relaunch_stays_in_its_attempt():
+    """n2 froze; the job is relaunched on n1 and n3. What the thawed n2 writes later (its daemon
+    reports the old job aborted) is the old attempt's, not a failure of the new one."""
+    evs = (launch(0) + steps(HOSTS, 20, step_time=5.0, start=10) + crash(112, "n2", 3)
+           + [restart_notice(130, "n1")] + launch(140, hosts=("n1", "n3"))
+           + steps({"n1": [0, 1], "n3": [2, 3]}, 20, step_time=5.0, start=160)
+           + [ev(200, "job_manager exiting with aborted job", host="n2", file="n2-slurmd.log")]
+           + [ev(270 + i, "[default] worker group successfully finished.", kind="worker_group_done", host=h,
+                 pid=100, file=f"{h}.log") for i, h in enumerate(("n1", "n3"))])
+    con = store(evs)
+    d = diagnose(con)
+    assert [a["outcome"] for a in d["attempts"]] == ["failed", "completed"]
+    assert con.execute("SELECT attempt FROM aligned_events WHERE message LIKE 'job_manager%'").fetchall() == [(1,)]
+
+
+def test_lines_without_a_time_are_read_for_the_leading_attempt_only():
+    """A snapshot taken after the fact (sacct, scontrol show node) can be about any attempt: the
+    completed attempt 2 is not failed by it, the failed attempt 1 (the verdict) reads it."""
+    evs = two_attempts() + [ev(None, "NodeName=n2 State=DOWN+NOT_RESPONDING Reason=Not responding",
+                                kind="node_failure", host="n2", file="scontrol_show_node.txt")]
+    d = diagnose(store(evs))
+    assert [a["outcome"] for a in d["attempts"]] == ["failed", "completed"]
+    assert any(e["file"] == "scontrol_show_node.txt" for e in d["evidence"]) or \
+        "n2" in (d["verdict"]["host"] or "")
+
+
+def test_a_relaunch_that_finds_the_rendezvous_closed_is_no_attempt():
+    """The agent that hosted the rendezvous gave up after its last restart; the others' next round
+    meets a closed rendezvous: the run ended with the attempt before."""
+    evs = (two_attempts()[:-2] + crash(420, "n2", 3)
+           + [restart_notice(440, "n1"), ev(440.5, "[default] Rendezvous'ing worker group", kind="rdzv_join",
+                                             host="n1", pid=100, file="n1.log"),
+              ev(441, "torch.distributed.elastic.rendezvous.api.RendezvousClosedError", kind="rdzv_timeout",
+                 host="n1", pid=100, file="n1.log")])
+    d = diagnose(store(evs))
+    assert [a["outcome"] for a in d["attempts"]] == ["failed", "failed"]
+    assert d["verdict"]["kind"] == "exception" and d["verdict"]["rank"] == 3
+
+
+def test_a_requeued_slurm_job_is_two_attempts_and_other_jobs_are_not():
+    """slurmctld allocates job 7 twice (a requeue after n2 failed); job 9 of another user runs meanwhile."""
+    ctl = "slurmctld.log"
+    evs = ([ev(0, "sched: Allocate JobId=7 NodeList=n[1-2] #CPUs=4 Partition=gpu", kind="job_state",
+               file=ctl, job_id="7"),
+            ev(60, "sched: Allocate JobId=9 NodeList=n5 #CPUs=1 Partition=gpu", kind="job_state", file=ctl,
+               job_id="9")]
+           + [ev(1 + i, "launch task StepId=7.0 request from UID:0", kind="step_start", host=h, job_id="7",
+                 file=f"slurmd-{h}.log") for i, h in enumerate(HOSTS)]
+           + [dict(e, job_id="7") for e in steps(HOSTS, 20, step_time=5.0, start=10)]
+           + [ev(115, "Nodes n2 not responding, setting DOWN", kind="node_failure", file=ctl),
+              ev(120, "Requeuing JobId=7", kind="job_requeue", file=ctl, job_id="7"),
+              ev(300, "sched: Allocate JobId=7 NodeList=n[3-4] #CPUs=4 Partition=gpu", kind="job_state",
+                 file=ctl, job_id="7"),
+              ev(400, "sched: Allocate JobId=9 NodeList=n5 #CPUs=1 Partition=gpu", kind="job_state", file=ctl,
+                 job_id="9")]
+           + [ev(301 + i, "launch task StepId=7.0 request from UID:0", kind="step_start", host=h, job_id="7",
+                 file=f"slurmd-{h}.log") for i, h in enumerate(("n3", "n4"))]
+           + [dict(e, job_id="7") for e in steps({"n3": [0, 1], "n4": [2, 3]}, 20, step_time=5.0, start=310)])
+    d = diagnose(store(evs))
+    assert [a["start"][:19] for a in d["attempts"]] == [t(0).isoformat()[:19], t(300).isoformat()[:19]]
+    assert d["attempts"][0]["outcome"] == "failed"

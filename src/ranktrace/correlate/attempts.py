@@ -14,13 +14,15 @@ restarts its workers), so a rendezvous whose nodes arrive over minutes stays one
 Attempt k > 1 begins, on each host, at that host's own earliest sign of it (its agent's new round
 comes after its own workers' teardown, which belongs to the attempt before), else at the cluster's
 earliest sign: the cut. A line belongs to the attempt whose cut on its host (aligned clock) it has
-reached; a line with no time, to the last attempt (snapshots such as sacct or `kubectl describe` are
-taken after the fact). Everything here is pure over the rows the SQL files give, but `collect` and
+reached. A line with no time (a snapshot such as sacct, `scontrol show` or `kubectl describe`, taken
+after the fact, about any attempt) is in attempt 0: no attempt's diagnosis reads it, but for the
+attempt whose verdict leads (verdict.diagnose), which is diagnosed again with them. Everything here is pure over the rows the SQL files give, but `collect` and
 `apply`, which read and write temp tables.
 """
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 import re
 from dataclasses import dataclass, field
@@ -31,7 +33,8 @@ from .util import columns, has_columns, rows, sql_file, table_exists
 
 GAP_S = 180.0      # the early signs of one launch on different hosts come this close to each other
 LATE_S = 1800.0    # a late sign (new pid, step back) belongs to the launch before it within this, if no work came between
-WORK_BUCKET_S = 60.0
+WORK_BUCKET_S = 1.0      # progress is read to the second: a short run restarts seconds after it trained
+NEVER = dt.datetime(9999, 12, 31)   # the cut of a host that stays in an older attempt (it did not relaunch)
 PART = 0.5         # a relaunch on fewer than this share of the previous launch's hosts is a partial restart
 
 
@@ -44,6 +47,12 @@ class Sign:
     file: str | None = None
     line: int | None = None
     what: str = ""
+    step: str | None = None   # the Slurm step a launch line is about
+
+    @property
+    def key(self) -> tuple:
+        """One launch writes each of these once: the same key again is another launch."""
+        return (self.signal, self.file, self.step)
 
 
 @dataclass
@@ -78,19 +87,32 @@ def _run(con, name: str) -> list[dict]:
     return rows(con, query_text(con, name))
 
 
-def agent_signs(markers: list[dict]) -> tuple[list[Sign], list[dt.datetime]]:
-    """(signs, restarts): each rendezvous round of a launcher's log and each launcher's start as early
-    signs; the times an agent said it restarts its workers. A log's rounds are read from the first of
-    join / complete / 'Starting worker group' it writes, so that one round is one sign (the three are
-    written within seconds; a block such as the rendezvous result carries no pid, so a log, not a pid,
-    is the unit)."""
+def agent_signs(markers: list[dict], jobs: set[str] | None = None) -> list[Sign]:
+    """Early signs: each rendezvous round of a launcher's log, each launcher's start (torchrun, a Slurm
+    allocation, a node's batch script or step tasks), and each notice that the workers or the job are
+    restarted (which announces the next launch and ends the attempt on its host); late ones: a
+    rendezvous closed to an agent (the round it began started nothing). `jobs`: the Slurm jobs of the
+    run (a daemon's log holds other jobs' lines too); None: every job. A log's rounds are read from the
+    first of join / complete / 'Starting worker group' it writes, so that one round is one sign (the
+    three are written within seconds; a block such as the rendezvous result carries no pid, so a log,
+    not a pid, is the unit)."""
     signs: list[Sign] = []
-    restarts = [m["ats"] for m in markers if m["signal"] == "restart"]
     logs: dict[tuple, dict[str, list[dict]]] = {}
     for m in markers:
+        if m["job_id"] is not None and jobs is not None and m["job_id"] not in jobs:
+            continue
+        where = m["host"] or m["file"]
         if m["signal"] == "launch":
-            signs.append(Sign(m["ats"], m["host"], "launch", True, m["file"], m["line"],
-                              f"a launcher started on {m['host'] or m['file']}"))
+            what = (f"Slurm job {m['job_id']} starts on {where}" if m["job_id"] is not None
+                    else f"a launcher started on {where}")
+            signs.append(Sign(m["ats"], m["host"], "launch", True, m["file"], m["line"], what, m["step_id"]))
+        elif m["signal"] == "restart":
+            what = (f"Slurm requeues job {m['job_id']}" if m["kind"] == "job_requeue"
+                    else f"the agent on {where} restarts its workers")
+            signs.append(Sign(m["ats"], m["host"], "restart", True, m["file"], m["line"], what))
+        elif m["signal"] == "closed":
+            signs.append(Sign(m["ats"], m["host"], "closed", False, m["file"], m["line"],
+                              f"the rendezvous was closed to the agent on {where}"))
         elif m["signal"] == "round":
             logs.setdefault((m["host"] or "", m["file"]), {}).setdefault(m["kind"], []).append(m)
     for (host, file), by_kind in sorted(logs.items()):
@@ -98,7 +120,15 @@ def agent_signs(markers: list[dict]) -> tuple[list[Sign], list[dt.datetime]]:
         for i, m in enumerate(by_kind[kind]):
             signs.append(Sign(m["ats"], host or None, "round", True, m["file"], m["line"],
                               f"rendezvous round {i + 1} in {file}"))
-    return signs, restarts
+    return signs
+
+
+def run_jobs(con: duckdb.DuckDBPyConnection) -> set[str] | None:
+    """The Slurm jobs whose output the store holds (the job of training progress or rank lines); None
+    when no such line names a job (then every job the daemons name is taken for the run's)."""
+    got = {r[0] for r in con.execute("SELECT DISTINCT job_id FROM aligned_groups WHERE job_id IS NOT NULL "
+                                     "AND (rank IS NOT NULL OR kind = 'progress')").fetchall()}
+    return got or None
 
 
 def pid_signs(incarnations: list[dict]) -> list[Sign]:
@@ -138,12 +168,11 @@ def step_signs(buckets: list[dict]) -> list[Sign]:
     return out
 
 
-def collect(con: duckdb.DuckDBPyConnection) -> tuple[list[Sign], list[dt.datetime], list[dt.datetime],
-                                                  list[dt.datetime]]:
-    """(signs, restarts, progress, failures): the minutes (aligned) in which the job trained, and
+def collect(con: duckdb.DuckDBPyConnection) -> tuple[list[Sign], list[dt.datetime], list[dt.datetime]]:
+    """(signs, progress, failures): the seconds (aligned) in which the job trained, and
     the times of cause lines (a new failure; the teardown's symptoms come with a restart, they do not
     separate one launch from the next)."""
-    signs, restarts = agent_signs(_run(con, "markers"))
+    signs = agent_signs(_run(con, "markers"), run_jobs(con))
     signs += pid_signs(_run(con, "incarnations"))
     progress = [r[0] for r in con.execute(
         f"SELECT DISTINCT time_bucket(INTERVAL {int(WORK_BUCKET_S)} SECOND, ats) FROM aligned_events "
@@ -153,7 +182,7 @@ def collect(con: duckdb.DuckDBPyConnection) -> tuple[list[Sign], list[dt.datetim
     src = "hot_events" if table_exists(con, "hot_events") else "aligned_events"
     failures = [r[0] for r in con.execute(
         f"SELECT DISTINCT ats FROM {src} WHERE role = 'cause' AND ats IS NOT NULL ORDER BY 1").fetchall()]
-    return signs, sorted(restarts), progress, failures
+    return signs, progress, failures
 
 
 # ---------------------------------------------------------------- segmenting
@@ -170,27 +199,41 @@ def _clusters(signs: list[Sign], apart) -> list[list[Sign]]:
 
 
 def _busy(activity: list[dt.datetime], lo: dt.datetime | None, hi: dt.datetime) -> bool:
-    """The job trained in [lo, hi) (activity: starts of WORK_BUCKET_S buckets)."""
-    w = dt.timedelta(seconds=WORK_BUCKET_S)
-    return any((lo is None or a + w > lo) and a < hi for a in activity)
+    """The job trained in [lo, hi) (activity: sorted starts of WORK_BUCKET_S buckets)."""
+    i = 0 if lo is None else bisect.bisect_right(activity, lo - dt.timedelta(seconds=WORK_BUCKET_S))
+    return i < len(activity) and activity[i] < hi
 
 
-def segment(signs: list[Sign], restarts: list[dt.datetime], progress: list[dt.datetime],
-            failures: list[dt.datetime]) -> list[Attempt]:
-    """The attempts the signs show, in time order (at least one). progress: the minutes in which the
-    job trained (WORK_BUCKET_S buckets, aligned); failures: the times a line said something failed;
-    restarts: the times an agent said it restarts its workers."""
+def segment(signs: list[Sign], progress: list[dt.datetime], failures: list[dt.datetime]) -> list[Attempt]:
+    """The attempts the signs show, in time order (at least one). progress: the sorted seconds in which
+    the job trained (WORK_BUCKET_S buckets, aligned); failures: the times of cause lines."""
     bucket = dt.timedelta(seconds=WORK_BUCKET_S)
 
     def happened(lo: dt.datetime | None, hi: dt.datetime) -> bool:
-        """Between two signs the job trained, failed, or was told to restart: they are two launches."""
-        return (any((lo is None or lo <= r) and r < hi for r in restarts)
-                or any((lo is None or lo < f) and f < hi for f in failures)
-                or _busy(progress, None if lo is None else lo + bucket, hi - bucket))
+        """Between two launch signs the job trained or something failed: they are two launches."""
+        return any((lo is None or lo < f) and f < hi for f in failures) \
+            or _busy(progress, None if lo is None else lo + bucket, hi - bucket)
+
+    def trained(lo: dt.datetime, hi: dt.datetime) -> bool:
+        return _busy(progress, lo + bucket, hi - bucket)
 
     early = [s for s in signs if s.early]
     late = sorted((s for s in signs if not s.early), key=lambda s: s.t)
-    launches = _clusters(early, lambda a, b: (b - a).total_seconds() > GAP_S or happened(a, b))
+    # the early signs of one launch: close in time, the job did not train in between, and no log writes
+    # the same launch sign twice (an agent's second round is another launch, however soon: a crash
+    # loop; a restart may be announced in two lines: Slurm's requeue), and a notice that the job restarts
+    # after launch signs with none before them ends that launch: it ran, silently, and failed. The
+    # failures of the teardown around a restart do not cut it (they interleave with the new rounds)
+    launches: list[list[Sign]] = []
+    for s in sorted(early, key=lambda s: (s.t, s.host or "", s.file or "", s.line or 0)):
+        c = launches[-1] if launches else None
+        ends = s.signal == "restart" and c is not None and not any(x.signal == "restart" for x in c) \
+            and any(x.signal in ("round", "launch") for x in c)
+        if c is not None and (s.t - c[-1].t).total_seconds() <= GAP_S and not trained(c[-1].t, s.t) \
+                and not ends and (s.signal == "restart" or s.key not in {x.key for x in c}):
+            c.append(s)
+        else:
+            launches.append([s])
     # a late sign joins the last launch before it when the job did not train in between (the new
     # processes come up, load a checkpoint, go back to its step); else it starts something of its own
     orphans: list[Sign] = []
@@ -199,18 +242,24 @@ def segment(signs: list[Sign], restarts: list[dt.datetime], progress: list[dt.da
         if launch is not None and (s.t - launch[0].t).total_seconds() <= LATE_S \
                 and not _busy(progress, max(x.t for x in launch) + bucket, s.t - bucket):
             launch.append(s)
-        else:
+        elif s.signal != "closed":
             orphans.append(s)
     orphan_starts = _clusters(orphans, lambda a, b: (b - a).total_seconds() > GAP_S or happened(a, b))
     starts = sorted(launches + orphan_starts, key=lambda c: min(s.t for s in c))
-    # a start is a new attempt when something happened since the previous one; otherwise it is the
-    # same launch, still assembling (a node that joins the rendezvous minutes after the others). A
-    # start on fewer than half the hosts the previous launch had, while the others' processes go on
-    # (one pod restarted alone), is no new attempt of the job: the gang waits in the old one
+    # a start is a new attempt when an agent said it restarts, or the job trained or failed since the
+    # previous start, or a log writes its launch again; otherwise it is the same launch, still assembling
+    # (a node that joins the rendezvous minutes after the others). A start on fewer than half the hosts
+    # the previous launch had, while the others' processes go on (one pod restarted alone), is no new
+    # attempt of the job: the gang waits in the old one
     merged: list[list[Sign]] = []
     for c in starts:
         t0 = min(s.t for s in c)
-        if merged and not happened(min(s.t for s in merged[-1]), t0):
+        restarted = any(s.signal == "restart" for s in c)
+        if merged and _refused(c, progress):
+            continue
+        again = merged and bool({s.key for s in c if s.signal in ("round", "launch")}
+                                & {s.key for s in merged[-1] if s.signal in ("round", "launch")})
+        if merged and not restarted and not again and not happened(min(s.t for s in merged[-1]), t0):
             merged[-1].extend(c)
         elif merged and len(_hosts(c)) < PART * len(_hosts(merged[-1])):
             continue
@@ -218,19 +267,50 @@ def segment(signs: list[Sign], restarts: list[dt.datetime], progress: list[dt.da
             merged.append(list(c))
     attempts: list[Attempt] = []
     for c in merged:
-        first = min(c, key=lambda s: (s.t, not s.early))
-        if not attempts and not _busy(progress, None, first.t - bucket) and not any(r < first.t for r in restarts):
+        # a restart notice ends the attempt before; the new one starts with its first launch sign
+        first = min(c, key=lambda s: (s.signal == "restart" and any(x.signal != "restart" for x in c),
+                                      s.t, not s.early))
+        if not attempts and not _busy(progress, None, first.t - bucket) and not any(s.signal == "restart" for s in c):
             # the launch the logs begin with: attempt 1 starts there
             attempts.append(Attempt(1, first.t, _basis(c), first.file, first.line))
             continue
         if not attempts:   # the logs begin in the middle of an attempt
             attempts.append(Attempt(1, None))
-        cuts: dict[str, dt.datetime] = {}
-        for s in sorted(c, key=lambda s: (not s.early, s.t)):
-            if s.host is not None and s.host not in cuts:
-                cuts[s.host] = s.t
-        attempts.append(Attempt(len(attempts) + 1, first.t, _basis(c), first.file, first.line, cuts))
+        attempts.append(Attempt(len(attempts) + 1, first.t, _basis(c), first.file, first.line, _cuts(c)))
+    # a host that took part in a launch before and shows no sign of this one did not relaunch: a node
+    # left out (frozen, lost, replaced) stays in its attempt, and what it writes later (a thawed node's
+    # daemon reporting its old job aborted) is that attempt's
+    seen: set[str] = set()
+    for a, c in zip(attempts[-len(merged):], merged):
+        for h in sorted(seen - set(a.cuts)) if a.id > 1 else ():
+            a.cuts[h] = NEVER
+        seen |= _hosts(c)
     return attempts or [Attempt(1, None)]
+
+
+def _cuts(c: list[Sign]) -> dict[str, dt.datetime]:
+    """Where a new attempt begins on each host of its start: the host's first launch sign (an early one
+    before a late one); a host's notice that it restarts ends the old attempt there, and it and the
+    worker exits reported with it are often written in the same millisecond as the new round, so the
+    cut comes after it."""
+    cuts: dict[str, dt.datetime] = {}
+    for s in sorted(c, key=lambda s: (s.signal == "restart", not s.early, s.t)):
+        if s.host is not None and s.host not in cuts:
+            cuts[s.host] = s.t
+    for s in c:
+        if s.signal == "restart" and s.host is not None and s.t <= cuts[s.host] + dt.timedelta(seconds=1):
+            cuts[s.host] = max(cuts[s.host], s.t + dt.timedelta(microseconds=1))
+    return cuts
+
+
+def _refused(c: list[Sign], progress: list[dt.datetime]) -> bool:
+    """A relaunch whose every agent found the rendezvous closed (another agent had given up and ended
+    the job) and that started nothing: teardown of the attempt before, not an attempt."""
+    closed = {s.host for s in c if s.signal == "closed"}
+    launched = {s.host for s in c if s.signal in ("round", "launch")}
+    t0 = min(s.t for s in c)
+    return bool(closed) and launched <= closed and not any(s.signal in ("pid", "step") for s in c) \
+        and not _busy(progress, t0, max(s.t for s in c) + dt.timedelta(seconds=GAP_S))
 
 
 def _hosts(c: list[Sign]) -> set[str]:
@@ -239,7 +319,8 @@ def _hosts(c: list[Sign]) -> set[str]:
 
 def _basis(c: list[Sign]) -> str:
     """How a start was recognised, for people: its signs by kind, the first of each."""
-    names = {"round": "rendezvous round", "launch": "launcher start", "pid": "new process", "step": "step back"}
+    names = {"round": "rendezvous round", "launch": "launcher start", "restart": "restart notice",
+             "pid": "new process", "step": "step back", "closed": "rendezvous closed"}
     seen: dict[str, tuple[int, Sign]] = {}
     for s in sorted(c, key=lambda s: s.t):
         n, first = seen.get(s.signal, (0, s))
@@ -252,7 +333,8 @@ def _basis(c: list[Sign]) -> str:
 
 def write_cuts(con: duckdb.DuckDBPyConnection, attempts: list[Attempt]) -> None:
     """Temp table attempt_hosts: per host (NULL: any other host) the aligned time each attempt k > 1
-    begins there, columns c2..cK; the line's attempt is 1 + the cuts its time has reached."""
+    begins there, columns c2..cK (NEVER: the host stayed in an older one); a line's attempt is the
+    last one whose cut its time has reached."""
     k = len(attempts)
     cols = ", ".join(f"c{i} TIMESTAMP" for i in range(2, k + 1))
     con.execute(f"CREATE OR REPLACE TEMP TABLE attempt_hosts (host VARCHAR{', ' + cols if cols else ''})")
@@ -275,21 +357,23 @@ def attempt_expr(con: duckdb.DuckDBPyConnection, t: str, own: str, dflt: str) ->
     k = _count(con, "attempt_hosts")
     if k <= 1:
         return "1"
-    terms = " + ".join(f"CAST({t} >= coalesce({own}.c{i}, {dflt}.c{i}) AS INTEGER)" for i in range(2, k + 1))
-    return f"CASE WHEN {t} IS NULL THEN {k} ELSE 1 + {terms} END"
+    terms = ", ".join(f"CASE WHEN {t} >= coalesce({own}.c{i}, {dflt}.c{i}) THEN {i} END" for i in range(2, k + 1))
+    return f"CASE WHEN {t} IS NULL THEN 0 ELSE greatest(1, {terms}) END"
 
 
 def write_class_cuts(con: duckdb.DuckDBPyConnection) -> None:
     """Temp table class_cuts: per class of lines, the LOGGED time each attempt k > 1 begins on its host
-    (its own host, else the one host its file's lines resolve to: a rank's file names none itself), so
+    (its own host, else the one host its file's lines resolve to: a rank's file names none itself; a
+    file of several ranks, such as srun's output, whose ranks moved to other nodes on a requeue, has
+    no one host and takes the job's cut), so
     that queries/align/event_groups.sql splits every line by attempt with a comparison of its own time."""
     k = _count(con, "attempt_hosts")
     shift = "to_microseconds(CAST(round(coalesce(o.offset_s, 0.0) * 1e6) AS BIGINT))"
     cols = ", ".join(f"coalesce(h.c{i}, d.c{i}) + {shift} AS c{i}" for i in range(2, k + 1))
     con.execute(f"""
         CREATE OR REPLACE TEMP TABLE class_cuts AS
-        WITH fh AS (SELECT file_id, any_value(host) AS host FROM aligned_groups_all WHERE host IS NOT NULL
-                    GROUP BY file_id HAVING count(DISTINCT host) = 1)
+        WITH fh AS (SELECT file_id, any_value(host) AS host FROM aligned_groups_all
+                    GROUP BY file_id HAVING count(DISTINCT host) = 1 AND count(DISTINCT rank) <= 1)
         SELECT c.class_id, {cols}
         FROM event_classes c LEFT JOIN fh ON fh.file_id = c.file_id
         LEFT JOIN attempt_hosts h ON h.host = coalesce(c.host, fh.host)
@@ -303,8 +387,9 @@ def line_attempt(con: duckdb.DuckDBPyConnection) -> tuple[str, str]:
     k = _count(con, "class_cuts")
     if k <= 1:
         return "1", ""
-    terms = " + ".join(f"CAST(r.ts >= cc.c{i} AS INTEGER)" for i in range(2, k + 1))
-    return (f"CASE WHEN r.ts IS NULL OR cc.c2 IS NULL THEN {k} ELSE 1 + {terms} END",
+    terms = ", ".join(f"CASE WHEN r.ts >= cc.c{i} THEN {i} END" for i in range(2, k + 1))
+    sane = "r.ts >= TIMESTAMP '1990-01-01' AND r.ts < TIMESTAMP '2100-01-01'"   # as the aligned views' ats
+    return (f"CASE WHEN r.ts IS NULL OR NOT ({sane}) THEN 0 ELSE greatest(1, {terms}) END",
             " LEFT JOIN class_cuts cc ON cc.class_id = r.class_id")
 
 
@@ -327,10 +412,10 @@ def apply(con: duckdb.DuckDBPyConnection, attempts: list[Attempt]) -> None:
 VIEWS = ("aligned_events", "hot_events", "aligned_groups")
 
 
-def scope(con: duckdb.DuckDBPyConnection, attempt: int | None) -> None:
+def scope(con: duckdb.DuckDBPyConnection, attempt: int | None, timeless: bool = False) -> None:
     """Point the views the detectors read (aligned_events, hot_events, aligned_groups) at the lines of
-    one attempt (None: every line)."""
-    where = "" if attempt is None else f" WHERE attempt = {int(attempt)}"
+    one attempt (None: every line); `timeless`: with the lines that have no time (attempt 0)."""
+    where = "" if attempt is None else f" WHERE attempt IN ({int(attempt)}{', 0' if timeless else ''})"
     for v in VIEWS:
         if table_exists(con, f"{v}_all"):
             con.execute(f"CREATE OR REPLACE TEMP VIEW {v} AS SELECT * FROM {v}_all{where}")
@@ -339,8 +424,8 @@ def scope(con: duckdb.DuckDBPyConnection, attempt: int | None) -> None:
 def find_attempts(con: duckdb.DuckDBPyConnection) -> list[Attempt]:
     """The attempts of the run in the store (after clock.align), every line given its attempt and
     each attempt its end and its first and last progress."""
-    signs, restarts, progress, failures = collect(con)
-    attempts = segment(signs, restarts, progress, failures)
+    signs, progress, failures = collect(con)
+    attempts = segment(signs, progress, failures)
     apply(con, attempts)
     spans = {r["attempt"]: r for r in rows(con, """
         SELECT attempt, min(first_ats) AS first, max(last_ats) AS last,
@@ -398,9 +483,10 @@ def store_attempts(con: duckdb.DuckDBPyConnection, clock: list[dict], db: str) -
                                               ).fetchall()} | {h for a in found for h in a.cuts})
     spans = []
     for h in [""] + hosts:
-        starts = [dt.datetime(1, 1, 1)] + [a.cuts.get(h, a.start) for a in found[1:]]
-        stops = starts[1:] + [dt.datetime(9999, 12, 31)]
-        spans += [[h, i + 1, lo, hi] for i, (lo, hi) in enumerate(zip(starts, stops))]
+        starts = [(1, dt.datetime(1, 1, 1))] + [(a.id, a.cuts.get(h, a.start)) for a in found[1:]]
+        starts = [(k, t) for k, t in starts if t < NEVER]   # a host that stayed in an older attempt
+        stops = [t for _, t in starts[1:]] + [NEVER]
+        spans += [[h, k, lo, hi] for (k, lo), hi in zip(starts, stops)]
     con.execute(f'DELETE FROM "{db}".main.attempt_spans')
     con.executemany(f'INSERT INTO "{db}".main.attempt_spans VALUES (?, ?, ?, ?)', spans)
     con.execute(f'DROP TABLE IF EXISTS "{db}".main.attempt_class_cuts')

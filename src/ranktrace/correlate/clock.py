@@ -26,6 +26,15 @@ from .util import rows, sql_file, table_exists
 
 CLASS_ORDER = ("progress", "collective", "rendezvous")
 MIN_ANCHORS = {"progress": 2, "collective": 1, "rendezvous": 1}
+# Two hosts of one run share most of their anchors (a synchronous loop writes every step on every
+# rank). Hosts that share few never ran together: the nodes of a requeued job's first run and those
+# of its second, both at steps 6-8 after the resume, are not 3 minutes apart in clock.
+SHARED = 0.5
+TOL_S = 2.0   # differences of one anchor pairing that agree
+# ... and hosts whose logs, as written, are more than this far apart never ran together at all (a
+# clock skew larger than a whole run is not what the anchors of two such hosts show: a job requeued on
+# other nodes, running its first steps again)
+APART_S = 60.0
 
 
 def _host_lines(con: duckdb.DuckDBPyConnection) -> str:
@@ -45,15 +54,49 @@ def reference_host(con: duckdb.DuckDBPyConnection, candidates: set[str] | None =
 
 
 def _pair(a: dict, b: dict, unc0: float):
-    """offset of host a relative to host b from shared anchors (dicts akey -> t)."""
+    """Offset of host a relative to host b from shared anchors (dicts akey -> [t, ...]: a key a host
+    wrote in several attempts has several times): (offset, uncertainty, keys that support it), or None.
+    Every pairing of a key's times is a candidate difference; the offset is the one the most keys agree
+    on (within TOL_S), the smallest in size on a tie: a host that took part only in a later attempt
+    agrees as well with the first attempt's steps of the other, shifted by the time between attempts,
+    as with the same attempt's, unshifted; both fit, and no clock is minutes off when it need not be."""
     keys = sorted(set(a) & set(b))
     if not keys:
         return None
-    d = [a[k] - b[k] for k in keys]
+    cands = sorted((ta - tb, k) for k in keys for ta in a[k] for tb in b[k])
+    tol = max(TOL_S, 2 * unc0)
+    best = None
+    j = 0
+    for i, (d0, _) in enumerate(cands):   # the window [d0, d0 + tol] over the sorted differences
+        while j < len(cands) and cands[j][0] <= d0 + tol:
+            j += 1
+        win = cands[i:j]
+        support = len({k for _, k in win})
+        centre = statistics.median(d for d, _ in win)
+        if best is None or (support, -abs(centre)) > (best[0], -abs(best[1])):
+            best = (support, centre, win)
+    support, centre, win = best
+    per_key: dict[str, float] = {}
+    for d, k in win:   # one difference per key: the one nearest the centre
+        if k not in per_key or abs(d - centre) < abs(per_key[k] - centre):
+            per_key[k] = d
+    d = sorted(per_key.values())
     off = statistics.median(d)
     dev = sorted(abs(x - off) for x in d)
     p90 = dev[min(len(dev) - 1, int(0.9 * len(dev)))]
-    return off, unc0 + 2 * p90, len(keys)
+    return off, unc0 + 2 * p90, len(d)
+
+
+def _spans(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[float, float]]:
+    """Per host, the first and last time it logged (epoch seconds, as logged)."""
+    return {h: (lo, hi) for h, lo, hi in con.execute(
+        "SELECT host, epoch(min(ts)), epoch(max(max_ts)) FROM event_groups WHERE host IS NOT NULL AND sane "
+        "GROUP BY host").fetchall() if lo is not None}
+
+
+def apart(a: tuple[float, float] | None, b: tuple[float, float] | None) -> bool:
+    """The two hosts' logs, as written, lie more than APART_S apart."""
+    return a is not None and b is not None and max(a[0], b[0]) - min(a[1], b[1]) > APART_S
 
 
 def estimate_offsets(con: duckdb.DuckDBPyConnection, offsets: dict[str, float] | None = None) -> list[dict]:
@@ -69,7 +112,7 @@ def estimate_offsets(con: duckdb.DuckDBPyConnection, offsets: dict[str, float] |
     for r in rows(con, sql_file("align/anchors.sql")):
         if r["t"] is None:
             continue
-        anchors.setdefault(r["class"], {}).setdefault(r["host"], {})[r["akey"]] = float(r["t"])
+        anchors.setdefault(r["class"], {}).setdefault(r["host"], {}).setdefault(r["akey"], []).append(float(r["t"]))
         unc0[r["class"]] = float(r["unc_s"])
     with_anchors = {h for c in anchors.values() for h, ks in c.items() if ks}
     ref = reference_host(con, with_anchors) if with_anchors else reference_host(con)
@@ -77,12 +120,15 @@ def estimate_offsets(con: duckdb.DuckDBPyConnection, offsets: dict[str, float] |
     if ref is not None:
         out[ref] = {"host": ref, "offset_s": 0.0, "uncertainty_s": 0.0, "basis": "reference host"}
 
+    spans = _spans(con)
+
     def estimate(h: str, against: str):
         for cls in CLASS_ORDER:
             per = anchors.get(cls, {})
             if h in per and against in per:
                 p = _pair(per[h], per[against], unc0.get(cls, 1.0))
-                if p and p[2] >= MIN_ANCHORS[cls]:
+                if p and p[2] >= MIN_ANCHORS[cls] and p[2] >= SHARED * min(len(per[h]), len(per[against])) \
+                        and not apart(spans.get(h), spans.get(against)):
                     return p[0], p[1], f"{p[2]} shared {cls} anchors with {against}"
         return None
 

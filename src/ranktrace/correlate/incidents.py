@@ -42,6 +42,15 @@ def doc_outcome(doc: dict, last: bool) -> str:
                    last=last)
 
 
+def lead(attempts: list[Attempt], docs: list[dict]) -> int:
+    """The index of the attempt whose verdict is the run's: the last one when it failed or was
+    cancelled (it ended the run), else the last failed one (the run went on), else the last."""
+    outs = [doc_outcome(d, last=i == len(docs) - 1) for i, d in enumerate(docs)]
+    if outs[-1] in ("failed", "cancelled"):
+        return len(docs) - 1
+    return max((i for i, o in enumerate(outs) if o == "failed"), default=len(docs) - 1)
+
+
 def _cost(doc: dict, a: Attempt, nxt: Attempt | None) -> dict | None:
     """GPU-hours from the failure to the next attempt's first progress (or its end, or the logs' end)."""
     imp = doc.get("impact")
@@ -130,10 +139,7 @@ def assemble(con, attempts: list[Attempt], docs: list[dict]) -> dict:
         nxt = attempts[i + 1] if i + 1 < n else None
         out = doc_outcome(d, last=nxt is None)
         entries.append(_entry(a, d, out, _cost(d, a, nxt) if out == "failed" else None))
-    if entries[-1]["outcome"] in ("failed", "cancelled"):
-        top = n - 1
-    else:
-        top = max((i for i, e in enumerate(entries) if e["outcome"] == "failed"), default=n - 1)
+    top = lead(attempts, docs)
     doc = dict(docs[top])
     doc.pop("failure_seen", None)
     doc["clock"] = docs[0]["clock"]

@@ -30,7 +30,7 @@ from .gang import gang as _gang
 from .impact import impact as _impact
 from .naming import review as _review_names, who as _who
 from .stranded import apply as _stranded
-from .survival import demote_survived
+from .survival import demote_survived, healthy_until
 from .topology import topology as _topology
 from .util import ensure_kind_catalog, iso, platforms, rows, short, sql_file
 
@@ -288,9 +288,20 @@ def _next_steps(kind: str, v: dict, job_id: str | None, extra: dict) -> list[str
 
 # ---------------------------------------------------------------- main entry
 
-def _failure_seen(con) -> bool:
-    return con.execute("SELECT count(*) FROM aligned_groups WHERE role IN ('cause', 'symptom') "
-                       "OR (severity IN ('error', 'critical') AND role <> 'info')").fetchone()[0] > 0
+def _failure_seen(con, findings: list[Finding]) -> bool:
+    """A failure the job did not survive: a finding, or a failure line, after the job's last progress
+    (less the survival window) or with no progress to compare. Lines and findings before it were
+    survived: the job made steps after them (an attempt that trains on through noise has not failed)."""
+    healthy = healthy_until(con)
+    if healthy is None:
+        return bool(findings) or con.execute(
+            "SELECT count(*) FROM aligned_groups WHERE role IN ('cause', 'symptom') "
+            "OR (severity IN ('error', 'critical') AND role <> 'info')").fetchone()[0] > 0
+    if any((f.direct or f.time is None or f.time >= healthy) and not f.extra.get("survived") for f in findings):
+        return True
+    return con.execute("SELECT count(*) FROM aligned_groups WHERE (role IN ('cause', 'symptom') "
+                       "OR (severity IN ('error', 'critical') AND role <> 'info')) "
+                       "AND (last_ats IS NULL OR last_ats >= ?)", [healthy]).fetchone()[0] > 0
 
 
 def diagnose(con: duckdb.DuckDBPyConnection, *, offsets: dict[str, float] | None = None) -> dict:
@@ -300,15 +311,21 @@ def diagnose(con: duckdb.DuckDBPyConnection, *, offsets: dict[str, float] | None
     The run is cut into attempts first (ranktrace.correlate.attempts); each is diagnosed on its
     own lines (survival, silence and sequence numbers mean something only within one attempt);
     the top-level verdict is the last failed attempt's (incidents.py)."""
-    from .incidents import assemble
+    from .incidents import assemble, lead
     ensure_kind_catalog(con)
     clock = align(con, offsets)
     found = find_attempts(con)
+    if len(found) == 1:
+        return assemble(con, found, [diagnose_scope(con, clock)])
     docs = []
     for a in found:
-        if len(found) > 1:
-            scope(con, a.id)
+        scope(con, a.id)
         docs.append(diagnose_scope(con, clock))
+    # the lines without a time (snapshots taken after the fact) join the attempt whose verdict leads
+    top = lead(found, docs)
+    if con.execute("SELECT count(*) FROM aligned_groups_all WHERE attempt = 0").fetchone()[0]:
+        scope(con, found[top].id, timeless=True)
+        docs[top] = diagnose_scope(con, clock)
     scope(con, None)
     return assemble(con, found, docs)
 
@@ -330,7 +347,7 @@ def diagnose_scope(con: duckdb.DuckDBPyConnection, clock: list[dict]) -> dict:
     demote_survived(con, findings)   # warnings followed by healthy progress are context (survival.py)
     cands = _group(findings)
     node_failed = {f.host for f in findings if f.kind == "node_failure" and f.host}
-    failure = _failure_seen(con) or bool(findings)
+    failure = _failure_seen(con, findings)
     unc = {c["host"]: c["uncertainty_s"] for c in clock}
     n_events = con.execute("SELECT coalesce(sum(n), 0) FROM aligned_groups").fetchone()[0]
 
