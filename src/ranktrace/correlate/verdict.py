@@ -397,7 +397,7 @@ def diagnose_scope(con: duckdb.DuckDBPyConnection, clock: list[dict]) -> dict:
         best_kind = "unknown"
     else:
         best_kind = best.kind(node_failed)
-        conf = min(calibrated(scored[0].probability), 0.97)
+        conf = min(calibrated(scored[0].probability, best_kind), 0.97)
         second = next((h for h in hyps if h["_c"] is not best), None)
         if second:
             sc = second["_c"]
@@ -441,9 +441,8 @@ def diagnose_scope(con: duckdb.DuckDBPyConnection, clock: list[dict]) -> dict:
                 v["time"] = iso(min(quiet))
         rank_level = best_kind in ("exception", "crash", "killed", "oom", "gpu_oom", "cuda_error", "hang")
         if rank_level and v["rank"] is None and v["pid"] is None and v["pod"] is None:
-            n_ranks = con.execute("SELECT count(DISTINCT rank) FROM aligned_groups WHERE rank IS NOT NULL "
-                                  + ("AND (host = ? OR host IS NULL)" if v["host"] else ""), [v["host"]] if v["host"] else []
-                                  ).fetchone()[0]
+            # the job's ranks, not only those the logs tie to that host: the tie may be what is missing
+            n_ranks = con.execute("SELECT count(DISTINCT rank) FROM aligned_groups WHERE rank IS NOT NULL").fetchone()[0]
             if n_ranks > 1:
                 v["confidence"] = min(v["confidence"], 0.7)
                 missing.append("which rank it was: the logs name only the node/step "
