@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from ranktrace.store import connect as store_connect
 
 REPO = Path(__file__).resolve().parent.parent
 SHAPES = Path(os.environ.get("RANKTRACE_SHAPES", REPO.parent / "shared" / "real_log_shapes"))
@@ -31,7 +32,7 @@ def split_by_host(bundle: Path, db: str, out: Path, groups: list[list[str]]) -> 
     import shutil
 
     import duckdb
-    con = duckdb.connect(db, read_only=True)
+    con = store_connect(db)
     host_of = dict(con.execute("SELECT path, host FROM files").fetchall())
     con.close()
     group_of = {h: i for i, g in enumerate(groups) for h in g}

@@ -16,6 +16,7 @@ from ranktrace.correlate.detectors.base import query
 from ranktrace.correlate.util import ensure_kind_catalog, sql_file, sql_header
 from ranktrace.ingest.pipeline import ingest
 from ranktrace.resources import data_dir
+from ranktrace.store import connect as store_connect
 
 REPO = Path(__file__).resolve().parents[2]
 BUNDLES = ["demo_sigkill_4node", "k8s_controlplane_etcd_slow", "k8s_gang_partial_restart",
@@ -97,7 +98,7 @@ def con(request, tmp_path_factory, catalog):
         ingest(files, db, catalog)
     finally:
         os.chdir(cwd)
-    c = duckdb.connect(db, read_only=True)
+    c = store_connect(db)
     ensure_kind_catalog(c)
     align(c)
     yield c

@@ -17,6 +17,7 @@ from rt_testlib import REPO
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 import measure  # noqa: E402
+from ranktrace.store import connect as store_connect
 
 
 @pytest.fixture(scope="module")
@@ -175,7 +176,7 @@ def test_reader_layouts_keep_every_line_and_the_verdict(quick, tmp_path):
     assert [g["layout"] for g in got] == [n for n, _ in bench_store.READER_LAYOUTS]
     assert all(_positive(g["diagnose_cpu_s"]) for g in got)
     assert (tmp_path / "rows_as_parquet" / "event_lines.parquet").stat().st_size > 0
-    src = duckdb.connect(str(store), read_only=True)
+    src = store_connect(str(store))
     want = src.execute("SELECT count(*), sum(hash(event_id, message, raw, ts)) FROM events").fetchone()
     src.close()
     for name, _ in bench_store.READER_LAYOUTS:

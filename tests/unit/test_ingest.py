@@ -16,6 +16,7 @@ import pytest
 import zstandard
 
 from rt_testlib import write
+from ranktrace.store import connect as store_connect
 
 NCCL = "calefo8:55154:55833 [0] NCCL INFO proxy.cc:698 -> 6\n"
 TEXT = NCCL * 3 + "plain words\n"
@@ -35,7 +36,7 @@ def test_reingest_adds_nothing_and_new_files_add(tmp_path, catalog):
     assert [f.status for f in s1.files] == ["ingested"] and [f.status for f in s2.files] == ["duplicate"]
     write(tmp_path / "in" / "b.log", TEXT + "more\n")
     ingest([str(tmp_path / "in")], db, catalog)
-    con = duckdb.connect(db, read_only=True)
+    con = store_connect(db)
     assert counts(con) == (2, 9)
     assert con.execute("SELECT count(DISTINCT event_id) FROM events").fetchone()[0] == 9
 
@@ -139,8 +140,8 @@ def test_results_do_not_depend_on_input_order(tmp_path, catalog):
     ingest([str(a), str(b)], str(tmp_path / "1.duckdb"), catalog)
     ingest([str(b), str(a)], str(tmp_path / "2.duckdb"), catalog)
     q = "SELECT event_id, file, line, host, format FROM events ORDER BY event_id"
-    r1 = duckdb.connect(str(tmp_path / "1.duckdb"), read_only=True).execute(q).fetchall()
-    r2 = duckdb.connect(str(tmp_path / "2.duckdb"), read_only=True).execute(q).fetchall()
+    r1 = store_connect(str(tmp_path / "1.duckdb")).execute(q).fetchall()
+    r2 = store_connect(str(tmp_path / "2.duckdb")).execute(q).fetchall()
     assert r1 == r2 and len(r1) == 9
 
 
@@ -170,7 +171,7 @@ def test_killed_ingest_leaves_complete_files_only(tmp_path):
             time.sleep(0.02)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-        con = duckdb.connect(str(db), read_only=True)
+        con = store_connect(str(db))
         files = con.execute("SELECT file_id, events FROM files").fetchall()
         per = dict(con.execute("SELECT file_id, count(*) FROM events GROUP BY 1").fetchall())
         con.close()

@@ -20,6 +20,7 @@ from ranktrace.ingest.pipeline import ingest
 from ranktrace.merge import PartError, find_parts, merge
 from ranktrace import store
 from rt_testlib import REPO, split_by_host, store_differences, write
+from ranktrace.store import connect as store_connect
 
 BUNDLE = REPO / "sample_logs" / "slurm_torchrun_sigkill_skew"   # 4 nodes n1..n4, a 37 s clock skew on n2
 ANSWERS = ["README.md", "truth.json", "expected_verdict.json"]
@@ -65,7 +66,7 @@ def test_three_parts_merged_equal_a_direct_ingest(tmp_path, catalog, direct, par
     db = str(tmp_path / "merged.duckdb")
     s = merge([str(out)], db, catalog)
     assert (len(s.parts), s.duplicates, s.renumbered) == (3, 0, 0)
-    con = duckdb.connect(direct, read_only=True)
+    con = store_connect(direct)
     n_files, n_events, n_inferred = con.execute(
         "SELECT (SELECT count(*) FROM files), count(*), count(*) FILTER (ts_kind = 'year_inferred') FROM events"
     ).fetchone()
@@ -83,7 +84,7 @@ def test_merging_twice_adds_nothing(tmp_path, catalog, direct, parts):
     merge([str(out)], db, catalog)
     again = merge([str(out)], db, catalog)
     assert (again.files, again.events, again.parts) == (0, 0, [])
-    con = duckdb.connect(direct, read_only=True)
+    con = store_connect(direct)
     assert again.duplicates == con.execute("SELECT count(*) FROM files").fetchone()[0]
     con.close()
     assert table_differences(direct, db) == {}
@@ -94,7 +95,7 @@ def test_merge_into_a_store_that_has_some_files_adds_the_others(tmp_path, catalo
     db = str(tmp_path / "m.duckdb")
     ingest([str(dirs[1])], db, catalog, exclude=EXCLUDE)   # n2's files, directly
     s = merge([str(out)], db, catalog)
-    con = duckdb.connect(db, read_only=True)
+    con = store_connect(db)
     n2 = con.execute("SELECT count(*) FROM files WHERE host = 'n2'").fetchone()[0]
     con.close()
     assert n2 > 0 and s.duplicates == n2 and len(s.parts) == 2
@@ -115,7 +116,7 @@ def test_parts_are_read_by_duckdb_directly(catalog, direct, parts):
     years = con.execute(f"SELECT DISTINCT year(ts) FROM {ev} WHERE ts_kind = 'year_inferred'").fetchall()
     # a line's message is cut out of its raw text as the store's view event_rows cuts it
     msgs = con.execute(f"SELECT hash(list(substr(raw, message_at, message_len) ORDER BY event_id)) FROM {ev}").fetchone()
-    d = duckdb.connect(direct, read_only=True)
+    d = store_connect(direct)
     want = d.execute("SELECT (SELECT count(*) FROM events), (SELECT count(*) FROM files)").fetchone()
     want_msgs = d.execute("SELECT hash(list(message ORDER BY event_id)) FROM events").fetchone()
     d.close()
@@ -192,7 +193,7 @@ def test_a_taken_file_id_is_renumbered_with_its_events(tmp_path, catalog):
         Path(f"{f}.new").replace(f)
     db = str(tmp_path / "m.duckdb")
     s = merge([str(out)], db, catalog)
-    m = duckdb.connect(db, read_only=True)
+    m = store_connect(db)
     rows = m.execute("SELECT f.path, f.file_id, e.event_id >> 32, e.line FROM files f JOIN events e USING (file_id) "
                      "ORDER BY 1, 4").fetchall()
     assert m.execute("SELECT count(*) FROM event_rows").fetchone()[0] == 3   # every row has its class
@@ -271,7 +272,7 @@ def test_a_file_in_two_parts_is_stored_once(tmp_path, catalog, monkeypatch):
     assert (Path(p1).name[:3], Path(p2).name[:3]) == ("n1-", "n2-")
     db = str(tmp_path / "m.duckdb")
     s = merge([str(out)], db, catalog)
-    con = duckdb.connect(db, read_only=True)
+    con = store_connect(db)
     assert (s.files, s.duplicates, s.events) == (2, 1, 3)
     assert con.execute("SELECT file, count(*) FROM events GROUP BY 1 ORDER BY 1").fetchall() == [
         ("shared/own.log", 1), ("shared/slurm-7.out", 2)]

@@ -13,6 +13,7 @@ import pytest
 from ranktrace.cli import main
 from ranktrace.store import SCHEMA_VERSION, open_store
 from rt_testlib import REPO
+from ranktrace.store import connect as store_connect
 
 BUNDLE = REPO / "sample_logs"   # every bundle: many formats, envelopes, identities
 
@@ -25,7 +26,7 @@ def fresh(tmp_path_factory):
 
 
 def _all(db, sql):
-    con = duckdb.connect(str(db), read_only=True)
+    con = store_connect(str(db))
     try:
         return con.execute(sql).fetchall()
     finally:
@@ -55,7 +56,7 @@ def _drop_views(con) -> None:
 
 def _as_schema2(db) -> None:
     """Rewrite `db` as ranktrace wrote stores of schema 2: one wide table `events`."""
-    con = duckdb.connect(str(db))
+    con = store_connect(str(db), read_only=False)
     con.execute("CREATE TABLE events_wide AS SELECT * FROM events")
     _drop_views(con)
     con.execute("DROP TABLE event_lines")
@@ -92,7 +93,7 @@ def test_a_schema_2_store_is_refused_to_read_and_rewritten_by_a_write(fresh, tmp
 
 def _as_schema4(db) -> None:
     """Rewrite `db` as ranktrace wrote stores of schema 4: table event_rows, every line's message as text."""
-    con = duckdb.connect(str(db))
+    con = store_connect(str(db), read_only=False)
     _drop_views(con)
     con.execute("UPDATE event_lines SET message = substr(raw, message_at, message_len)")
     con.execute("ALTER TABLE event_lines DROP COLUMN message_at")

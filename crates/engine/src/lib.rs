@@ -15,6 +15,7 @@ pub mod events;
 pub mod fasttime;
 pub mod guard;
 pub mod lines;
+pub mod lines_parquet;
 pub mod literals;
 pub mod marks;
 pub mod out;
