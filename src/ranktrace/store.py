@@ -304,7 +304,8 @@ def _year_ts(ref: float) -> str:
     """ts as the year inference places it (infer_years): a line waiting for its
     year takes, of the reference's year and its neighbours, the one that lands
     it nearest the reference time."""
-    y = int(duckdb.sql(f"SELECT year(to_timestamp({ref!r}))").fetchone()[0])
+    from datetime import datetime, timezone
+    y = datetime.fromtimestamp(ref, timezone.utc).year
     cand = {d: f"(ts + to_years({y + d - PLACEHOLDER_YEAR}))" for d in (-1, 0, 1)}
     dist = {d: f"abs(epoch({c}) - {ref!r})" for d, c in cand.items()}
     return (f"CASE WHEN NOT year_placeholder OR ts IS NULL THEN ts "
