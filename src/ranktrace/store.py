@@ -18,6 +18,7 @@ interrupted mid-ingest opens with every file either complete or absent.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from pathlib import Path
@@ -300,17 +301,90 @@ LINE_COLUMNS = (
 _NARROW = {"rank": "INTEGER", "local_rank": "INTEGER", "task": "INTEGER"}
 
 
-def _year_ts(ref: float) -> str:
+def _year_exact(ref: float) -> str:
     """ts as the year inference places it (infer_years): a line waiting for its
     year takes, of the reference's year and its neighbours, the one that lands
-    it nearest the reference time."""
+    it nearest the reference time. (Per line: three calendar shifts and
+    distances, ~0.15 us a line each time a query reads ts; _year_ts cuts it.)"""
     from datetime import datetime, timezone
     y = datetime.fromtimestamp(ref, timezone.utc).year
-    cand = {d: f"(ts + to_years({y + d - PLACEHOLDER_YEAR}))" for d in (-1, 0, 1)}
+    cand = {d: f"(ts + to_years({y + d} - year(ts)))" for d in (-1, 0, 1)}
     dist = {d: f"abs(epoch({c}) - {ref!r})" for d, c in cand.items()}
-    return (f"CASE WHEN NOT year_placeholder OR ts IS NULL THEN ts "
-            f"WHEN {dist[0]} <= least({dist[-1]}, {dist[1]}) THEN {cand[0]} "
+    return (f"CASE WHEN {dist[0]} <= least({dist[-1]}, {dist[1]}) THEN {cand[0]} "
             f"WHEN {dist[-1]} <= {dist[1]} THEN {cand[-1]} ELSE {cand[1]} END")
+
+
+# Year-less times are in the placeholder year, give or take a day of zone (--tz).
+_PLACEHOLDER_SPAN = ("1999-12-30", "2001-01-03")
+
+
+@functools.lru_cache(maxsize=8)
+def _year_segments(ref: float) -> list[tuple[int, int, int]]:
+    """The placeholder year cut into spans of time (microseconds since the
+    epoch, [lo, hi)) over which _year_exact moves a time by one constant
+    number of microseconds: (lo, hi, shift). The shift changes only where the
+    year chosen changes (two cuts, found by bisection on _year_exact itself)
+    and around a 29 February (a calendar shift of years clamps it)."""
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    exact = _year_exact(ref)
+
+    def shift(us: int) -> int:
+        return con.execute(f"SELECT epoch_us(e) - $t FROM (SELECT {exact} AS e FROM "
+                           f"(SELECT make_timestamp($t) AS ts))", {"t": us}).fetchone()[0]
+
+    lo, hi = (con.execute(f"SELECT epoch_us(TIMESTAMP '{d}')").fetchone()[0] for d in _PLACEHOLDER_SPAN)
+    day = 86_400_000_000
+    cuts = {lo, hi}
+    for y in (PLACEHOLDER_YEAR - 1, PLACEHOLDER_YEAR, PLACEHOLDER_YEAR + 1):
+        for md in ("01-01", "02-28", "02-29", "03-01", "03-02"):
+            got = con.execute(f"SELECT epoch_us(TRY_CAST('{y}-{md}' AS TIMESTAMP))").fetchone()[0]
+            if got is not None and lo < got < hi:
+                cuts.add(got)
+    # where the year chosen changes: the shift jumps by about a year
+    points = sorted(cuts)
+    for a, b in zip(points, points[1:]):
+        while abs(shift(b - 1) - shift(a)) > 2 * day:
+            x, z = a, b - 1            # shift(x) is a's, shift(z) is not: bisect to the first that is not
+            while z - x > 1:
+                m = (x + z) // 2
+                if abs(shift(m) - shift(a)) > 2 * day:
+                    z = m
+                else:
+                    x = m
+            cuts.add(z)
+            a = z
+    points = sorted(cuts)
+    segs: list[tuple[int, int, int]] = []
+    for a, b in zip(points, points[1:]):
+        s_a, s_b = shift(a), shift(b - 1)
+        if s_a != s_b:
+            continue                   # (not constant: the exact rule there)
+        if segs and segs[-1][1] == a and segs[-1][2] == s_a:
+            segs[-1] = (segs[-1][0], b, s_a)   # one span per shift: fewer tests a line
+        else:
+            segs.append((a, b, s_a))
+    con.close()
+    return segs
+
+
+def _year_ts(ref: float) -> str:
+    """ts of a line as the year inference places it: a constant shift per span
+    of the placeholder year (_year_segments; one comparison and an add a line),
+    the exact rule elsewhere."""
+    segs = _year_segments(ref)
+    # spans in order and contiguous but where the exact rule holds: one upper bound a span
+    whens = []
+    prev = None
+    for lo, hi, sh in segs:
+        if prev is not None and lo != prev:
+            whens.append(f"WHEN ts < make_timestamp({lo}) THEN {_year_exact(ref)}")
+        elif prev is None:
+            whens.append(f"WHEN ts < make_timestamp({lo}) THEN {_year_exact(ref)}")
+        whens.append(f"WHEN ts < make_timestamp({hi}) THEN ts + to_microseconds({sh})")
+        prev = hi
+    return (f"CASE WHEN NOT year_placeholder OR ts IS NULL THEN ts {' '.join(whens)} "
+            f"ELSE {_year_exact(ref)} END")
 
 
 def make_lines_view(con: duckdb.DuckDBPyConnection) -> None:
