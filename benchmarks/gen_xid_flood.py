@@ -40,7 +40,7 @@ def main() -> int:
                 tail = " ".join(f"link {k}(0x{rng.getrandbits(16):x}, 0x0, 0x{rng.getrandbits(20):x})"
                                 for k in range(60))
                 f.write(f"[{t:%a %b %e %H:%M:%S %Y}] NVRM: Xid (PCI:0000:{0x18 + 0x10 * gpu:02x}:00): 79, "
-                        f"pid={1000 + i}, name=python, GPU has fallen off the bus. {tail}\n")
+                        f"pid={41000 + gpu}, name=python, GPU has fallen off the bus. {tail}\n")
     return 0
 
 

@@ -10,11 +10,13 @@
 //! on the benchmark corpus' node files, against ~95 for DuckDB's rows).
 //!
 //! Settings, and why (measured on the 512 MB benchmark corpus):
-//! - LZ4 (raw) on every column: readers scan `raw` as fast as they did DuckDB's
-//!   own rows (a sum over every line's raw: 0.14 CPU-s, DuckDB 0.15, zstd
-//!   0.30; the text tests of the summaries on marked lines 0.17 / 0.14 / 0.33),
-//!   and it writes cheaper than zstd (0.23 / 0.30 us a line); zstd's files were
-//!   a quarter of the size (34 MB against 131 for 5.4 M lines).
+//! - LZ4 (raw) on every column: DuckDB reads it at half the CPU of zstd (a sum
+//!   over every line's raw, 5.4 M lines: 0.24 CPU-s against 0.33; the text
+//!   tests of the summaries on marked lines about the same), and it writes
+//!   cheaper (0.23 / 0.30 us a line); zstd's files were a third of the size.
+//!   DuckDB still reads its own rows, or Parquet it wrote itself, faster (0.14
+//!   for the same sum): its writer's pages, not the codec (pyarrow's files
+//!   read like these). benchmarks/README.md has the readers' side.
 //! - no dictionary for the columns that are unique per line (ids, places,
 //!   times, text): a dictionary is tried, then dropped at 1 MB, for nothing.
 //! - statistics per column chunk only, none for the text columns: the min and
