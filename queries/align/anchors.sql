@@ -5,7 +5,11 @@
 -- returns: host, akey, t (epoch seconds, as logged), unc_s (how far apart the same anchor may
 --   truly be on two hosts), class. Events that must be (nearly) simultaneous on every host:
 --   step N of a synchronous loop (progress), the start of collective SeqNum N of a watchdog
---   timeout (logged time minus "ran for"), the k-th rendezvous completion of each agent.
+--   timeout (logged time minus "ran for"), a rendezvous completion. A run that restarts does
+--   steps, sequence numbers and rendezvous again: a host gives one row per time it wrote the key
+--   (more than 30 s after the one before), and ranktrace.correlate.clock pairs each with the
+--   occurrence of the other host that most keys agree on (one attempt's step meets the same one,
+--   whichever attempts each host took part in).
 WITH timed AS (
     SELECT * FROM events_id_a
     WHERE ts IS NOT NULL AND host IS NOT NULL
@@ -21,23 +25,38 @@ progress AS (
       -- a line it does not match has no n, and progress_first keeps only lines with one)
       AND has_mark(marks, 'summary') AND (message ILIKE '%tep%' OR message ILIKE '%iter%')
 ),
-progress_first AS (   -- the first line of each step per rank (a rank may print a step twice)
-    SELECT host, rank, n, min(t) AS t FROM progress WHERE n IS NOT NULL GROUP BY ALL
+progress_occ AS (   -- the k-th time a rank reached step n: a run that resumed from a checkpoint
+    -- does steps again, and step n of one attempt must not meet step n of another (prints of one
+    -- step less than GAP seconds apart are one time: a rank may print a step twice)
+    SELECT host, rank, n, t,
+           sum(CASE WHEN prev IS NULL OR t - prev > 30 THEN 1 ELSE 0 END)
+               OVER (PARTITION BY host, rank, n ORDER BY t ROWS UNBOUNDED PRECEDING) AS occ
+    FROM (SELECT host, rank, n, t, lag(t) OVER (PARTITION BY host, rank, n ORDER BY t) AS prev
+          FROM progress WHERE n IS NOT NULL)
 ),
-seq AS (
+progress_first AS (   -- the first line of each time a rank reached a step
+    SELECT host, rank, n, occ, min(t) AS t FROM progress_occ GROUP BY ALL
+),
+seq0 AS (
     SELECT host,
            TRY_CAST(regexp_extract(message, 'SeqNum=(\d+)', 1) AS BIGINT) AS n,
            epoch(ts) - TRY_CAST(regexp_extract(message, 'ran for (\d+) milliseconds', 1) AS DOUBLE) / 1000.0 AS t
     FROM timed
     WHERE has_mark(marks, 'hot') AND (message LIKE '%SeqNum=%' AND message LIKE '%ran for %milliseconds%')
 ),
+seq AS (   -- sequence numbers start again in every attempt's process groups: the k-th time, as for steps
+    SELECT host, n, t,
+           sum(CASE WHEN prev IS NULL OR t - prev > 30 THEN 1 ELSE 0 END)
+               OVER (PARTITION BY host, n ORDER BY t ROWS UNBOUNDED PRECEDING) AS occ
+    FROM (SELECT host, n, t, lag(t) OVER (PARTITION BY host, n ORDER BY t) AS prev
+          FROM seq0 WHERE n IS NOT NULL AND t IS NOT NULL)
+),
 rdzv AS (
-    SELECT host, row_number() OVER (PARTITION BY host ORDER BY ts, file, line) AS n, epoch(ts) AS t
-    FROM timed WHERE kind = 'rdzv_complete'
+    SELECT host, epoch(ts) AS t FROM timed WHERE kind = 'rdzv_complete'
 )
 SELECT host, 'step:' || n AS akey, median(t) AS t, 0.05 AS unc_s, 'progress' AS class
-FROM progress_first GROUP BY host, n
+FROM progress_first GROUP BY host, n, occ
 UNION ALL
-SELECT host, 'seq:' || n, median(t), 1.0, 'collective' FROM seq WHERE n IS NOT NULL AND t IS NOT NULL GROUP BY host, n
+SELECT host, 'seq:' || n, median(t), 1.0, 'collective' FROM seq GROUP BY host, n, occ
 UNION ALL
-SELECT host, 'rdzv:' || n, median(t), 2.0, 'rendezvous' FROM rdzv GROUP BY host, n
+SELECT host, 'rdzv', t, 2.0, 'rendezvous' FROM rdzv

@@ -6,7 +6,9 @@
 -- returns: the store's events in groups that share every column the identity links and the
 --   aligned clock read (host, rank, local_rank, pid, pod, container, gpu, job, step, file,
 --   format, srun label) and role, kind, severity, ts_kind and whether the time is sane
---   (1990..2100): a few thousand rows for millions of lines, made in one pass. Identity and
+--   (1990..2100), and the attempt of the run the lines belong to (event_rows_keyed.attempt: 1 until
+--   ranktrace.correlate.attempts has found the attempts): a few thousand rows for millions of lines,
+--   made in one pass. Identity and
 --   clock are resolved per group (temp view aligned_groups, ranktrace.correlate.clock), so
 --   the detectors that need every line (per rank / per host activity, progress spans, the
 --   first and last line, who is in the job) read groups, not the whole store:
@@ -35,7 +37,7 @@ WITH c AS (   -- what the per-line tests need of a line's class
                 THEN true END AS maybe_step
     FROM event_rows_keyed r JOIN c USING (class_id)
 ), e AS (
-    SELECT class_id, rank, local_rank, pid, task, srun_lbl, srun_rank, ts, line, event_id,
+    SELECT class_id, rank, local_rank, pid, task, srun_lbl, srun_rank, attempt, ts, line, event_id,
            ts >= TIMESTAMP '1990-01-01' AND ts < TIMESTAMP '2100-01-01' AS sane,
            -- The step regexps need `tep` or `iter` (in any case: no letter of them has another
            -- case-folding than its ASCII pair): an exact prefilter, cheap on millions of lines.
@@ -59,7 +61,7 @@ WITH c AS (   -- what the per-line tests need of a line's class
            CAST(epoch_us(ts) AS HUGEINT) * 4294967296 + line AS tl
     FROM m
 ), p AS (     -- partial groups: a class and a line's own identity
-    SELECT class_id, rank, local_rank, pid, task, srun_lbl, srun_rank, sane,
+    SELECT class_id, rank, local_rank, pid, task, srun_lbl, srun_rank, attempt, sane,
            count(*) AS n,
            min(ts) AS ts,
            max(ts) AS max_ts,
@@ -81,7 +83,7 @@ WITH c AS (   -- what the per-line tests need of a line's class
     GROUP BY ALL
 )
 SELECT k.host, p.rank, p.local_rank, p.pid, k.pod, k.container, k.gpu, k.job_id, k.step_id, k.file_id, k.file,
-       k.format, p.task, p.srun_lbl, p.srun_rank,
+       k.format, p.task, p.srun_lbl, p.srun_rank, p.attempt,
        k.role, k.kind, k.severity, k.ts_kind, p.sane,
        CAST(sum(p.n) AS BIGINT) AS n,
        min(p.ts) AS ts,

@@ -15,6 +15,8 @@ SELECT * FROM aligned_events
 WHERE role IN ('cause', 'symptom')                          -- first_cause, first_symptom, the cascade
    OR kind IN ('worker_failed', 'failure_summary', 'sigterm_sent', 'signal_received', 'task_exit', 'step_cancelled',
                'hang_report', 'rdzv_join', 'rdzv_complete', 'rdzv_timeout', 'store_unreachable', 'node_failure')
+   -- attempts (queries/attempts/markers.sql)
+   OR kind IN ('worker_start', 'group_restart', 'job_requeue', 'step_start', 'job_state')
    -- controlplane
    OR starts_with(kind, 'etcd_') OR starts_with(kind, 'apiserver_')
    -- topology

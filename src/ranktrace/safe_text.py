@@ -13,6 +13,8 @@ html.escape; this module is only about control characters.
 
 from __future__ import annotations
 
+import re
+
 # C0 controls (but tab), DEL, C1 controls; bidi embeddings/overrides/isolates
 # and marks; line/paragraph separators (they break lines in some terminals).
 _BIDI = (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A), 0x2028, 0x2029)
@@ -49,3 +51,13 @@ def safe_tree(obj, fn=safe):
     if isinstance(obj, (list, tuple)):
         return [safe_tree(v, fn) for v in obj]
     return obj
+
+
+# A node name we are willing to put into a suggested or executed command: text from a log is data,
+# never syntax (no spaces, quotes, `;`, `$`, options).
+NODE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
+
+
+def command_safe_node(name: object) -> str | None:
+    """`name` when it is a plain node name (NODE_NAME), else None."""
+    return name if isinstance(name, str) and NODE_NAME.match(name) else None

@@ -503,7 +503,23 @@ def refresh_summaries(con: duckdb.DuckDBPyConnection) -> None:
     and the clock offsets behind view events_aligned (queries/store/clock.sql)."""
     for f in sorted((data_dir("queries") / "store").glob("*.sql")):
         con.execute(f.read_text())
-    store_clock_offsets(con)
+    clock = store_clock_offsets(con)
+    store_attempts(con, clock)
+
+
+def store_attempts(con: duckdb.DuckDBPyConnection, clock: list[dict]) -> None:
+    """Tables attempts and attempt_spans (ranktrace.correlate.attempts), behind view events_aligned's
+    `attempt`. Like the clock, a help for SQL users: a failure is said in meta 'attempts_error' and
+    never fails the ingest (one attempt is assumed)."""
+    db = con.execute("SELECT current_database()").fetchone()[0].replace('"', '""')
+    con.execute("DELETE FROM meta WHERE key = 'attempts_error'")
+    try:
+        from .correlate.attempts import store_attempts as store
+        store(con, clock, db)
+    except Exception as exc:
+        con.execute("INSERT INTO meta VALUES ('attempts_error', ?)", [f"{type(exc).__name__}: {exc}"])
+        con.execute(f'DELETE FROM "{db}".main.attempts')
+        con.execute(f'DELETE FROM "{db}".main.attempt_spans')
 
 
 def store_clock_offsets(con: duckdb.DuckDBPyConnection) -> list[dict]:

@@ -36,7 +36,7 @@ WITH e AS (
     FROM events_keyed
 )
 SELECT host, rank, local_rank, pid, pod, container, gpu, job_id, step_id, file_id, file, format,
-       task, srun_lbl, srun_rank, role, kind, severity, ts_kind,
+       task, srun_lbl, srun_rank, 1 AS attempt, role, kind, severity, ts_kind,
        ts >= TIMESTAMP '1990-01-01' AND ts < TIMESTAMP '2100-01-01' AS sane,
        count(*) AS n, min(ts) AS ts, max(ts) AS max_ts, min(line) AS min_line,
        CAST(min(tl) % 4294967296 AS BIGINT) AS first_line, CAST(max(tl) % 4294967296 AS BIGINT) AS last_line,

@@ -1,9 +1,10 @@
-"""Every SQL file of queries/detect, queries/canned and queries/align has its header and runs."""
+"""Every SQL file of queries/detect, queries/canned, queries/align and queries/attempts has its header and runs."""
 
 from pathlib import Path
 
 import pytest
 
+from ranktrace.correlate.attempts import query_text
 from ranktrace.correlate.clock import align
 from ranktrace.correlate.util import sql_header
 from ranktrace.resources import data_dir
@@ -12,14 +13,17 @@ from ranktrace.store import refresh_summaries
 from .helpers import ev, steps, store
 
 Q = data_dir("queries")
-FILES = sorted(p for d in ("detect", "canned", "align") for p in (Q / d).glob("*.sql"))
+FILES = sorted(p for d in ("detect", "canned", "align", "attempts") for p in (Q / d).glob("*.sql"))
 
 
 @pytest.fixture(scope="module")
 def con():
-    c = store(steps({"n1": [0, 1], "n2": [2, 3]}, 4) + [
+    progress = steps({"n1": [0, 1], "n2": [2, 3]}, 4)
+    c = store(progress + [
         ev(9, "RuntimeError: x", kind="python_exception", host="n2", rank=3),
-        ev(10, "srun: error: n1: tasks 0-1: Terminated", host="n1")])
+        ev(10, "srun: error: n1: tasks 0-1: Terminated", host="n1")],
+        {"progress": [{"event_id": e["event_id"], "file_id": 1, "step": int(e["message"].split()[2])}
+                      for e in progress]})
     refresh_summaries(c)   # what every ingest ends with: canned queries read events_aligned and echoes
     align(c)
     return c
@@ -32,4 +36,6 @@ def test_header_and_runs(path: Path, con):
     assert {"name", "kind", "params", "returns"} <= set(h), h
     assert h["name"] == path.stem
     params = {"host": "n1", "offset_s": 0.0} if "$host" in text else None
+    if path.parent.name == "attempts":   # as the correlator runs them on this store
+        text = query_text(con, path.stem)
     con.execute(text, params).fetchall()

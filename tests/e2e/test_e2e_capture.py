@@ -186,7 +186,9 @@ def _evidence_checks(name, bundle, truth):
         assert state.startswith("CANCELLED")
 
 
-OTHERS = [n for n in SCENARIOS if n not in ("slurm_torchrun_sigkill", "tr_exception", "slurm_oom_cgroup")]
+# runs that restart have tests of their own (test_e2e_restarts.py)
+OTHERS = [n for n in SCENARIOS if n not in ("slurm_torchrun_sigkill", "tr_exception", "slurm_oom_cgroup")
+          and not (SCENARIOS[n].get("max_restarts") or SCENARIOS[n].get("requeue"))]
 
 
 @pytest.mark.e2e

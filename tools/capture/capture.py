@@ -40,6 +40,8 @@ import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import attempts as att  # noqa: E402  (next to this file; stdlib only)
 VENV = os.environ.get("RANKTRACE_TORCH_VENV", "/opt/ranktrace-torch")
 PYTHON = os.path.join(VENV, "bin", "python")
 TORCHRUN = os.path.join(VENV, "bin", "torchrun")
@@ -148,6 +150,37 @@ scenario("tr_double_failure", launcher="torchrun", kind="exception",
          hosts=["gx-h01", "gx-h02", "gx-h03", "gx-h04"], rdzv="static", port=38601,
          env={"RT_STEPS": "40", "RT_PHASE_AT": "10", "RT_PHASE_SECS": "8"},
          faults="1:10:exception,5:10:slowexc:3", culprit_rank=1, second_rank=5)
+# ---- runs that restart (issue 27): several attempts in one bundle. c10d
+# rendezvous with TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1: in torch 2.13 the
+# agent's shared TCPStore keeps the previous round's keys, and restarted
+# workers connect to dead peers (pytorch#135712, #167288; README traps).
+RESTART_ENV = {"RT_CKPT_EVERY": "5", "TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"}
+scenario("tr_restart_resume", launcher="torchrun", kind="exception",
+         description="torchrun --max-restarts=2, 2 nodes x 2 ranks, c10d rendezvous; the job saves a "
+                     "DCP checkpoint every 5 steps. In the first attempt rank 3 (ra-n02, local rank 1) "
+                     "raises RuntimeError at step 12; both agents restart their workers (one whose workers "
+                     "failed counts a restart; one whose workers were still healthy restarts on the "
+                     "membership change without counting), the new workers load the step-10 "
+                     "checkpoint, resume at step 11 and finish all 24 steps: attempt 2 completes.",
+         hosts=["ra-n01", "ra-n02"], rdzv="c10d", port=38701, max_restarts=2, logdir=True,
+         env=dict(RESTART_ENV, RT_STEPS="24"), faults="3:12:exception@once")
+scenario("tr_restart_recurring", launcher="torchrun", kind="crash",
+         description="torchrun --max-restarts=2, 3 nodes x 2 ranks, c10d rendezvous, DCP checkpoint every 5 "
+                     "steps. The worker on node rc-n02 at local rank 1 (a bad device) segfaults at the 7th "
+                     "step it runs, in every attempt: steps 7, 12 and 17, each attempt resuming from the "
+                     "last checkpoint. rc-n02's agent restarts twice, then gives up; the run ends failed "
+                     "after 3 failed attempts with the same culprit node and local rank.",
+         hosts=["rc-n01", "rc-n02", "rc-n03"], rdzv="c10d", port=38711, max_restarts=2, logdir=True,
+         env=dict(RESTART_ENV, RT_STEPS="30"), faults="rc-n02/1:+7:segfault", slow=True)
+scenario("tr_elastic_node_lost", launcher="torchrun", kind="node_failure",
+         description="Elastic torchrun --nnodes=2:3 --max-restarts=2, 3 nodes x 2 ranks, c10d rendezvous, "
+                     "DCP checkpoint every 5 steps. Once its ranks logged step 12, node el-n03 dies "
+                     "(SIGKILL of its agent and both workers at once). The two surviving agents restart "
+                     "their workers and re-rendezvous without it (min_nodes=2 allows it): world size 6 "
+                     "becomes 4, the workers load the step-10 checkpoint and complete the 30 steps.",
+         hosts=["el-n01", "el-n02", "el-n03"], nnodes="2:3", rdzv="c10d", port=38731, max_restarts=2,
+         logdir=True, env=dict(RESTART_ENV, RT_STEPS="30"),
+         action=dict(type="kill_node", host_index=2, at_step=12), slow=True)
 # ---- Slurm (srun --label launches one task per rank; 2 nodes x 2 tasks)
 scenario("slurm_oom_cgroup", launcher="slurm", kind="oom",
          description="Slurm job, 2 nodes x 2 tasks (srun --label --kill-on-bad-exit=1), --mem=1500M "
@@ -176,6 +209,25 @@ scenario("slurm_node_failure", launcher="slurm", kind="node_failure",
          nodes=2, tasks_per_node=2, mem="2000M", time_min=10, srun_opts="",
          env={"RT_STEPS": "100000", "RT_STEP_SLEEP": "0.5", "RT_PG_TIMEOUT": "300"}, port=38641,
          action=dict(type="freeze_slurm_node", rank=2, at_step=8), max_wait=300, slow=True)
+# a --requeue job frozen on n2 after step 8, that runs again and completes
+REQUEUE = dict(nodes=2, tasks_per_node=2, mem="2000M", time_min=10, srun_opts="", requeue=True,
+               env={"RT_STEPS": "40", "RT_STEP_SLEEP": "0.5", "RT_PG_TIMEOUT": "300", "RT_CKPT_EVERY": "5"},
+               action=dict(type="freeze_slurm_node", rank=2, at_step=8), max_wait=480, slow=True)
+scenario("slurm_requeue_node_failure", launcher="slurm", kind="node_failure",
+         description="Slurm job with --requeue, 2 nodes x 2 tasks (srun --label), DCP checkpoint every 5 "
+                     "steps. Once rank 2 (n2) logged step 8, node n2 is frozen (SIGSTOP of its slurmd, "
+                     "slurmstepd and tasks); after SlurmdTimeout slurmctld sets n2 DOWN, kills the job "
+                     "(NODE_FAIL) and requeues it. The requeued job (same id, Restarts=1) runs on two "
+                     "other nodes, loads the last checkpoint and completes its 40 steps. n2 is thawed "
+                     "once the job runs again. --open-mode=append keeps both runs in slurm-<id>.out "
+                     "(Slurm's default truncates it when the requeued job starts).",
+         open_mode="append", port=38721, **REQUEUE)
+scenario("slurm_requeue_truncated", launcher="slurm", kind="node_failure",
+         description="The same requeue after n2's node failure as slurm_requeue_node_failure, with "
+                     "Slurm's default output mode: when the requeued job starts, Slurm truncates "
+                     "slurm-<id>.out, so the first run's training output and its 'Node failure' lines "
+                     "are gone; only the daemon logs, jobcomp and sacct -D keep the first run.",
+         port=38741, **REQUEUE)
 scenario("slurm_torchrun_sigkill", launcher="slurm_torchrun", kind="killed",
          description="torchrun under Slurm: sbatch -N 4, 'srun --label' starts one torchrun agent "
                      "per node (2 ranks each, static rendezvous on n1, --tee 3 + --log-dir); rank 5 "
@@ -196,6 +248,14 @@ def utc_iso(t):
     if t is None:
         return None
     return dt.datetime.fromtimestamp(t, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def slurm_time(s):
+    """sacct's local 'YYYY-MM-DDTHH:MM:SS' -> epoch seconds (None: Unknown/None)."""
+    try:
+        return time.mktime(time.strptime(s, "%Y-%m-%dT%H:%M:%S"))
+    except ValueError:
+        return None
 
 
 def sh(cmd, timeout=60):
@@ -225,6 +285,7 @@ class Run:
         self.events = []
         self.commands = []
         self.truth_extra = {}
+        self.injected = []   # faults sent from outside: {kind, pid(s), host, rank, time}
         self.t0 = time.time()
 
     # -------------------------------------------------- bookkeeping
@@ -237,6 +298,8 @@ class Run:
             shutil.rmtree(self.out)
         os.makedirs(self.out, exist_ok=True)
         os.makedirs(self.piddir, exist_ok=True)
+        self.watch = att.ProcessWatch(self.piddir)
+        self.watch.start()
         os.makedirs(JOB_DIR, exist_ok=True)
         shutil.copyfile(os.path.join(HERE, "train.py"), os.path.join(JOB_DIR, "train.py"))
         shutil.copyfile(os.path.join(HERE, "node_launch.sh"), os.path.join(JOB_DIR, "launch.sh"))
@@ -258,6 +321,23 @@ class Run:
             d = json.load(open(f))
             out[d["rank"]] = d
         return out
+
+    def all_faults(self):
+        """Every fault of the run, true times: the job's own notes (one per
+        faulting process, its clock minus the node's known offset) and what
+        the harness injected."""
+        out = []
+        for f in glob.glob(os.path.join(self.piddir, "fault_pid*.json")):
+            d = json.load(open(f))
+            out.append(dict(d, time=d["time"] - self.skew_of(d["host"])))
+        return out + self.injected
+
+    def inject(self, kind, pids, host, time_, rank=None):
+        """Record a fault sent from outside (before sending it)."""
+        info = next((i for i in self.pids().values() if i["pid"] in pids), {}) if rank is not None else {}
+        self.injected.append({"kind": kind, "pids": list(pids), "pid": pids[0] if rank is not None else None,
+                              "host": host, "rank": rank, "local_rank": info.get("local_rank"),
+                              "time": time_})
 
     def skew_of(self, host):
         return float(self.sc.get("skew", {}).get(host, 0.0))
@@ -327,9 +407,20 @@ class Run:
                 c[k] = self.truth_extra["culprit_" + k]
         return c
 
+    def restarts(self):
+        return bool(self.sc.get("max_restarts") or self.sc.get("requeue"))
+
     def write_truth(self):
         sc = self.sc
+        procs = self.watch.stop()
+        attempts = self.attempts(procs) if self.restarts() else None
         c = self.culprit()
+        if attempts:  # the top-level verdict is the last failed attempt's
+            last = [a for a in attempts if a.get("verdict")]
+            if last:
+                v = last[-1]["verdict"]
+                c = dict(rank=v["rank"], local_rank=v["local_rank"], host=v["host"], pid=v["pid"],
+                         time=v["time"])
         pids = self.pids()
         hosts = self.hosts()
         nodes = {h: sorted(r for r, i in pids.items() if i["host"] == h) for h in hosts}
@@ -367,6 +458,15 @@ class Run:
                             "machine": "one Debian 12 host; each node = own UTS namespace"},
         }
         truth.update(self.truth_extra.get("fields", {}))
+        if attempts is not None:
+            truth["attempts"] = [dict(a, start=utc_iso(a["start"]), end=utc_iso(a["end"]),
+                                      verdict=dict(a["verdict"], time=utc_iso(a["verdict"]["time"]))
+                                      if a.get("verdict") else None) for a in attempts]
+            truth["worker_processes"] = [dict(p, started=utc_iso(p["started"]), ended=utc_iso(p["ended"]))
+                                         for p in procs]
+            failed = [a["verdict"]["kind"] for a in attempts if a.get("verdict")]
+            if failed[-1:] != [sc["kind"]]:
+                raise SystemExit(f"scenario kind {sc['kind']}, but the attempts failed as {failed}")
         truth["files"] = sorted(os.path.relpath(os.path.join(r, f), self.out)
                                 for r, _, fs in os.walk(self.out) for f in fs)
         with open(os.path.join(self.out, "truth.json"), "w") as f:
@@ -376,6 +476,8 @@ class Run:
                    "host": c["host"], "pod": None, "pid": c["pid"], "gpu": None,
                    "time": utc_iso(c["time"]), "summary": sc["description"]}
         ev = {"verdict": verdict}
+        if attempts is not None:
+            ev["attempts"] = att.contract(attempts, utc_iso)
         if any(offsets.values()):
             ref = next(h for h in hosts if offsets[h] == 0.0)
             ev["clock"] = [{"host": h, "offset_s": offsets[h] - offsets[ref], "uncertainty_s": 0.0,
@@ -413,8 +515,8 @@ class TorchrunRun(Run):
     def agent_argv(self, i, host):
         sc = self.sc
         n, port = len(sc["hosts"]), sc["port"]
-        a = [TORCHRUN, f"--nnodes={n}", f"--nproc-per-node={sc.get('nproc', 2)}",
-             "--max-restarts=0", "--local-addr=127.0.0.1"]
+        a = [TORCHRUN, f"--nnodes={sc.get('nnodes', n)}", f"--nproc-per-node={sc.get('nproc', 2)}",
+             f"--max-restarts={sc.get('max_restarts', 0)}", "--local-addr=127.0.0.1"]
         if sc["rdzv"] == "static":
             a += ["--master-addr=127.0.0.1", f"--master-port={port}", f"--node-rank={i}"]
         else:
@@ -459,6 +561,8 @@ class TorchrunRun(Run):
             job_env = dict(self.COMMON_ENV, **sc.get("env", {}))
             env.update(job_env)
             env["RT_PIDDIR"] = self.piddir
+            if "RT_CKPT_EVERY" in job_env:
+                env["RT_CKPT_DIR"] = os.path.join(self.rt, "checkpoint")
             if sc.get("faults"):
                 env["RT_FAULTS"] = sc["faults"]
             skew = self.skew_of(host)
@@ -480,6 +584,12 @@ class TorchrunRun(Run):
 
     def finished(self):
         return all(p.poll() is not None for p in self.agents.values())
+
+    def attempts(self, procs):
+        logs = {h: open(os.path.join(self.out, h + ".log"), errors="replace").read()
+                for h in self.agents if os.path.exists(os.path.join(self.out, h + ".log"))}
+        codes = {h: p.returncode for h, p in self.agents.items()}
+        return att.torchrun_attempts(procs, self.all_faults(), logs, self.line_times, codes)
 
     def wait_agents(self, timeout, hosts=None):
         hosts = hosts or list(self.agents)
@@ -512,6 +622,7 @@ class TorchrunRun(Run):
                     raise RuntimeError(f"rank {r} never reached step {act['at_step']}")
                 info = self.pids()[r]
                 self.truth_extra["culprit_time"] = time.time()
+                self.inject("sigkill", [info["pid"]], info["host"], time.time(), rank=r)
                 self.kill(info["pid"], signal.SIGKILL, f"FAULT: rank {r} on {info['host']}")
                 self.wait_agents(150)
             elif act.get("type") == "kill_node":
@@ -523,10 +634,11 @@ class TorchrunRun(Run):
                 victims = [self.agents[host].pid] + [self.pids()[r]["pid"] for r in ranks]
                 self.truth_extra["culprit_time"] = time.time()
                 self.truth_extra["culprit_host"] = host
+                self.inject("kill_node", victims, host, time.time())
                 for pid in victims:
                     self.kill(pid, signal.SIGKILL, f"FAULT: kill node {host}")
                 self.truth_extra.setdefault("fields", {})["killed_pids"] = victims
-                self.wait_agents(150)
+                self.wait_agents(300 if sc.get("max_restarts") else 150)
             elif act.get("type") == "freeze_node":
                 host = sc["hosts"][act["host_index"]]
                 self.wait_pids(world)
@@ -536,6 +648,7 @@ class TorchrunRun(Run):
                 stopped = [self.agents[host].pid] + [self.pids()[r]["pid"] for r in ranks]
                 self.truth_extra["culprit_time"] = time.time()
                 self.truth_extra["culprit_host"] = host
+                self.inject("freeze_node", stopped, host, time.time())
                 for pid in stopped:
                     self.kill(pid, signal.SIGSTOP, f"FAULT: freeze node {host}")
                 others = [h for h in self.agents if h != host]
@@ -608,12 +721,14 @@ class SlurmRun(Run):
                  f"#SBATCH --mem={sc['mem']}",
                  f"#SBATCH --time={sc['time_min']}",
                  f"#SBATCH --output={self.rt}/slurm-%j.out",
-                 "#SBATCH --no-requeue",
-                 "",
-                 "ulimit -c 0",
-                 "export GLOO_SOCKET_IFNAME=lo OMP_NUM_THREADS=1 PYTHONUNBUFFERED=1 LOGLEVEL=INFO",
-                 'echo "[$(date \'+%F %T\')] job $SLURM_JOB_ID: $SLURM_JOB_NUM_NODES nodes ($SLURM_JOB_NODELIST), '
-                 '$SLURM_NTASKS tasks"']
+                 "#SBATCH --requeue" if sc.get("requeue") else "#SBATCH --no-requeue"]
+        if sc.get("open_mode"):  # Slurm's default truncates the output file when a requeued job restarts
+            lines.append(f"#SBATCH --open-mode={sc['open_mode']}")
+        lines += ["",
+                  "ulimit -c 0",
+                  "export GLOO_SOCKET_IFNAME=lo OMP_NUM_THREADS=1 PYTHONUNBUFFERED=1 LOGLEVEL=INFO",
+                  'echo "[$(date \'+%F %T\')] job $SLURM_JOB_ID: $SLURM_JOB_NUM_NODES nodes ($SLURM_JOB_NODELIST), '
+                  '$SLURM_NTASKS tasks"']
         srun = f"srun --label {sc.get('srun_opts', '')}".strip()
         if torch_job:
             lines += [
@@ -675,6 +790,8 @@ class SlurmRun(Run):
             env["RT_FAULTS"] = sc["faults"]
         if sc.get("skew"):
             env["RT_SKEW"] = ",".join(f"{h}={s:+g}" for h, s in sc["skew"].items())
+        if "RT_CKPT_EVERY" in env:  # one shared file system: every attempt finds the checkpoints
+            env["RT_CKPT_DIR"] = os.path.join(self.rt, "checkpoint")
         start_sizes = self.log_sizes()
         r = subprocess.run(["sbatch", "--parsable", job_path], capture_output=True, text=True, env=env,
                            cwd=self.rt)
@@ -714,12 +831,21 @@ class SlurmRun(Run):
                 frozen = self.slurm_pids_of_node(node)
                 self.truth_extra["culprit_time"] = time.time()
                 self.truth_extra["culprit_host"] = node
+                self.inject("freeze_slurm_node", frozen, node, time.time())
                 for pid in frozen:
                     os.kill(pid, signal.SIGSTOP)
                 self.ev(f"FAULT: SIGSTOP node {node}: slurmd + slurmstepd + tasks {frozen}")
                 self.commands.append({"node": "harness", "shell": f"kill -STOP {' '.join(map(str, frozen))}",
                                       "note": f"slurmd -N {node}, its slurmstepd and task processes"})
             end = time.time() + sc.get("max_wait", 150)
+            if frozen and sc.get("requeue"):
+                # the node stays frozen until the requeued job runs again
+                # elsewhere (else Slurm may give it the same node back)
+                while time.time() < end and not (self.restart_count() >= 1 and self.state() == "RUNNING"):
+                    time.sleep(1)
+                self.ev(f"job {self.jobid} restarts={self.restart_count()} state {self.state()}")
+                self.thaw(frozen, self.truth_extra["culprit_host"])
+                frozen = []
             while self.state() and time.time() < end:
                 time.sleep(1)
             if self.state():
@@ -727,25 +853,7 @@ class SlurmRun(Run):
                 sh(f"scancel {self.jobid}")
                 self.truth_extra.setdefault("fields", {})["harness_timed_out"] = True
             if frozen:
-                node = self.truth_extra["culprit_host"]
-                open(os.path.join(self.out, "sinfo_after.txt"), "w").write(sh("sinfo -N -l").stdout)
-                open(os.path.join(self.out, "scontrol_show_node.txt"), "w").write(
-                    sh(f"scontrol show node {node}").stdout)
-                for pid in frozen:
-                    try:
-                        os.kill(pid, signal.SIGCONT)
-                    except ProcessLookupError:
-                        pass
-                self.ev(f"SIGCONT to node {node}'s processes")
-                end = time.time() + 90
-                while time.time() < end:
-                    st = sh(f"sinfo -h -n {node} -o %t").stdout.strip()
-                    if st == "idle":
-                        break
-                    if time.time() > end - 60:
-                        sh(f"scontrol update nodename={node} state=resume")
-                    time.sleep(1)
-                self.ev(f"node {node}: {sh(f'sinfo -h -n {node} -o %t').stdout.strip()}")
+                self.thaw(frozen, self.truth_extra["culprit_host"])
         finally:
             if getattr(self, "jobid", None) and self.state():
                 sh(f"scancel {self.jobid}")
@@ -756,6 +864,41 @@ class SlurmRun(Run):
             self.kill_leftover_workers()
         self.collect(start_sizes)
         return self.write_truth()
+
+    def attempts(self, procs):
+        rows = sh(f"sacct -D -X -n -P -j {self.jobid} -o State,Start,End,NodeList").stdout.splitlines()
+        runs = []
+        for row in rows:
+            state, start, end, nodes = row.split("|")
+            runs.append({"state": state, "nodes": nodes, "start": slurm_time(start),
+                         "end": slurm_time(end)})
+        return att.slurm_attempts(runs, procs, self.all_faults())
+
+    def restart_count(self):
+        m = re.search(r"\bRestarts=(\d+)", sh(f"scontrol show job {self.jobid}").stdout)
+        return int(m.group(1)) if m else 0
+
+    def thaw(self, frozen, node):
+        """Snapshot the failed node's state, SIGCONT its processes, wait until
+        Slurm has it back (ReturnToService=2; else resume it by hand)."""
+        open(os.path.join(self.out, "sinfo_after.txt"), "w").write(sh("sinfo -N -l").stdout)
+        open(os.path.join(self.out, "scontrol_show_node.txt"), "w").write(
+            sh(f"scontrol show node {node}").stdout)
+        for pid in frozen:
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+        self.ev(f"SIGCONT to node {node}'s processes")
+        end = time.time() + 90
+        while time.time() < end:
+            st = sh(f"sinfo -h -n {node} -o %t").stdout.strip()
+            if st in ("idle", "mix", "alloc"):
+                break
+            if time.time() > end - 60:
+                sh(f"scontrol update nodename={node} state=resume")
+            time.sleep(1)
+        self.ev(f"node {node}: {sh(f'sinfo -h -n {node} -o %t').stdout.strip()}")
 
     def collect(self, start_sizes):
         j = self.jobid
@@ -769,7 +912,9 @@ class SlurmRun(Run):
         for name, cmd in [("scontrol_show_job.txt", f"scontrol show job -dd {j}"),
                           ("sacct_P.txt", f"sacct -j {j} -P --format={SACCT_FIELDS}"),
                           ("sacct.txt", f"sacct -j {j}"),
-                          ("sacct.json", f"sacct -j {j} --json")]:
+                          ("sacct.json", f"sacct -j {j} --json")] + (
+                [("sacct_duplicates_P.txt", f"sacct -D -j {j} -P --format={SACCT_FIELDS}")]
+                if self.sc.get("requeue") else []):
             r = sh(cmd)
             open(os.path.join(self.out, name), "w").write(r.stdout + r.stderr)
             self.commands.append({"node": "harness", "shell": f"{cmd} > {name}"})

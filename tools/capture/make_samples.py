@@ -156,6 +156,131 @@ SAMPLES = {
   torchrun's per-node block names the rank.
 - Clock: n2's training processes run 37 s ahead (their step lines are 37 s
   later than the same steps on n1/n3/n4); Slurm's own logs are not shifted."""),
+    # ---- runs that restart (issue 27): several attempts in one bundle
+    "torchrun_restart_resume": ("tr_restart_resume", "torchrun", """\
+Attempt 1 (failed: `exception`, rank 3 on ra-n02):
+- ra-n02.log has rank 3's traceback (`[default1]:[rank3]:` prefix)
+  `RuntimeError: corrupted input batch at step 12 ...` raised in `load_batch`,
+  outside any collective; the same in torchelastic/ra-n02/<run>/attempt_0/1/
+  error.json. Its agent: `failed (exitcode: 1) local_rank: 1 (pid: N)`, then
+  `[default] Worker group FAILED. 2/2 attempts left; will restart worker group`.
+- The other ranks' errors are gloo `Connection closed by peer` in
+  `dist.all_reduce`, after it: symptoms. No `Root Cause` report anywhere:
+  torchrun prints its ChildFailedError summary only when it gives up, never
+  before a restart.
+
+Boundary (the restart):
+- Each agent logs `Stopping worker group`, `Rendezvous'ing worker group` and a
+  second `Rendezvous complete for workers` block. Its `restart_count=` is that
+  agent's own count: 1 on an agent that logged `Worker group FAILED`, 0 on one
+  that restarted through `Detected 1 new nodes from group_rank=...; will
+  restart worker group` (a membership change, not counted). Which agent takes
+  which path depends on timing: restart_count is not a global attempt number.
+- New worker pids (`worker started ... pid=`); `attempt_1/` in the --log-dir
+  tree of an agent that counted the restart. Trap: an agent that restarts
+  with restart_count=0 writes `attempt_0/` again, and torchrun truncates that
+  attempt's stdout.log/stderr.log; its agent log (--tee) keeps both attempts.
+
+Attempt 2 (completed):
+- Every rank: `Loading the checkpoint at step 10.`, `Finished loading the
+  checkpoint in ...`, `Training starts at step 11`, steps 11-24, `training
+  finished steps=24`; both agents `worker group successfully finished`, exit 0.
+- Step 11 is logged twice per rank (once per attempt): step numbers go back
+  at a resume."""),
+    "torchrun_restart_recurring_crash": ("tr_restart_recurring", "torchrun", """\
+Attempts 1, 2 and 3 (each failed: `crash`, rc-n02 local rank 1):
+- Each attempt ends with `Fatal Python error: Segmentation fault` in
+  rc-n02.log (prefix `[default1]:` = local rank 1, stack in `load_batch`) and
+  the agent's `failed (exitcode: -11) local_rank: 1 (pid: N)`, with a new pid
+  each time; the same in rc-n02's --log-dir tree, attempt_0/1, attempt_1/1
+  and attempt_2/1 stderr.log.
+- rc-n02's agent: `Worker group FAILED. 2/2 attempts left; will restart
+  worker group`, then `1/2 attempts left`, then, restarts used up, its
+  ChildFailedError report: Root Cause local_rank 1, `Signal 11 (SIGSEGV)`.
+- The device's global rank comes from each round's `Rendezvous complete`
+  block (`global_ranks=`); c10d may give a node another group_rank in another
+  round, so the recurring culprit is the node and local rank, not the rank.
+- The other nodes' ranks fail each time with gloo connection errors in
+  `all_reduce` (symptoms); their agents restart through `Detected N new nodes
+  ...` (their restart_count stays 0) and, once rc-n02's agent has given up,
+  end with a rendezvous error (the rendezvous closed, or its store gone).
+- Each attempt resumes from the newest checkpoint (`Loading the checkpoint at
+  step 5.`, then `10.`) and dies 7 steps later (steps 7, 12, 17): progress
+  between failures, the same device each time: drain rc-n02, do not just
+  restart."""),
+    "torchrun_elastic_node_lost": ("tr_elastic_node_lost", "torchrun", """\
+Attempt 1 (failed: `node_failure`, el-n03):
+- el-n03.log stops mid-training: no error, no `failed (exitcode` line, no
+  summary (its agent and both workers died at once). Right after, the four
+  other ranks fail in `all_reduce` with gloo connection errors and their
+  agents log `Worker group FAILED. 2/2 attempts left; will restart worker
+  group`.
+
+Boundary (an elastic membership change):
+- The launch config says `min_nodes : 2`, `max_nodes : 3`. The two surviving
+  agents re-rendezvous without el-n03 (the c10d rendezvous waits its
+  last-call timeout for more nodes, then closes the round): the new
+  `Rendezvous complete` block has `group_world_size=2`, `global_world_sizes=
+  [4, 4]` (was 3 and [6, 6]); `restart_count=1` on an agent that logged
+  `Worker group FAILED`, 0 on one that restarted through `Detected ... new
+  nodes`. Ranks 4 and 5 do not exist in attempt 2.
+- el-n03's own agent log may lag its workers' --log-dir files: the last
+  step in el-n03.log can be one earlier than in its attempt_0 stdout.log
+  (the tee died with the agent).
+
+Attempt 2 (completed):
+- Workers start with `world_size=4`, load `the checkpoint at step 10.`,
+  `Training starts at step 11`, finish `training finished steps=30`; both
+  agents exit 0. el-n03 never comes back."""),
+    "slurm_requeue_node_failure": ("slurm_requeue_node_failure", "slurm", """\
+Attempt 1 (failed: `node_failure`, n2):
+- slurm-<id>.out: every rank's progress stops at step 8 (n2's ranks are
+  frozen, n1's block in the next all_reduce; the process-group timeout is
+  300 s, so gloo says nothing), then `srun: error: Node failure on n2` and
+  `*** JOB <id> ON n1 CANCELLED AT ... DUE TO NODE FAILURE ...`.
+- slurm/slurmctld.log: `slurm_receive_msgs: [[localhost]:6922] failed: Socket
+  timed out` (n2's slurmd port), `requeue job JobId=<id> due to failure of
+  node n2`, `Nodes n2 not responding, setting DOWN`, `Requeuing JobId=<id>`;
+  sacct_duplicates_P.txt (`sacct -D`): the first run NODE_FAIL on n[1-2];
+  sinfo_after.txt / scontrol_show_node.txt: n2 down*, `Not responding`.
+
+Boundary (the requeue):
+- The same job id runs again: slurmctld `sched: Allocate JobId=<id>
+  NodeList=n[3-4]` about two minutes later (Slurm holds a requeued job until
+  its EligibleTime; sacct Reason `BeginTime`); the job script's first line
+  `job <id>: 2 nodes (n[3-4]), 4 tasks` appears a second time in the output
+  (--open-mode=append; with Slurm's default the requeued run truncates the
+  file and run 1's output is gone); scontrol_show_job.txt `Requeue=1
+  Restarts=1`; two records in jobcomp.log. Plain sacct (sacct_P.txt) shows
+  only the last run (COMPLETED): only `sacct -D` shows the NODE_FAIL run.
+- When n2 comes back, slurmctld: `Registered JobId=<id> StepId=<id>.0 on
+  wrong node n2` (the old run's step was still there) and `Node n2 now
+  responding`.
+
+Attempt 2 (completed):
+- `Loading the checkpoint at step 5.`, `Training starts at step 6`, steps to
+  40, `training finished steps=40` on every rank, `srun exited with status
+  0`; sacct COMPLETED on n[3-4]."""),
+    "slurm_requeue_truncated": ("slurm_requeue_truncated", "slurm", """\
+The same incident as slurm_requeue_node_failure, with Slurm's default
+output mode (no --open-mode): when the requeued job starts, Slurm truncates
+slurm-<id>.out. The job output holds run 2 only (`job <id>: 2 nodes
+(n[3-4])`, `Loading the checkpoint at step 5.`, `Training starts at step
+6`, ...): nothing in it says there was an earlier run except the resume.
+
+Attempt 1 (failed: `node_failure`, n2), from the other files only:
+- slurm/slurmctld.log: `sched: Allocate JobId=<id> NodeList=n[1-2]`, n2's
+  `Socket timed out` lines, `requeue job JobId=<id> due to failure of node
+  n2`, `Nodes n2 not responding, setting DOWN`, `Requeuing JobId=<id>`;
+  slurm/slurmd-n1.log: `*** JOB <id> ON n1 CANCELLED AT ... DUE TO NODE
+  FAILURE ...`; sacct_duplicates_P.txt: the NODE_FAIL run on n[1-2];
+  jobcomp.log: its record; sinfo_after.txt: n2 down*, `Not responding`.
+
+Boundary and attempt 2 (completed): slurmctld `sched: Allocate JobId=<id>
+NodeList=n[3-4]` after the requeued job's EligibleTime, `Registered JobId=<id>
+StepId=<id>.0 on wrong node n2` when n2 returns; scontrol_show_job.txt
+`Restarts=1`; the job output's run completes (`srun exited with status
+0`), sacct COMPLETED on n[3-4]."""),
 }
 
 K8S = {
@@ -196,11 +321,11 @@ K8S = {
 # (path prefixes or suffixes that identify the file kind, label, what it is)
 FILES_HELP = [
     (("/.log",), "*.log (top level)", "torchrun agent stdout+stderr of one node, named after the host (with --tee: worker lines too, prefixed [default<local_rank>]:)"),
-    (("torchelastic/",), "torchelastic/<host>/<run>/attempt_0/<local_rank>/", "torchrun --log-dir tree: stdout.log, stderr.log, error.json (from @record)"),
+    (("torchelastic/",), "torchelastic/<host>/<run>/attempt_<N>/<local_rank>/", "torchrun --log-dir tree: stdout.log, stderr.log, error.json (from @record); N = that agent's restart_count"),
     (("job.sbatch",), "job.sbatch", "the Slurm batch script"),
     (("slurm-",), "slurm-<id>.out", "Slurm job output (batch script + srun --label output of every task)"),
     (("slurm/",), "slurm/", "byte slices of slurmctld.log, slurmd-<node>.log, jobcomp.log covering this job"),
-    (("sacct",), "sacct_P.txt, sacct.txt, sacct.json", "sacct -P --format=..., plain sacct, sacct --json"),
+    (("sacct",), "sacct_P.txt, sacct.txt, sacct.json", "sacct -P --format=..., plain sacct, sacct --json (sacct_duplicates_P.txt: sacct -D, every run of a requeued job)"),
     (("scontrol_show_job",), "scontrol_show_job.txt", "scontrol show job -dd after the end"),
     (("sinfo_after", "scontrol_show_node"), "sinfo_after.txt, scontrol_show_node.txt", "node state right after a node failure"),
     (("var/log/pods/",), "var/log/pods/<ns>_<pod>_<uid>/<container>/0.log", "CRI container logs"),
@@ -209,6 +334,20 @@ FILES_HELP = [
     (("truth.json",), "truth.json", "ground truth recorded by the harness (not a log: do not ingest)"),
     (("expected_verdict.json",), "expected_verdict.json", "the verdict a correct diagnosis gives (design.md section 4 shape)"),
 ]
+
+
+# Bundles of runs that restart opt out of the verdict tests
+# (tests/correlate/test_sample_bundles.py) until the correlator's attempts
+# support is wired to them: "attempts_pending": true in expected_verdict.json.
+ATTEMPTS_PENDING = True
+
+
+def mark_attempts_pending(path):
+    ev = json.load(open(path))
+    ev["attempts_pending"] = True
+    with open(path, "w") as f:
+        json.dump(ev, f, indent=2)
+        f.write("\n")
 
 
 def files_section(bundle):
@@ -254,10 +393,28 @@ Nodes and ranks: {json.dumps(truth['nodes'])}.
 
 {files_section(name)}
 
-## Basis for the verdict (what a careful reader uses)
+{attempts_section(name)}## Basis for the verdict (what a careful reader uses)
 
 {basis}
 """
+
+
+def attempts_section(name):
+    """A table of the run's attempts (expected_verdict.json), when it restarted."""
+    atts = json.load(open(os.path.join(name, "expected_verdict.json"))).get("attempts")
+    if not atts:
+        return ""
+    rows = []
+    for a in atts:
+        v = a.get("verdict") or {}
+        who = ", ".join(f"{k} {v[k]}" for k in ("rank", "local_rank", "host") if v.get(k) is not None)
+        blame = f"`{v['kind']}` {who} at {v['time']}" if v else "-"
+        rows.append(f"| {a['id']} | {a['start']} | {a['end']} | {a['outcome']} | {blame} |")
+    return ("## Attempts (expected_verdict.json `attempts`)\n\n"
+            "The top-level verdict is the last failed attempt's. Times are true (UTC), "
+            "from the harness's own records.\n\n"
+            "| attempt | start | end | outcome | root cause |\n| --- | --- | --- | --- | --- |\n"
+            + "\n".join(rows) + "\n\n")
 
 
 def composed_readme(name, kind, src_truth, basis):
@@ -304,9 +461,14 @@ def main(argv):
         shutil.rmtree(d, ignore_errors=True)
         shutil.copytree(src, d, ignore=shutil.ignore_patterns("line_times.json"))
         truth = json.load(open(os.path.join(d, "truth.json")))
+        if truth.get("attempts") and ATTEMPTS_PENDING:
+            mark_attempts_pending(os.path.join(d, "expected_verdict.json"))
         with open(os.path.join(d, "README.md"), "w") as f:
             f.write(captured_readme(d, sc, family, truth, basis))
-        index.append((name, family, truth["kind"], "captured", truth["captured_at"][:10]))
+        kind = f"`{truth['kind']}`"
+        if truth.get("attempts"):
+            kind += " (+ attempts: " + ", ".join(a["outcome"] for a in truth["attempts"]) + ")"
+        index.append((name, family, kind, "captured", truth["captured_at"][:10]))
     for name, (kind, sc, basis) in K8S.items():
         src = os.path.join(root, sc)
         if not os.path.exists(os.path.join(src, "truth.json")):
@@ -319,14 +481,35 @@ def main(argv):
         with open(os.path.join(d, "README.md"), "w") as f:
             f.write(composed_readme(d, kind, truth, basis))
         v = json.load(open(os.path.join(d, "expected_verdict.json")))["verdict"]
-        index.append((name, "kubernetes", v["kind"], "COMPOSED", truth["captured_at"][:10]))
+        index.append((name, "kubernetes", f"`{v['kind']}`", "COMPOSED", truth["captured_at"][:10]))
     write_index(dest, index)
 
 
 def write_index(dest, index):
-    rows = "\n".join(f"| [{n}]({n}/) | {fam} | `{k}` | {how} {day} |" for n, fam, k, how, day in index)
-    with open(os.path.join(dest, "README.md"), "w") as f:
-        f.write(f"""# sample_logs
+    """Write the rows of the bundles made now into sample_logs/README.md: a
+    bundle's row is replaced, a new one added at the end of the table; rows
+    of bundles not made now, and the text around the table, are kept (so a
+    capture root with a few scenarios updates only those)."""
+    rows = {n: f"| [{n}]({n}/) | {fam} | {k} | {how} {day} |" for n, fam, k, how, day in index}
+    path = os.path.join(dest, "README.md")
+    if not os.path.exists(path):
+        with open(path, "w") as f:
+            f.write(README_HEAD + "| bundle | family | kind | how, when |\n| --- | --- | --- | --- |\n")
+    lines = open(path).read().split("\n")
+    table = [i for i, l in enumerate(lines) if l.startswith("| [")]
+    last = table[-1] if table else next(i for i, l in enumerate(lines) if l.startswith("| ---"))
+    for n, row in rows.items():
+        at = next((i for i in table if lines[i].startswith(f"| [{n}](")), None)
+        if at is not None:
+            lines[at] = row
+        else:
+            last += 1
+            lines.insert(last, row)
+    with open(path, "w") as f:
+        f.write("\n".join(lines))
+
+
+README_HEAD = """# sample_logs
 
 Small incident bundles of failed distributed training jobs, each in the
 native layout of the software that wrote it, with `expected_verdict.json`
@@ -342,10 +525,7 @@ ranks of torchrun, rank 5 killed by SIGKILL.
 Produced by `tools/capture` (see its README): `capture.py run-all
 --include-slow --out ROOT`, then `make_samples.py ROOT`.
 
-| bundle | family | kind | how, when |
-| --- | --- | --- | --- |
-{rows}
-""")
+"""
 
 
 if __name__ == "__main__":

@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import re
 import shlex
 import subprocess
 import sys
 
+from ..safe_text import command_safe_node
+
 DRAIN_ACTIONS = {"drain_node": "node reboot / hardware check", "reset_gpu": "GPU reset"}
-# a node name we are willing to put into a command: text from a log is data, never syntax
-_NODE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 _TAINT_KEY = "ranktrace/xid"
 MAX_REASON = 120
 
@@ -73,7 +72,7 @@ def plan(con, *, node: str | None = None, since: dt.datetime | None = None,
         if host is None:
             skipped.append(dict(item, why="the line names no host: give --node NAME (whose logs these are)"))
             continue
-        if not _NODE.match(host):
+        if command_safe_node(host) is None:
             skipped.append(dict(item, node=_clean(host, 64), why="the host name from the log is not a plain "
                                                                  "node name; refused to put it in a command"))
             continue
@@ -151,7 +150,7 @@ def _since(s: str) -> dt.datetime:
 
 def cmd_action(args) -> int:
     from ..store import StoreError, open_readonly
-    if args.node is not None and not _NODE.match(args.node):
+    if args.node is not None and command_safe_node(args.node) is None:
         print(f"ranktrace action: --node {args.node!r} is not a plain node name", file=sys.stderr)
         return 2
     try:

@@ -26,6 +26,15 @@ from .util import rows, sql_file, table_exists
 
 CLASS_ORDER = ("progress", "collective", "rendezvous")
 MIN_ANCHORS = {"progress": 2, "collective": 1, "rendezvous": 1}
+# Two hosts of one run share most of their anchors (a synchronous loop writes every step on every
+# rank). Hosts that share few never ran together: the nodes of a requeued job's first run and those
+# of its second, both at steps 6-8 after the resume, are not 3 minutes apart in clock.
+SHARED = 0.5
+TOL_S = 2.0   # differences of one anchor pairing that agree
+# ... and hosts whose logs, as written, are more than this far apart never ran together at all (a
+# clock skew larger than a whole run is not what the anchors of two such hosts show: a job requeued on
+# other nodes, running its first steps again)
+APART_S = 60.0
 
 
 def _host_lines(con: duckdb.DuckDBPyConnection) -> str:
@@ -45,15 +54,49 @@ def reference_host(con: duckdb.DuckDBPyConnection, candidates: set[str] | None =
 
 
 def _pair(a: dict, b: dict, unc0: float):
-    """offset of host a relative to host b from shared anchors (dicts akey -> t)."""
+    """Offset of host a relative to host b from shared anchors (dicts akey -> [t, ...]: a key a host
+    wrote in several attempts has several times): (offset, uncertainty, keys that support it), or None.
+    Every pairing of a key's times is a candidate difference; the offset is the one the most keys agree
+    on (within TOL_S), the smallest in size on a tie: a host that took part only in a later attempt
+    agrees as well with the first attempt's steps of the other, shifted by the time between attempts,
+    as with the same attempt's, unshifted; both fit, and no clock is minutes off when it need not be."""
     keys = sorted(set(a) & set(b))
     if not keys:
         return None
-    d = [a[k] - b[k] for k in keys]
+    cands = sorted((ta - tb, k) for k in keys for ta in a[k] for tb in b[k])
+    tol = max(TOL_S, 2 * unc0)
+    best = None
+    j = 0
+    for i, (d0, _) in enumerate(cands):   # the window [d0, d0 + tol] over the sorted differences
+        while j < len(cands) and cands[j][0] <= d0 + tol:
+            j += 1
+        win = cands[i:j]
+        support = len({k for _, k in win})
+        centre = statistics.median(d for d, _ in win)
+        if best is None or (support, -abs(centre)) > (best[0], -abs(best[1])):
+            best = (support, centre, win)
+    support, centre, win = best
+    per_key: dict[str, float] = {}
+    for d, k in win:   # one difference per key: the one nearest the centre
+        if k not in per_key or abs(d - centre) < abs(per_key[k] - centre):
+            per_key[k] = d
+    d = sorted(per_key.values())
     off = statistics.median(d)
     dev = sorted(abs(x - off) for x in d)
     p90 = dev[min(len(dev) - 1, int(0.9 * len(dev)))]
-    return off, unc0 + 2 * p90, len(keys)
+    return off, unc0 + 2 * p90, len(d)
+
+
+def _spans(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[float, float]]:
+    """Per host, the first and last time it logged (epoch seconds, as logged)."""
+    return {h: (lo, hi) for h, lo, hi in con.execute(
+        "SELECT host, epoch(min(ts)), epoch(max(max_ts)) FROM event_groups WHERE host IS NOT NULL AND sane "
+        "GROUP BY host").fetchall() if lo is not None}
+
+
+def apart(a: tuple[float, float] | None, b: tuple[float, float] | None) -> bool:
+    """The two hosts' logs, as written, lie more than APART_S apart."""
+    return a is not None and b is not None and max(a[0], b[0]) - min(a[1], b[1]) > APART_S
 
 
 def estimate_offsets(con: duckdb.DuckDBPyConnection, offsets: dict[str, float] | None = None) -> list[dict]:
@@ -69,7 +112,7 @@ def estimate_offsets(con: duckdb.DuckDBPyConnection, offsets: dict[str, float] |
     for r in rows(con, sql_file("align/anchors.sql")):
         if r["t"] is None:
             continue
-        anchors.setdefault(r["class"], {}).setdefault(r["host"], {})[r["akey"]] = float(r["t"])
+        anchors.setdefault(r["class"], {}).setdefault(r["host"], {}).setdefault(r["akey"], []).append(float(r["t"]))
         unc0[r["class"]] = float(r["unc_s"])
     with_anchors = {h for c in anchors.values() for h, ks in c.items() if ks}
     ref = reference_host(con, with_anchors) if with_anchors else reference_host(con)
@@ -77,12 +120,15 @@ def estimate_offsets(con: duckdb.DuckDBPyConnection, offsets: dict[str, float] |
     if ref is not None:
         out[ref] = {"host": ref, "offset_s": 0.0, "uncertainty_s": 0.0, "basis": "reference host"}
 
+    spans = _spans(con)
+
     def estimate(h: str, against: str):
         for cls in CLASS_ORDER:
             per = anchors.get(cls, {})
             if h in per and against in per:
                 p = _pair(per[h], per[against], unc0.get(cls, 1.0))
-                if p and p[2] >= MIN_ANCHORS[cls]:
+                if p and p[2] >= MIN_ANCHORS[cls] and p[2] >= SHARED * min(len(per[h]), len(per[against])) \
+                        and not apart(spans.get(h), spans.get(against)):
                     return p[0], p[1], f"{p[2]} shared {cls} anchors with {against}"
         return None
 
@@ -117,20 +163,36 @@ def estimate_offsets(con: duckdb.DuckDBPyConnection, offsets: dict[str, float] |
 
 
 ALIGNED_VIEW = """
-    CREATE OR REPLACE TEMP VIEW aligned_events{sfx} AS
-    SELECT e.*, coalesce(o.offset_s, 0.0) AS offset_s,
-           CASE WHEN e.ts >= TIMESTAMP '1990-01-01' AND e.ts < TIMESTAMP '2100-01-01'  -- a bogus year: untimed
-                THEN e.ts - to_microseconds(CAST(round(coalesce(o.offset_s, 0.0) * 1e6) AS BIGINT)) END AS ats,
-           e.ts_kind IN ('exact', 'local', 'year_inferred', 'envelope')
-               AND e.ts >= TIMESTAMP '1990-01-01' AND e.ts < TIMESTAMP '2100-01-01' AS ts_ok
-    FROM events_id{sfx} e LEFT JOIN clock_offsets o ON o.host = e.host
+    CREATE OR REPLACE TEMP VIEW {name} AS
+    SELECT a.*{attempt} FROM (
+        SELECT e.*, coalesce(o.offset_s, 0.0) AS offset_s,
+               CASE WHEN e.ts >= TIMESTAMP '1990-01-01' AND e.ts < TIMESTAMP '2100-01-01'  -- a bogus year: untimed
+                    THEN e.ts - to_microseconds(CAST(round(coalesce(o.offset_s, 0.0) * 1e6) AS BIGINT)) END AS ats,
+               e.ts_kind IN ('exact', 'local', 'year_inferred', 'envelope')
+                   AND e.ts >= TIMESTAMP '1990-01-01' AND e.ts < TIMESTAMP '2100-01-01' AS ts_ok
+        FROM {src} e LEFT JOIN clock_offsets o ON o.host = e.host) a{joins}
 """
+
+
+def _aligned_view(con: duckdb.DuckDBPyConnection, name: str, src: str, lines: bool) -> None:
+    """Temp view `name` over identity view `src`; lines (not the groups, which carry theirs) get their
+    attempt from their aligned time and their host's cuts (ranktrace.correlate.attempts)."""
+    from .attempts import attempt_expr
+    attempt, joins = "", ""
+    if lines:
+        expr = attempt_expr(con, "a.ats", "ah", "ad")
+        attempt = f", {expr} AS attempt"
+        if expr != "1":
+            joins = (" LEFT JOIN attempt_hosts ah ON ah.host = a.host"
+                     " CROSS JOIN (SELECT * FROM attempt_hosts WHERE host IS NULL) ad")
+    con.execute(ALIGNED_VIEW.format(name=name, src=src, attempt=attempt, joins=joins))
+
 
 # The groups of queries/align/event_groups.sql on the aligned clock: a group is one host, so its
 # times shift by the one offset of that host (first_ats = ats, the aligned first time; last_ats,
 # step_ats, start_ats), and ts_ok holds for every line of the group or for none.
 ALIGNED_GROUPS = """
-    CREATE OR REPLACE TEMP VIEW aligned_groups AS
+    CREATE OR REPLACE TEMP VIEW aligned_groups_all AS
     SELECT e.* EXCLUDE (max_ts, step_ts, start_ts), e.ats AS first_ats,
            CASE WHEN e.ats IS NOT NULL THEN e.max_ts - e.shift END AS last_ats,
            CASE WHEN e.ats IS NOT NULL THEN e.step_ts - e.shift END AS step_ats,
@@ -140,9 +202,10 @@ ALIGNED_GROUPS = """
 
 
 def create_aligned_view(con: duckdb.DuckDBPyConnection, clock: list[dict]) -> None:
-    """Temp view `aligned_events`: events_id + offset_s + ats (aligned time) + ts_ok; the same
-    for the groups of queries/align/event_groups.sql (`aligned_groups`) and for the lines of
-    queries/align/hot_events.sql (`hot_events`)."""
+    """Temp view `aligned_events`: events_id + offset_s + ats (aligned time) + ts_ok + attempt; the
+    same for the groups of queries/align/event_groups.sql (`aligned_groups`) and for the lines of
+    queries/align/hot_events.sql (`hot_events`). Each is a view over its `_all` twin, which
+    ranktrace.correlate.attempts.scope points at one attempt's lines."""
     if not table_exists(con, "events_id"):
         from .identity import build_identity
         build_identity(con)
@@ -150,10 +213,19 @@ def create_aligned_view(con: duckdb.DuckDBPyConnection, clock: list[dict]) -> No
     if clock:
         con.executemany("INSERT INTO clock_offsets VALUES (?, ?, ?)",
                         [[c["host"], c["offset_s"], c["uncertainty_s"]] for c in clock])
-    con.execute(ALIGNED_VIEW.format(sfx=""))
-    con.execute(ALIGNED_VIEW.format(sfx="_g"))
-    con.execute(ALIGNED_GROUPS)
     _hot_events(con)
+    refresh_aligned(con)
+
+
+def refresh_aligned(con: duckdb.DuckDBPyConnection) -> None:
+    """(Re)make the aligned views over the identity views and clock_offsets as they are now (after
+    the groups were split by attempt, or the attempts found), every line in scope."""
+    from .attempts import scope
+    _aligned_view(con, "aligned_events_all", "events_id", True)
+    _aligned_view(con, "aligned_events_g", "events_id_g", False)
+    con.execute(ALIGNED_GROUPS)
+    _aligned_view(con, "hot_events_all", "events_id_h", True)
+    scope(con, None)
 
 
 def anchor_views(con: duckdb.DuckDBPyConnection) -> None:
@@ -166,17 +238,16 @@ def anchor_views(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def _hot_events(con: duckdb.DuckDBPyConnection) -> None:
-    """Temp view hot_events: the aligned events that pass the filter of queries/align/hot_events.sql.
-    The filter reads only columns identity and clock leave as they are, so it runs once on `events`
-    (temp table hot_src, one scan) and identity and clock then resolve only the rows a detector
-    reads (row by row, with the links of the whole store: the rows the whole view would give)."""
+    """Temp table hot_src: the events that pass the filter of queries/align/hot_events.sql, made once
+    (one scan); refresh_aligned makes temp view hot_events over it. The filter reads only columns
+    identity and clock leave as they are, so it runs once on `events`, and identity and clock then
+    resolve only the rows a detector reads (row by row, with the links of the whole store: the rows
+    the whole view would give)."""
     from .identity import base_views, events_views
     where = sql_file("align/hot_events.sql").split("\nWHERE ", 1)[1]
     con.execute("CREATE OR REPLACE TEMP TABLE hot_src AS SELECT * FROM events_keyed WHERE " + where)
     base_views(con, "hot_src", "_h")
     events_views(con, "_h")
-    con.execute(ALIGNED_VIEW.format(sfx="_h"))
-    con.execute("CREATE OR REPLACE TEMP VIEW hot_events AS SELECT * FROM aligned_events_h")
 
 
 def align(con: duckdb.DuckDBPyConnection, offsets: dict[str, float] | None = None) -> list[dict]:

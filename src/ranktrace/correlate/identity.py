@@ -143,13 +143,17 @@ def events_with_keys(con) -> str:
 
 def rows_with_keys(con) -> str:
     """event_rows (a line's own columns, store schema 3) with srun_lbl and srun_rank as in
-    events_with_keys: temp view event_rows_keyed, what queries/align/event_groups.sql groups
+    events_with_keys, and the line's attempt (ranktrace.correlate.attempts.line_attempt: 1 until
+    the attempts are known): temp view event_rows_keyed, what queries/align/event_groups.sql groups
     (it joins the classes itself, once per class, not once per line). With agents the classes
     are joined here for `envelopes` (`raw` is event_rows' own: no column is ambiguous)."""
+    from .attempts import line_attempt
     agents = con.execute("SELECT agents FROM id_mode").fetchone()[0]
+    attempt, join = line_attempt(con)
     if not agents:
-        return f"SELECT *, {_srun_keys(agents)} FROM event_rows"
-    return f"SELECT r.*, {_srun_keys(agents)} FROM event_rows r JOIN event_classes c USING (class_id)"
+        return f"SELECT r.*, {_srun_keys(agents)}, {attempt} AS attempt FROM event_rows r{join}"
+    return (f"SELECT r.*, {_srun_keys(agents)}, {attempt} AS attempt FROM event_rows r "
+            f"JOIN event_classes c USING (class_id){join}")
 
 
 def base_views(con, src: str, sfx: str) -> None:
@@ -226,13 +230,27 @@ def build_base(con: duckdb.DuckDBPyConnection) -> None:
         WHERE pod IS NOT NULL AND format LIKE 'kube%' GROUP BY file_id HAVING count(DISTINCT pod) = 1
     """)
     con.execute("CREATE OR REPLACE TEMP VIEW events_keyed AS " + events_with_keys(con))
+    from .attempts import stored_cuts
+    stored_cuts(con)   # the groups ingest kept may be split by attempt: take them as they are
+    _groups(con)
+    base_views(con, "events_keyed", "")
+
+
+def _groups(con: duckdb.DuckDBPyConnection) -> None:
+    """Temp table event_groups (from the store when it kept the same ones) and its views events_base_g."""
     con.execute("CREATE OR REPLACE TEMP VIEW event_rows_keyed AS " + rows_with_keys(con))
     if groups_stamp(con) == _stored_stamp(con):
         con.execute(f"CREATE OR REPLACE TEMP TABLE event_groups AS SELECT * FROM main.{GROUPS_TABLE}")
     else:
         con.execute("CREATE OR REPLACE TEMP TABLE event_groups AS " + sql_file("align/event_groups.sql"))
     base_views(con, "event_groups", "_g")   # makes pod_host
-    base_views(con, "events_keyed", "")
+
+
+def regroup(con: duckdb.DuckDBPyConnection) -> None:
+    """Split the groups by attempt (after ranktrace.correlate.attempts wrote class_cuts): event_groups
+    and every view over it, made again."""
+    _groups(con)
+    events_views(con, "_g")
 
 
 # The groups of event_groups.sql, kept in the store by the ingest that made them
@@ -252,6 +270,8 @@ def groups_stamp(con: duckdb.DuckDBPyConnection) -> str:
     views = con.execute("SELECT sql FROM duckdb_views() WHERE view_name IN ('events_keyed', 'event_rows_keyed') "
                         "AND temporary ORDER BY view_name").fetchall()
     sql = "\0".join(v[0] for v in views) + "\0" + sql_file("align/event_groups.sql")
+    if table_exists(con, "class_cuts"):   # the groups are split by attempt: where the cuts are is part of them
+        sql += "\0" + str(con.execute("SELECT * FROM class_cuts ORDER BY class_id").fetchall())
     n_events = con.execute("SELECT count(*) FROM event_rows").fetchone()[0]   # = events, without the join
     files = con.execute("SELECT count(*), sum(file_id), sum(events) FROM files").fetchone()
     return hashlib.sha256(f"{sql}\0{n_events}\0{files}".encode()).hexdigest()

@@ -55,6 +55,35 @@ def _cascade_summary(cascade: list[dict]) -> str:
             + ", ".join(f"{n}x {k}" for k, n in sorted(kinds.items(), key=lambda kv: -kv[1])))
 
 
+def attempt_rows(d: dict) -> list[str]:
+    """One line per attempt of a run that restarted (none for a run of one attempt)."""
+    att = d.get("attempts") or []
+    if len(att) < 2:
+        return []
+    out = []
+    for a in att:
+        v = a.get("verdict") or {}
+        what = f"{v.get('kind')}: {_who(v)}" if v else ""
+        cost = (a.get("cost") or {}).get("gpu_hours")
+        step = (a.get("progress") or {}).get("max_step")
+        out.append(f"#{a['id']:<3} {a['start'] or '?':<25} {a['outcome']:<10}"
+                   + (f" step {step:<7}" if step is not None else " " * 13)
+                   + what + (f"  ({cost:g} GPU-h)" if cost else ""))
+    return out
+
+
+def run_notes(d: dict) -> list[str]:
+    """The run-level findings: a node that fails again and again, a restart loop to stop."""
+    out = []
+    for r in d.get("recurrence") or []:
+        where = f"GPU {r['gpu']} of {r['host']}" if r.get("gpu") is not None else f"node {r['host']}"
+        out.append(f"RECURS: {where} failed in attempts {', '.join(map(str, r['attempts']))} "
+                   f"({', '.join(r['kinds'])}): drain it")
+    if d.get("stop"):
+        out.append(f"STOP: {d['stop']['why']}")
+    return out
+
+
 def render_text(d: dict, color: bool = False) -> str:
     v = d["verdict"]
     B, R, D, X = ("\x1b[1m", "\x1b[31m", "\x1b[2m", "\x1b[0m") if color else ("", "", "", "")
@@ -79,6 +108,11 @@ def render_text(d: dict, color: bool = False) -> str:
         out.append(f"  network: {d['topology']['summary']}")
     if (d.get("stranded") or {}).get("summary"):
         out.append(f"  placed:  {d['stranded']['summary']}")
+    if attempt_rows(d):
+        out.append("")
+        out.append(f"{B}ATTEMPTS{X}  {D}(the run restarted; the verdict above is attempt {v.get('attempt')}'s){X}")
+        out += [f"  {r}" for r in attempt_rows(d)]
+        out += [f"  {B}{n}{X}" for n in run_notes(d)]
     hyps = d.get("hypotheses") or []
     if hyps:
         out.append("")
@@ -130,6 +164,8 @@ def render_md(d: dict) -> str:
     out = [f"# Verdict: `{v['kind']}` — {_who(v)}", "",
            f"**Confidence** {v.get('confidence', 0):.2f}" + (f" · **time** {v['time']}" if v.get("time") else ""), "",
            v.get("summary") or "", ""]
+    if attempt_rows(d):
+        out += ["## Attempts", "", "```"] + attempt_rows(d) + ["```", ""] + [f"**{n}**  " for n in run_notes(d)] + [""]
     if d.get("hypotheses"):
         out += ["## Hypotheses", "", "| score | kind | rank | host | why |", "|---|---|---|---|---|"]
         for h in d["hypotheses"]:

@@ -21,6 +21,7 @@ import duckdb
 
 from . import identity as ident
 from .clean_end import coverage_caps, no_failure_verdict
+from .attempts import find_attempts, scope
 from .clock import align
 from .detectors import Finding, run_all
 from .detectors.base import SPECIFICITY
@@ -304,9 +305,32 @@ def _who(v: dict) -> str:
 
 def diagnose(con: duckdb.DuckDBPyConnection, *, offsets: dict[str, float] | None = None) -> dict:
     """The verdict JSON of design.md section 4 for the store behind `con` (read-only is fine:
-    only temp tables/views are created). Extra keys: missing, next_steps, identity."""
+    only temp tables/views are created). Extra keys: missing, next_steps, identity.
+
+    The run is cut into attempts first (ranktrace.correlate.attempts); each is diagnosed on its
+    own lines (survival, silence and sequence numbers mean something only within one attempt);
+    the top-level verdict is the last failed attempt's (incidents.py)."""
+    from .incidents import assemble, lead
     ensure_kind_catalog(con)
     clock = align(con, offsets)
+    found = find_attempts(con)
+    if len(found) == 1:
+        return assemble(con, found, [diagnose_scope(con, clock)])
+    docs = []
+    for a in found:
+        scope(con, a.id)
+        docs.append(diagnose_scope(con, clock))
+    # the lines without a time (snapshots taken after the fact) join the attempt whose verdict leads
+    top = lead(found, docs)
+    if con.execute("SELECT count(*) FROM aligned_groups_all WHERE attempt = 0").fetchone()[0]:
+        scope(con, found[top].id, timeless=True)
+        docs[top] = diagnose_scope(con, clock)
+    scope(con, None)
+    return assemble(con, found, docs)
+
+
+def diagnose_scope(con: duckdb.DuckDBPyConnection, clock: list[dict]) -> dict:
+    """The verdict document of the lines in scope (one attempt, or the whole store)."""
     findings = run_all(con)
     for f in findings:
         _complete(con, f)
@@ -324,8 +348,7 @@ def diagnose(con: duckdb.DuckDBPyConnection, *, offsets: dict[str, float] | None
     node_failed = {f.host for f in findings if f.kind == "node_failure" and f.host}
     failure = _failure_seen(con) or bool(findings)
     unc = {c["host"]: c["uncertainty_s"] for c in clock}
-    # (every row has its class: the writer stores both; counting the rows skips the view's join)
-    n_events = con.execute("SELECT count(*) FROM event_rows").fetchone()[0]
+    n_events = con.execute("SELECT coalesce(sum(n), 0) FROM aligned_groups").fetchone()[0]
 
     empty = {"kind": "none", "rank": None, "local_rank": None, "host": None, "pod": None, "pid": None,
              "gpu": None, "time": None, "confidence": 0.0, "summary": ""}
@@ -338,7 +361,7 @@ def diagnose(con: duckdb.DuckDBPyConnection, *, offsets: dict[str, float] | None
                 "missing": missing,
                 "next_steps": next_steps(v["kind"], v, None, {}, platforms(con)) if v["kind"] != "none" else [],
                 "impact": None, "gang": None, "control_plane": None, "topology": None,
-                "stranded": None}
+                "stranded": None, "failure_seen": False}
 
     # rank candidates
     def order_key(c: Candidate):
@@ -500,4 +523,5 @@ def diagnose(con: duckdb.DuckDBPyConnection, *, offsets: dict[str, float] | None
     doc.update(impact=_impact(con, v), gang=_gang(con, v))
     doc["topology"] = _topology(con, doc)
     _stranded(con, doc)   # may name the pod that was never placed behind a rendezvous timeout
+    doc["failure_seen"] = True
     return doc

@@ -1,0 +1,253 @@
+"""A long run is a sequence of attempts (issue 27): segmentation, the attempt of every line, and one
+verdict per failed attempt (ranktrace.correlate.attempts, incidents)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from ranktrace.correlate import diagnose
+from ranktrace.correlate.attempts import Sign, segment, step_signs
+from ranktrace.correlate.clock import align
+
+from .fixtures import T0, ev, steps, store
+
+HOSTS = {"n1": [0, 1], "n2": [2, 3]}
+
+
+def t(s: float) -> dt.datetime:
+    return T0 + dt.timedelta(seconds=s)
+
+
+def launch(at: float, hosts=("n1", "n2"), delay: dict | None = None) -> list[dict]:
+    """A torchrun agent's launch (or relaunch) on each host: rendezvous round, worker group start."""
+    out = []
+    for h in hosts:
+        d = (delay or {}).get(h, 0.0)
+        out.append(ev(at + d, "[default] Rendezvous'ing worker group", kind="rdzv_join", host=h, pid=100,
+                      file=f"{h}.log"))
+        out.append(ev(at + d + 2, "[default] Starting worker group", kind="worker_start", host=h, pid=100,
+                      file=f"{h}.log"))
+    return out
+
+
+def restart_notice(at: float, host: str) -> dict:
+    return ev(at, "[default] Worker group FAILED. 2/3 attempts left; will restart worker group",
+              kind="worker_failed", host=host, pid=100, file=f"{host}.log")
+
+
+def crash(at: float, host: str, rank: int) -> list[dict]:
+    """Rank `rank` raises; its peers then lose it (the cascade)."""
+    out = [ev(at, "RuntimeError: CUDA error: an illegal memory access was encountered", kind="python_exception",
+              host=host, rank=rank, file=f"{host}.log")]
+    for h, ranks in HOSTS.items():
+        for r in ranks:
+            if r != rank:
+                out.append(ev(at + 5, "RuntimeError: Connection closed by peer", kind="peer_closed", host=h,
+                              rank=r, file=f"{h}.log"))
+    return out
+
+
+def two_attempts(resume_at: float = 260, **kw) -> list[dict]:
+    """Attempt 1 trains 40 steps and rank 3 crashes; the agents restart the group; attempt 2 trains on
+    (from the checkpoint at step 30) to the end."""
+    return (launch(0) + steps(HOSTS, 40, step_time=5.0, start=10) + crash(212, "n2", 3)
+            + [restart_notice(230, "n1"), restart_notice(231, "n2")]
+            + launch(240, **kw) + steps(HOSTS, 30, step_time=5.0, start=resume_at)
+            + [ev(420 + i, "[default] worker group successfully finished.", kind="worker_group_done", host=h,
+                  pid=100, file=f"{h}.log") for i, h in enumerate(HOSTS)])
+
+
+def test_a_restarted_run_is_two_attempts_each_with_its_own_outcome():
+    d = diagnose(store(two_attempts()))
+    att = d["attempts"]
+    assert [a["outcome"] for a in att] == ["failed", "completed"]
+    assert att[0]["verdict"]["kind"] == "exception" and att[0]["verdict"]["rank"] == 3
+    assert att[0]["verdict"]["host"] == "n2"
+    assert "verdict" not in att[1]
+    assert att[1]["start"].startswith(t(240).isoformat()[:19])
+    # the top-level verdict is the failed attempt's, and says which attempt it is
+    assert d["verdict"]["kind"] == "exception" and d["verdict"]["rank"] == 3 and d["verdict"]["attempt"] == 1
+
+
+def test_every_line_of_the_aligned_view_knows_its_attempt():
+    con = store(two_attempts())
+    diagnose(con)
+    got = dict(con.execute("SELECT attempt, count(*) FROM aligned_events GROUP BY 1").fetchall())
+    before = con.execute("SELECT count(*) FROM aligned_events WHERE ats < ?", [t(240)]).fetchone()[0]
+    assert set(got) == {1, 2}
+    assert got[1] == before   # the restart notices (t=230) stay with the attempt that failed
+    groups = dict(con.execute("SELECT attempt, sum(n) FROM aligned_groups GROUP BY 1").fetchall())
+    assert groups == got      # the groups are split where the lines are
+
+
+def test_a_warning_survived_only_after_the_restart_is_still_the_cause_of_its_attempt():
+    """Survival is judged within an attempt: rank 3's progress after the restart proves nothing about
+    the attempt that died with its error."""
+    d = diagnose(store(two_attempts()))
+    assert d["attempts"][0]["verdict"]["rank"] == 3
+    assert d["attempts"][0]["verdict"]["confidence"] >= 0.6
+
+
+def test_a_host_whose_agent_restarts_later_keeps_its_teardown_in_the_attempt_before():
+    """n2's agent relaunches 40 s after n1's: its SIGTERM to its workers at +20 s is the old attempt's."""
+    evs = two_attempts(resume_at=290, delay={"n2": 40.0}) + [
+        ev(260, "Sending process 4242 closing signal SIGTERM", kind="sigterm_sent", host="n2", pid=100,
+           file="n2.log")]
+    con = store(evs)
+    diagnose(con)
+    got = con.execute("SELECT attempt FROM aligned_events WHERE kind = 'sigterm_sent'").fetchall()
+    assert got == [(1,)]
+
+
+def test_a_rendezvous_whose_nodes_arrive_minutes_apart_is_one_attempt():
+    evs = launch(0, hosts=("n1",)) + launch(600, hosts=("n2",)) + steps(HOSTS, 20, step_time=5.0, start=610)
+    d = diagnose(store(evs))
+    assert len(d["attempts"]) == 1
+
+
+def test_a_process_group_made_by_a_live_process_is_no_restart():
+    """Evaluation makes a new communicator from the same processes: same pids, no new attempt."""
+    evs = launch(0)
+    for k in range(1, 41):
+        for h, ranks in HOSTS.items():
+            for r in ranks:
+                evs.append(ev(10 + 5 * k, f"[rank{r}] step {k} loss 0.5", kind="progress", host=h, rank=r,
+                              pid=500 + r, file=f"{h}.log"))
+                if k in (10, 20, 30):
+                    evs.append(ev(11 + 5 * k, "comm 0x1 rank 0 nranks 4 - Init COMPLETE", kind="comm_init",
+                                  host=h, rank=r, pid=500 + r, file=f"{h}.log"))
+    assert len(diagnose(store(evs))["attempts"]) == 1
+
+
+def test_new_processes_of_the_ranks_start_an_attempt_without_any_launcher_line():
+    """srun starting python directly (no agent): the ranks' pids change after a failure."""
+    evs = []
+    for k in range(1, 31):
+        for h, ranks in HOSTS.items():
+            for r in ranks:
+                evs.append(ev(10 + 5 * k, f"[rank{r}] step {k} loss 0.5", kind="progress", host=h, rank=r,
+                              pid=500 + r, file=f"{h}.log"))
+                evs.append(ev(1000 + 5 * k, f"[rank{r}] step {20 + k} loss 0.5", kind="progress", host=h,
+                              rank=r, pid=900 + r, file=f"{h}.log"))
+    evs.append(ev(170, "RuntimeError: boom", kind="python_exception", host="n1", rank=1, pid=501, file="n1.log"))
+    d = diagnose(store(evs))
+    assert len(d["attempts"]) == 2
+    assert d["attempts"][0]["outcome"] == "failed" and d["attempts"][0]["verdict"]["rank"] == 1
+    assert d["attempts"][1]["outcome"] != "failed"
+
+
+def test_a_step_that_goes_back_for_a_whole_minute_is_a_resume():
+    b = [{"host": "n1", "rank": 0, "file": None, "t": t(60 * i), "first_ats": t(60 * i), "lo": lo, "hi": hi,
+          "first_file": "n1.log", "first_line": i} for i, (lo, hi) in enumerate([(1, 10), (11, 20), (21, 30),
+                                                                                 (12, 18), (19, 25)])]
+    got = step_signs(b)
+    assert [s.t for s in got] == [t(180)] and "went back to step 12 from 30" in got[0].what
+    # minutes that still hold the old steps (another counter printed alongside) are no resume
+    b[3]["hi"], b[4]["hi"] = 31, 32
+    assert step_signs(b) == []
+
+
+def test_segment_without_signs_is_one_attempt_and_a_late_sign_joins_its_launch():
+    assert len(segment([], [], [])) == 1
+    signs = [Sign(t(0), "n1", "round", True), Sign(t(1000), "n1", "round", True),
+             Sign(t(1100), "n1", "pid", False)]   # the new processes write 100 s after their agent's round
+    got = segment(signs, [t(300), t(600)], [t(900)])
+    assert len(got) == 2 and got[1].start == t(1000) and got[1].cuts == {"n1": t(1000)}
+
+
+def test_the_same_node_failing_in_two_attempts_is_called_out_with_a_drain():
+    evs = (launch(0) + steps(HOSTS, 20, step_time=5.0, start=10) + crash(112, "n2", 3)
+           + [restart_notice(130, "n1"), restart_notice(131, "n2")]
+           + launch(140) + steps(HOSTS, 20, step_time=5.0, start=150) + crash(252, "n2", 3))
+    d = diagnose(store(evs))
+    assert [a["outcome"] for a in d["attempts"]] == ["failed", "failed"]
+    assert d["recurrence"] and d["recurrence"][0]["host"] == "n2" and d["recurrence"][0]["attempts"] == [1, 2]
+    assert d["verdict"]["attempt"] == 2 and "1 earlier incident" in d["verdict"]["summary"]
+    # no progress past the step the first attempt had reached: stop restarting
+    assert d["stop"] and d["stop"]["attempts"] == [1, 2]
+
+
+def test_one_attempt_runs_are_diagnosed_as_before():
+    evs = launch(0) + steps(HOSTS, 20, step_time=5.0, start=10) + crash(112, "n2", 3)
+    con = store(evs)
+    align(con)
+    d = diagnose(con)
+    assert len(d["attempts"]) == 1 and d["attempts"][0]["outcome"] == "failed"
+    assert d["verdict"]["rank"] == 3 and "attempt" not in d["verdict"]
+
+
+def test_ingest_stores_the_attempts_and_events_aligned_gives_every_line_its_attempt():
+    from ranktrace.store import refresh_summaries
+    con = store(two_attempts())
+    refresh_summaries(con)   # what every ingest ends with
+    got = con.execute("SELECT attempt, outcome, start FROM attempts ORDER BY attempt").fetchall()
+    assert [(a, o) for a, o, _ in got] == [(1, "failed"), (2, "completed")] and got[1][2] == t(240)
+    per = dict(con.execute("SELECT attempt, count(*) FROM events_aligned GROUP BY 1").fetchall())
+    assert per[1] == con.execute("SELECT count(*) FROM events WHERE ts < ?", [t(240)]).fetchone()[0]
+    assert sum(per.values()) == con.execute("SELECT count(*) FROM events").fetchone()[0]
+    # diagnose takes the groups ingest split by attempt as they are, and finds the same attempts
+    d = diagnose(con)
+    assert [a["outcome"] for a in d["attempts"]] == ["failed", "completed"]
+
+
+def test_a_host_that_does_not_relaunch_stays_in_its_attempt():
+    """n2 froze; the job is relaunched on n1 and n3. What the thawed n2 writes later (its daemon
+    reports the old job aborted) is the old attempt's, not a failure of the new one."""
+    evs = (launch(0) + steps(HOSTS, 20, step_time=5.0, start=10) + crash(112, "n2", 3)
+           + [restart_notice(130, "n1")] + launch(140, hosts=("n1", "n3"))
+           + steps({"n1": [0, 1], "n3": [2, 3]}, 20, step_time=5.0, start=160)
+           + [ev(200, "job_manager exiting with aborted job", host="n2", file="n2-slurmd.log")]
+           + [ev(270 + i, "[default] worker group successfully finished.", kind="worker_group_done", host=h,
+                 pid=100, file=f"{h}.log") for i, h in enumerate(("n1", "n3"))])
+    con = store(evs)
+    d = diagnose(con)
+    assert [a["outcome"] for a in d["attempts"]] == ["failed", "completed"]
+    assert con.execute("SELECT attempt FROM aligned_events WHERE message LIKE 'job_manager%'").fetchall() == [(1,)]
+
+
+def test_lines_without_a_time_are_read_for_the_leading_attempt_only():
+    """A snapshot taken after the fact (sacct, scontrol show node) can be about any attempt: the
+    completed attempt 2 is not failed by it, the failed attempt 1 (the verdict) reads it."""
+    evs = two_attempts() + [ev(None, "NodeName=n2 State=DOWN+NOT_RESPONDING Reason=Not responding",
+                                kind="node_failure", host="n2", file="scontrol_show_node.txt")]
+    d = diagnose(store(evs))
+    assert [a["outcome"] for a in d["attempts"]] == ["failed", "completed"]
+    assert any(e["file"] == "scontrol_show_node.txt" for e in d["evidence"]) or \
+        "n2" in (d["verdict"]["host"] or "")
+
+
+def test_a_relaunch_that_finds_the_rendezvous_closed_is_no_attempt():
+    """The agent that hosted the rendezvous gave up after its last restart; the others' next round
+    meets a closed rendezvous: the run ended with the attempt before."""
+    evs = (two_attempts()[:-2] + crash(420, "n2", 3)
+           + [restart_notice(440, "n1"), ev(440.5, "[default] Rendezvous'ing worker group", kind="rdzv_join",
+                                             host="n1", pid=100, file="n1.log"),
+              ev(441, "torch.distributed.elastic.rendezvous.api.RendezvousClosedError", kind="rdzv_timeout",
+                 host="n1", pid=100, file="n1.log")])
+    d = diagnose(store(evs))
+    assert [a["outcome"] for a in d["attempts"]] == ["failed", "failed"]
+    assert d["verdict"]["kind"] == "exception" and d["verdict"]["rank"] == 3
+
+
+def test_a_requeued_slurm_job_is_two_attempts_and_other_jobs_are_not():
+    """slurmctld allocates job 7 twice (a requeue after n2 failed); job 9 of another user runs meanwhile."""
+    ctl = "slurmctld.log"
+    evs = ([ev(0, "sched: Allocate JobId=7 NodeList=n[1-2] #CPUs=4 Partition=gpu", kind="job_state",
+               file=ctl, job_id="7"),
+            ev(60, "sched: Allocate JobId=9 NodeList=n5 #CPUs=1 Partition=gpu", kind="job_state", file=ctl,
+               job_id="9")]
+           + [ev(1 + i, "launch task StepId=7.0 request from UID:0", kind="step_start", host=h, job_id="7",
+                 file=f"slurmd-{h}.log") for i, h in enumerate(HOSTS)]
+           + [dict(e, job_id="7") for e in steps(HOSTS, 20, step_time=5.0, start=10)]
+           + [ev(115, "Nodes n2 not responding, setting DOWN", kind="node_failure", file=ctl),
+              ev(120, "Requeuing JobId=7", kind="job_requeue", file=ctl, job_id="7"),
+              ev(300, "sched: Allocate JobId=7 NodeList=n[3-4] #CPUs=4 Partition=gpu", kind="job_state",
+                 file=ctl, job_id="7"),
+              ev(400, "sched: Allocate JobId=9 NodeList=n5 #CPUs=1 Partition=gpu", kind="job_state", file=ctl,
+                 job_id="9")]
+           + [ev(301 + i, "launch task StepId=7.0 request from UID:0", kind="step_start", host=h, job_id="7",
+                 file=f"slurmd-{h}.log") for i, h in enumerate(("n3", "n4"))]
+           + [dict(e, job_id="7") for e in steps({"n3": [0, 1], "n4": [2, 3]}, 20, step_time=5.0, start=310)])
+    d = diagnose(store(evs))
+    assert [a["start"][:19] for a in d["attempts"]] == [t(0).isoformat()[:19], t(300).isoformat()[:19]]
+    assert d["attempts"][0]["outcome"] == "failed"
