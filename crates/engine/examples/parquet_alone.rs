@@ -8,13 +8,8 @@ use arrow_array::RecordBatch;
 use parquet::arrow::ArrowWriter;
 use ranktrace_engine::{compile, lines_parquet, Envelopes, FileParser};
 
-fn cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let after = stat.rsplit(')').next().unwrap_or("");
-    let f: Vec<&str> = after.split_whitespace().collect();
-    let tick = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
-    (tick(11) + tick(12)) / 100.0
-}
+mod common;
+use common::cpu_seconds;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
