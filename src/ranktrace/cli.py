@@ -293,7 +293,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="files parsed at once (default: the number of cores, at most 4)")
     sp.add_argument("-q", "--quiet", action="store_true", help="no progress, no summary")
     sp.add_argument("--part", metavar="DIR", help="write a part (Parquet, one directory per part) into DIR "
-                    "instead of a store; `ranktrace merge DIR --db FILE` merges parts")
+                    "instead of a store; `ranktrace merge DIR --db STORE` merges parts")
     sp.set_defaults(func=cmd_ingest)
 
     sp = sub.add_parser("sql", help="run a read-only SQL query on the store",
