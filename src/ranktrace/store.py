@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import itertools
 import re
 from pathlib import Path
 
@@ -106,16 +105,17 @@ def locate(path: str | Path) -> tuple[Path, Path]:
 
 
 def spill_dir(store_dir: Path) -> str:
-    """A directory DuckDB may spill to, its own (created by DuckDB when it
-    spills, removed when it closes): inside the store when it is writable,
-    else in the machine's temp directory."""
+    """A directory DuckDB may spill to, this process's own (created by DuckDB
+    when it spills, removed when it closes): inside the store when it is
+    writable, else in the machine's temp directory. One per process and store:
+    DuckDB refuses a second connection to a database file with another
+    configuration."""
     import os
     import tempfile
-    base = store_dir if os.access(store_dir, os.W_OK) else Path(tempfile.gettempdir())
-    return str(base / f".spill-{os.getpid()}-{next(_SPILLS)}")
-
-
-_SPILLS = itertools.count()
+    if os.access(store_dir, os.W_OK):
+        return str(store_dir.resolve() / f".spill-{os.getpid()}")
+    tag = hashlib.sha256(str(store_dir.resolve()).encode()).hexdigest()[:12]
+    return str(Path(tempfile.gettempdir()) / f"ranktrace-spill-{os.getpid()}-{tag}")
 
 
 def _single_file_store(p: Path) -> StoreError:
@@ -152,9 +152,10 @@ def _connect(path: str | Path, read_only: bool) -> duckdb.DuckDBPyConnection:
         except OSError as exc:
             raise StoreError(f"{store_dir}: cannot create the store's directory: {exc.strerror or exc}") from None
     # Relative paths (the lines files of view event_lines) are the store's, wherever it was moved.
-    config = {"file_search_path": str(store_dir.resolve())}
-    if read_only:
-        config |= {"memory_limit": READER_MEMORY, "temp_directory": spill_dir(store_dir)}
+    # The same configuration for every connection of the process to the store (DuckDB refuses
+    # another): a reader's memory limit, which a writer raises or lowers with SET.
+    config = {"file_search_path": str(store_dir.resolve()), "memory_limit": READER_MEMORY,
+              "temp_directory": spill_dir(store_dir)}
     try:
         return duckdb.connect(str(db), read_only=read_only, config=config)
     except duckdb.Error as exc:
