@@ -17,9 +17,7 @@ from ranktrace.store import connect as store_connect
 
 REPO = Path(__file__).resolve().parents[2]
 TRUTH_FILES = {"truth.json", "expected_verdict.json", "README.md"}
-# a run that restarted waits for its attempts to be wired in ("attempts_pending": true)
-BUNDLES = sorted(p.parent for p in (REPO / "sample_logs").glob("*/expected_verdict.json")
-                 if not json.loads(p.read_text()).get("attempts_pending"))
+BUNDLES = sorted(p.parent for p in (REPO / "sample_logs").glob("*/expected_verdict.json"))
 
 
 def _files(d: Path) -> list[str]:
@@ -67,8 +65,34 @@ def test_bundle_verdict(bundle, tmp_path, catalog, monkeypatch):
     texts = [v.get("summary") or ""] + [h.get("why") or "" for h in got.get("hypotheses", [])]
     assert not [t for t in texts if re.search(r"\bNone\b", t)], [t for t in texts if "None" in t]
     # the contract's shape
-    assert set(got) >= {"verdict", "hypotheses", "evidence", "cascade", "clock"}
+    assert set(got) >= {"verdict", "hypotheses", "evidence", "cascade", "clock", "attempts"}
     assert set(v) >= {"kind", "rank", "local_rank", "host", "pod", "pid", "gpu", "time", "confidence", "summary"}
+
+
+RESTARTED = [b for b in BUNDLES if json.loads((b / "expected_verdict.json").read_text()).get("attempts")]
+
+
+@pytest.mark.parametrize("bundle", RESTARTED, ids=[b.name for b in RESTARTED])
+def test_bundle_attempts(bundle, tmp_path, catalog, monkeypatch):
+    """A run that restarted: every attempt found where it began (within 5 s: the harness's own record
+    of its start against its first line), with its outcome, and each failed one's culprit and kind."""
+    want = json.loads((bundle / "expected_verdict.json").read_text())["attempts"]
+    got = _diagnose_bundle(bundle, tmp_path, catalog, monkeypatch)["attempts"]
+    assert [a["outcome"] for a in got] == [a["outcome"] for a in want], (got, want)
+    for g, w in zip(got, want):
+        gap = abs((_t(g["start"]) - _t(w["start"])).total_seconds())
+        assert gap <= 5.0, (g["id"], g["start"], w["start"])
+        if w["outcome"] != "failed":
+            assert "verdict" not in g
+            continue
+        for k in ("kind", "rank", "host"):
+            if w["verdict"].get(k) is not None:
+                assert g["verdict"][k] == w["verdict"][k], (g["id"], k, g["verdict"], w["verdict"])
+
+
+def _t(s: str):
+    import datetime as dt
+    return dt.datetime.fromisoformat(s.replace("Z", "+00:00"))
 
 
 SKEWED = [b for b in BUNDLES if json.loads((b / "expected_verdict.json").read_text()).get("clock")]

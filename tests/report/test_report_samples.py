@@ -155,11 +155,6 @@ def test_report_is_deterministic(incident):
     assert str(incident["db"].parent) not in incident["json"]
 
 
-def _attempts_pending(bundle) -> bool:
-    ev = bundle / "expected_verdict.json"
-    return ev.exists() and bool(json.loads(ev.read_text()).get("attempts_pending"))
-
-
 @needs_bundles
 def test_golden_markdown(incident):
     GOLDEN.mkdir(exist_ok=True)
@@ -168,8 +163,6 @@ def test_golden_markdown(incident):
     if UPDATE:
         path.write_text(got)
         return
-    if not path.exists() and _attempts_pending(incident["bundle"]):
-        pytest.skip("a run that restarted, not wired to the attempts verdict yet (attempts_pending): no golden")
     if not path.exists():
         pytest.fail(f"no golden file {path.name}: review the report, then run with RANKTRACE_UPDATE_GOLDEN=1",
                     pytrace=False)

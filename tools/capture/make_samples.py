@@ -336,20 +336,6 @@ FILES_HELP = [
 ]
 
 
-# Bundles of runs that restart opt out of the verdict tests
-# (tests/correlate/test_sample_bundles.py) until the correlator's attempts
-# support is wired to them: "attempts_pending": true in expected_verdict.json.
-ATTEMPTS_PENDING = True
-
-
-def mark_attempts_pending(path):
-    ev = json.load(open(path))
-    ev["attempts_pending"] = True
-    with open(path, "w") as f:
-        json.dump(ev, f, indent=2)
-        f.write("\n")
-
-
 def files_section(bundle):
     names = set()
     for r, _, fs in os.walk(bundle):
@@ -461,8 +447,6 @@ def main(argv):
         shutil.rmtree(d, ignore_errors=True)
         shutil.copytree(src, d, ignore=shutil.ignore_patterns("line_times.json"))
         truth = json.load(open(os.path.join(d, "truth.json")))
-        if truth.get("attempts") and ATTEMPTS_PENDING:
-            mark_attempts_pending(os.path.join(d, "expected_verdict.json"))
         with open(os.path.join(d, "README.md"), "w") as f:
             f.write(captured_readme(d, sc, family, truth, basis))
         kind = f"`{truth['kind']}`"

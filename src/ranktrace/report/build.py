@@ -126,6 +126,25 @@ def _first_line(text: str | None, n: int = 200) -> str:
 
 # ---------------------------------------------------------------- sections
 
+def _attempts(doc: dict) -> dict:
+    """The run's attempts as incidents (issue 27): one row per attempt (a failed one with its culprit,
+    kind, confidence and cost), nodes that failed again and again, the advice to stop restarting.
+    Empty rows for a run of one attempt."""
+    att = doc.get("attempts") or []
+    rows = []
+    if len(att) > 1:
+        for a in att:
+            v = a.get("verdict") or {}
+            cost = (a.get("cost") or {}).get("gpu_hours")
+            rows.append({"id": a["id"], "start": a.get("start"), "end": a.get("end"), "outcome": a["outcome"],
+                         "kind": v.get("kind"), "who": subject(v) if v else None,
+                         "confidence": v.get("confidence"), "gpu_hours": cost,
+                         "max_step": (a.get("progress") or {}).get("max_step"),
+                         "basis": (a.get("boundary") or {}).get("basis")})
+    lead = (doc.get("verdict") or {}).get("attempt")
+    return {"rows": rows, "lead": lead, "recurrence": doc.get("recurrence") or [], "stop": doc.get("stop")}
+
+
 def _culprit(con, v: dict) -> dict:
     c = {k: v.get(k) for k in ("rank", "local_rank", "host", "pod", "pid", "gpu")}
     filled = []
@@ -446,6 +465,7 @@ def build_report(con, verdict_doc: dict) -> dict:
             "time": D.iso(vt), "confidence": v.get("confidence"),
             "confidence_label": confidence_label(v.get("confidence")),
         },
+        "attempts": _attempts(doc),
         "culprit": _culprit(con, v),
         "chain": _chain(v, doc.get("cascade") or [], kinds),
         "timeline": _timeline(con, doc, offsets, root, src),

@@ -206,6 +206,25 @@ def render_html(doc: dict) -> str:
     p.append(f"<li><b>Logs:</b> {j['files']} files, {j['events']:,} events, {_n(j['hosts'], 'host')}, {_n(j['ranks'], 'rank')}, "
              f"{escape(_t(j['first'], True))} to {escape(_t(j['last'], True))} UTC</li></ul>")
 
+    att = r.get("attempts") or {}
+    if att.get("rows"):
+        p.append("<h2>Attempts</h2>")
+        p.append(f"<p>The run restarted: {_n(len(att['rows']), 'attempt')}; the verdict above is attempt "
+                 f"{_e(att['lead'])}'s.</p>")
+        p.append(_table(["#", "start (UTC)", "outcome", "root cause", "confidence", "cost (GPU-h)", "step reached"],
+                        [([_e(a["id"]), escape(_t(a["start"], True)), _e(a["outcome"]),
+                           f"<code>{_e(a['kind'])}</code>: {_e(a['who'])}" if a["kind"] else "",
+                           f"{a['confidence']:.2f}" if isinstance(a["confidence"], (int, float)) else "",
+                           f"{a['gpu_hours']:g}" if a["gpu_hours"] else "",
+                           _e(a["max_step"]) if a["max_step"] is not None else ""], "") for a in att["rows"]]))
+        notes = [f"<li><b>Recurs:</b> {_e(rec['host'])} failed in attempts "
+                 f"{_e(', '.join(map(str, rec['attempts'])))} ({_e(', '.join(rec['kinds']))}): drain it.</li>"
+                 for rec in att["recurrence"]]
+        if att.get("stop"):
+            notes.append(f"<li><b>Stop:</b> {_e(att['stop']['why'])}.</li>")
+        if notes:
+            p.append("<ul>" + "".join(notes) + "</ul>")
+
     c = r["culprit"]
     p.append("<h2>Culprit</h2>")
     p.append(_table(["", ""], [([label, _e(c.get(k)) if c.get(k) is not None else "unknown"], "")

@@ -104,6 +104,29 @@ def render_markdown(doc: dict) -> str:
                f"{_t(j['first'], True)} to {_t(j['last'], True)} UTC")
     out.append("")
 
+    # ---- attempts (a run that restarted: one incident per failed attempt)
+    att = r.get("attempts") or {}
+    if att.get("rows"):
+        out.append("## Attempts")
+        out.append("")
+        out.append(f"The run restarted: {_n(len(att['rows']), 'attempt')}; the verdict above is attempt "
+                   f"{att['lead']}'s.")
+        out.append("")
+        out += _table(["#", "start (UTC)", "outcome", "root cause", "confidence", "cost (GPU-h)", "step reached"],
+                      [[str(a["id"]), _t(a["start"], True), a["outcome"],
+                        f"`{a['kind']}`: {_cell(a['who'])}" if a["kind"] else "",
+                        f"{a['confidence']:.2f}" if isinstance(a["confidence"], (int, float)) else "",
+                        f"{a['gpu_hours']:g}" if a["gpu_hours"] else "",
+                        str(a["max_step"]) if a["max_step"] is not None else ""] for a in att["rows"]])
+        out.append("")
+        for rec in att["recurrence"]:
+            where = f"GPU {rec['gpu']} of node {rec['host']}" if rec.get("gpu") is not None else f"node {rec['host']}"
+            out.append(f"- **Recurs:** {_md_text(where)} failed in attempts {', '.join(map(str, rec['attempts']))} "
+                       f"({_md_text(', '.join(rec['kinds']))}): drain it.")
+        if att.get("stop"):
+            out.append(f"- **Stop:** {_md_text(att['stop']['why'])}.")
+        out.append("")
+
     # ---- culprit
     c = r["culprit"]
     out.append("## Culprit")
