@@ -505,25 +505,30 @@ def insert_rows(con: duckdb.DuckDBPyConnection, table: str, rows: list[list]) ->
 def refresh_summaries(con: duckdb.DuckDBPyConnection) -> None:
     """Tables derived from events that readers want without a scan (lanes),
     and the clock offsets behind view events_aligned (queries/store/clock.sql)."""
+    from .correlate.clock import forget_line_sets, store_line_sets
     for f in sorted((data_dir("queries") / "store").glob("*.sql")):
         con.execute(f.read_text())
+    forget_line_sets(con)   # selected anew by the clock estimate and the attempts below, then kept
     clock = store_clock_offsets(con)
-    store_attempts(con, clock)
+    if store_attempts(con, clock):
+        store_line_sets(con)   # what diagnose's filters select: readers need not scan every line for them
 
 
-def store_attempts(con: duckdb.DuckDBPyConnection, clock: list[dict]) -> None:
+def store_attempts(con: duckdb.DuckDBPyConnection, clock: list[dict]) -> bool:
     """Tables attempts and attempt_spans (ranktrace.correlate.attempts), behind view events_aligned's
     `attempt`. Like the clock, a help for SQL users: a failure is said in meta 'attempts_error' and
-    never fails the ingest (one attempt is assumed)."""
+    never fails the ingest (one attempt is assumed). True when the attempts were found."""
     db = con.execute("SELECT current_database()").fetchone()[0].replace('"', '""')
     con.execute("DELETE FROM meta WHERE key = 'attempts_error'")
     try:
         from .correlate.attempts import store_attempts as store
         store(con, clock, db)
+        return True
     except Exception as exc:
         con.execute("INSERT INTO meta VALUES ('attempts_error', ?)", [f"{type(exc).__name__}: {exc}"])
         con.execute(f'DELETE FROM "{db}".main.attempts')
         con.execute(f'DELETE FROM "{db}".main.attempt_spans')
+        return False
 
 
 def store_clock_offsets(con: duckdb.DuckDBPyConnection) -> list[dict]:

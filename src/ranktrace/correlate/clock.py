@@ -232,7 +232,7 @@ def anchor_views(con: duckdb.DuckDBPyConnection) -> None:
     """Temp view events_id_a, what anchors.sql reads: events_id of the lines of
     queries/align/anchor_lines.sql only (made once: temp table anchor_src)."""
     from .identity import base_views, events_views
-    con.execute("CREATE OR REPLACE TEMP TABLE anchor_src AS " + sql_file("align/anchor_lines.sql"))
+    line_set(con, "anchor_src", sql_file("align/anchor_lines.sql"))
     base_views(con, "anchor_src", "_a")
     events_views(con, "_a")
 
@@ -245,9 +245,65 @@ def _hot_events(con: duckdb.DuckDBPyConnection) -> None:
     the whole view would give)."""
     from .identity import base_views, events_views
     where = sql_file("align/hot_events.sql").split("\nWHERE ", 1)[1]
-    con.execute("CREATE OR REPLACE TEMP TABLE hot_src AS SELECT * FROM events_keyed WHERE " + where)
+    line_set(con, "hot_src", "SELECT * FROM events_keyed WHERE " + where)
     base_views(con, "hot_src", "_h")
     events_views(con, "_h")
+
+
+# The lines of the two filters above (hot_events.sql's and anchor_lines.sql's: thousands of rows among
+# millions), kept in the store by the ingest that found them (store.refresh_summaries, which runs the
+# clock estimate and the attempts, hence both filters): a reader then does not scan every line again
+# (with the lines as Parquet, the two scans were half of `diagnose`). As for the groups
+# (identity.groups_stamp), a stamp says what they were made of: the SQL that selected them (with view
+# events_keyed as this reader makes it) and the store's events; a reader whose SQL or store differs
+# selects them anew.
+LINE_SETS = ("hot_src", "anchor_src")
+
+
+def _line_set_stamp(con: duckdb.DuckDBPyConnection, sql: str) -> str:
+    import hashlib
+    view = con.execute("SELECT sql FROM duckdb_views() WHERE view_name = 'events_keyed' AND temporary").fetchall()
+    n_events = con.execute("SELECT count(*) FROM event_rows").fetchone()[0]
+    files = con.execute("SELECT count(*), sum(file_id), sum(events) FROM files").fetchone()
+    return hashlib.sha256(f"{view}\0{sql}\0{n_events}\0{files}".encode()).hexdigest()
+
+
+def line_set(con: duckdb.DuckDBPyConnection, name: str, sql: str) -> None:
+    """Temp relation `name` (one of LINE_SETS): the rows of `sql`, read from the store when its ingest
+    kept them for the same SQL and events, else selected now (and its stamp noted for store_line_sets)."""
+    stamp = _line_set_stamp(con, sql)
+    if table_exists(con, f"{name}_stored"):
+        got = con.execute("SELECT value FROM main.meta WHERE key = ?", [f"{name}_stamp"]).fetchone()
+        if got and got[0] == stamp:
+            _drop_temp(con, name)
+            con.execute(f"CREATE TEMP VIEW {name} AS SELECT * FROM main.{name}_stored")
+            return
+    _drop_temp(con, name)
+    con.execute(f"CREATE TEMP TABLE {name} AS {sql}")
+    con.execute("CREATE TEMP TABLE IF NOT EXISTS line_set_stamps (name VARCHAR PRIMARY KEY, stamp VARCHAR)")
+    con.execute("INSERT OR REPLACE INTO line_set_stamps VALUES (?, ?)", [name, stamp])
+
+
+def _drop_temp(con: duckdb.DuckDBPyConnection, name: str) -> None:
+    for (kind,) in con.execute("SELECT 'VIEW' FROM duckdb_views() WHERE temporary AND view_name = ? UNION ALL "
+                               "SELECT 'TABLE' FROM duckdb_tables() WHERE temporary AND table_name = ?",
+                               [name, name]).fetchall():
+        con.execute(f"DROP {kind} temp.{name}")
+
+
+def forget_line_sets(con: duckdb.DuckDBPyConnection) -> None:
+    for name in LINE_SETS:
+        con.execute(f"DROP TABLE IF EXISTS main.{name}_stored")
+        con.execute("DELETE FROM main.meta WHERE key = ?", [f"{name}_stamp"])
+
+
+def store_line_sets(con: duckdb.DuckDBPyConnection) -> None:
+    """Keep the line sets this connection just selected (temp tables of line_set) in the store."""
+    if not table_exists(con, "line_set_stamps"):
+        return
+    for name, stamp in con.execute("SELECT name, stamp FROM temp.line_set_stamps ORDER BY name").fetchall():
+        con.execute(f"CREATE OR REPLACE TABLE main.{name}_stored AS SELECT * FROM temp.{name}")
+        con.execute("INSERT OR REPLACE INTO main.meta VALUES (?, ?)", [f"{name}_stamp", stamp])
 
 
 def align(con: duckdb.DuckDBPyConnection, offsets: dict[str, float] | None = None) -> list[dict]:
