@@ -1,14 +1,14 @@
-"""The lines of diagnose's two filters (hot_events.sql's, anchor_lines.sql's) are kept in the store
-by the ingest that selected them (tables hot_src_stored, anchor_src_stored, stamped in meta):
-readers take them instead of scanning every line again, and only while the store and the SQL are
-as they were when they were selected."""
+"""What diagnose would otherwise read from every line is kept in the store by the ingest that
+selected it, stamped in meta: the lines of hot_events.sql's filter (hot_src_stored) and the clock's
+anchors (clock_anchors_stored, anchors.sql's rows). Readers take them instead of scanning every line
+again, and only while the store, the SQL and the code are as they were."""
 
 from __future__ import annotations
 
 import shutil
 
 from ranktrace.correlate import diagnose
-from ranktrace.correlate.clock import LINE_SETS, align, forget_line_sets
+from ranktrace.correlate.clock import LINE_SETS, align, anchor_rows, forget_line_sets
 from ranktrace.ingest.pipeline import ingest
 from ranktrace.store import connect as store_connect
 
@@ -20,6 +20,11 @@ def _kinds(con) -> dict[str, str]:
     got = dict(con.execute("SELECT view_name, 'VIEW' FROM duckdb_views() WHERE temporary UNION ALL "
                            "SELECT table_name, 'TABLE' FROM duckdb_tables() WHERE temporary").fetchall())
     return {name: got.get(name) for name in LINE_SETS}
+
+
+def _anchor_src_made(con) -> bool:
+    return con.execute("SELECT count(*) FROM duckdb_tables() WHERE temporary AND table_name = 'anchor_src'"
+                       ).fetchone()[0] == 1
 
 
 def _sets(con) -> dict[str, list[tuple]]:
@@ -34,10 +39,13 @@ def test_line_sets_are_read_from_the_store_only_while_it_is_unchanged(tmp_path, 
     con = store_connect(db)
     assert all(con.execute("SELECT count(*) FROM meta WHERE key = ?", [f"{n}_stamp"]).fetchone()[0] == 1
                for n in LINE_SETS)
+    assert con.execute("SELECT count(*) FROM meta WHERE key = 'clock_anchors_stamp'").fetchone()[0] == 1
     align(con)
     assert _kinds(con) == {n: "VIEW" for n in LINE_SETS}
+    assert _anchor_src_made(con) is False   # the anchors came from the store: no line was read for them
     stored = _sets(con)
-    assert all(stored.values()), "the bundle has hot and anchor lines"
+    anchors = anchor_rows(con)
+    assert all(stored.values()) and anchors, "the bundle has hot lines and clock anchors"
     verdict = diagnose(con)
     con.close()
 
@@ -46,7 +54,9 @@ def test_line_sets_are_read_from_the_store_only_while_it_is_unchanged(tmp_path, 
     forget_line_sets(con)
     align(con)
     assert _kinds(con) == {n: "TABLE" for n in LINE_SETS}
+    assert _anchor_src_made(con) is True
     assert _sets(con) == stored
+    assert anchor_rows(con) == anchors
     con.close()
     con = store_connect(db)
     assert diagnose(con) == verdict
@@ -66,6 +76,7 @@ def test_a_changed_store_selects_its_lines_anew(tmp_path, catalog, monkeypatch):
     con.execute("CREATE OR REPLACE VIEW event_lines AS SELECT * FROM kept_lines")
     align(con)
     assert _kinds(con) == {n: "TABLE" for n in LINE_SETS}
+    assert _anchor_src_made(con) is True
     fresh = _sets(con)
     ids = {r[0] for r in con.execute("SELECT event_id FROM kept_lines").fetchall()}
     assert all(r[0] in ids for rows in fresh.values() for r in rows)   # event_id is every set's first column

@@ -108,8 +108,7 @@ def estimate_offsets(con: duckdb.DuckDBPyConnection, offsets: dict[str, float] |
     hosts = [r["host"] for r in rows(con, f"SELECT host FROM ({_host_lines(con)}) ORDER BY host")]
     anchors: dict[str, dict[str, dict[str, float]]] = {}   # class -> host -> akey -> t
     unc0: dict[str, float] = {}
-    anchor_views(con)
-    for r in rows(con, sql_file("align/anchors.sql")):
+    for r in anchor_rows(con):
         if r["t"] is None:
             continue
         anchors.setdefault(r["class"], {}).setdefault(r["host"], {}).setdefault(r["akey"], []).append(float(r["t"]))
@@ -232,7 +231,7 @@ def anchor_views(con: duckdb.DuckDBPyConnection) -> None:
     """Temp view events_id_a, what anchors.sql reads: events_id of the lines of
     queries/align/anchor_lines.sql only (made once: temp table anchor_src)."""
     from .identity import base_views, events_views
-    line_set(con, "anchor_src", sql_file("align/anchor_lines.sql"))
+    con.execute("CREATE OR REPLACE TEMP TABLE anchor_src AS " + sql_file("align/anchor_lines.sql"))
     base_views(con, "anchor_src", "_a")
     events_views(con, "_a")
 
@@ -250,14 +249,13 @@ def _hot_events(con: duckdb.DuckDBPyConnection) -> None:
     events_views(con, "_h")
 
 
-# The lines of the two filters above (hot_events.sql's and anchor_lines.sql's: thousands of rows among
-# millions), kept in the store by the ingest that found them (store.refresh_summaries, which runs the
-# clock estimate and the attempts, hence both filters): a reader then does not scan every line again
-# (with the lines as Parquet, the two scans were half of `diagnose`). As for the groups
-# (identity.groups_stamp), a stamp says what they were made of: the SQL that selected them (with view
-# events_keyed as this reader makes it) and the store's events; a reader whose SQL or store differs
-# selects them anew.
-LINE_SETS = ("hot_src", "anchor_src")
+# The lines of hot_events.sql's filter (thousands of rows among millions), kept in the store by the
+# ingest that found them (store.refresh_summaries, which runs the attempts, hence the filter): a reader
+# then does not scan every line again (with the lines as Parquet, that scan was a third of `diagnose`).
+# As for the groups (identity.groups_stamp), a stamp says what they were made of: the SQL that selected
+# them (with view events_keyed as this reader makes it) and the store's events; a reader whose SQL or
+# store differs selects them anew.
+LINE_SETS = ("hot_src",)
 
 
 def _line_set_stamp(con: duckdb.DuckDBPyConnection, sql: str) -> str:
@@ -292,9 +290,40 @@ def _drop_temp(con: duckdb.DuckDBPyConnection, name: str) -> None:
 
 
 def forget_line_sets(con: duckdb.DuckDBPyConnection) -> None:
-    for name in LINE_SETS:
+    for name in (*LINE_SETS, "clock_anchors"):
         con.execute(f"DROP TABLE IF EXISTS main.{name}_stored")
         con.execute("DELETE FROM main.meta WHERE key = ?", [f"{name}_stamp"])
+
+
+# The anchors of the clock estimate (anchors.sql's rows: per host and key, a few thousand), kept in the
+# store by the ingest that found them: anchor_lines.sql keeps every progress line, and a long run whose
+# every rank prints its steps (15 M lines of 15.4 M in a 1.5 GB run) made them most of `diagnose`
+# (step numbers read from every line, then grouped). The stamp holds what they depend on: the store's
+# events, the two SQL files, and the code that resolves a line's host (this module, identity.py and the
+# SQL of the temporary views it made), so that any change of the code reads the lines again.
+def _anchors_stamp(con: duckdb.DuckDBPyConnection) -> str:
+    import hashlib
+    from pathlib import Path
+    from . import identity
+    code = Path(identity.__file__).read_text() + "\0" + Path(__file__).read_text()
+    views = con.execute("SELECT view_name, sql FROM duckdb_views() WHERE temporary ORDER BY view_name").fetchall()
+    sql = sql_file("align/anchor_lines.sql") + "\0" + sql_file("align/anchors.sql")
+    return _line_set_stamp(con, f"{code}\0{views}\0{sql}")
+
+
+def anchor_rows(con: duckdb.DuckDBPyConnection) -> list[dict]:
+    """anchors.sql's rows: from the store when its ingest kept them with the same stamp, else read from
+    the lines (anchor_views), and their stamp noted for store_line_sets."""
+    stamp = _anchors_stamp(con)
+    if table_exists(con, "clock_anchors_stored"):
+        got = con.execute("SELECT value FROM main.meta WHERE key = 'clock_anchors_stamp'").fetchone()
+        if got and got[0] == stamp:
+            return rows(con, "SELECT * FROM main.clock_anchors_stored ORDER BY ALL")
+    anchor_views(con)
+    con.execute("CREATE OR REPLACE TEMP TABLE clock_anchors AS " + sql_file("align/anchors.sql"))
+    con.execute("CREATE TEMP TABLE IF NOT EXISTS line_set_stamps (name VARCHAR PRIMARY KEY, stamp VARCHAR)")
+    con.execute("INSERT OR REPLACE INTO line_set_stamps VALUES ('clock_anchors', ?)", [stamp])
+    return rows(con, "SELECT * FROM clock_anchors ORDER BY ALL")
 
 
 def store_line_sets(con: duckdb.DuckDBPyConnection) -> None:

@@ -266,8 +266,8 @@ def _file_row(ref: FileRef, res: FileResult, file_id: int, sha: str, envs: list[
             datetime.now(timezone.utc).replace(tzinfo=None, microsecond=0)]
 
 
-# DuckDB's memory while the parsers run (it only claims files and keeps meta then) and for
-# the merge that ends the ingest (merge.py).
+# DuckDB's memory while the parsers run (it only claims files and keeps meta then); the merge
+# that ends the ingest has merge.py's.
 INGEST_DUCKDB_MEMORY = "256MB"
 
 
@@ -400,6 +400,9 @@ def ingest(paths: list[str], db: str, cat: Catalog, *, tz: str = "UTC", progress
         if not part:   # a part's years and summaries: at merge
             made = merging.Part(Path(writer.path), merging._manifest(Path(writer.path)))
             out = merging.MergeSummary()
+            # the parsers are done (their memory is free): the merge's limit, as `ranktrace merge` has it
+            # (the end-of-ingest summaries of a 1.5 GB run, 15 M lines, ran out of 256 MB)
+            con.execute(f"SET memory_limit = '{merging.MERGE_DUCKDB_MEMORY}'")
             merging.merge_into(con, [made], cat, out)
             if not out.parts:   # nothing new: the part is all duplicates (or empty)
                 shutil.rmtree(made.path, ignore_errors=True)
