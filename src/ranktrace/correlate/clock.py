@@ -299,16 +299,16 @@ def forget_line_sets(con: duckdb.DuckDBPyConnection) -> None:
 # store by the ingest that found them: anchor_lines.sql keeps every progress line, and a long run whose
 # every rank prints its steps (15 M lines of 15.4 M in a 1.5 GB run) made them most of `diagnose`
 # (step numbers read from every line, then grouped). The stamp holds what they depend on: the store's
-# events, the two SQL files, and the code that resolves a line's host (this module, identity.py and the
-# SQL of the temporary views it made), so that any change of the code reads the lines again.
+# events, the two SQL files, view events_keyed and the code that resolves a line's host (this module and
+# identity.py), so that any change of the code reads the lines again. (Not every temporary view: those
+# of the attempts differ between an ingest, which finds the attempts after the clock, and a reader.)
 def _anchors_stamp(con: duckdb.DuckDBPyConnection) -> str:
     import hashlib
     from pathlib import Path
     from . import identity
     code = Path(identity.__file__).read_text() + "\0" + Path(__file__).read_text()
-    views = con.execute("SELECT view_name, sql FROM duckdb_views() WHERE temporary ORDER BY view_name").fetchall()
     sql = sql_file("align/anchor_lines.sql") + "\0" + sql_file("align/anchors.sql")
-    return _line_set_stamp(con, f"{code}\0{views}\0{sql}")
+    return _line_set_stamp(con, f"{code}\0{sql}")   # (with view events_keyed: what anchor_lines.sql reads)
 
 
 def anchor_rows(con: duckdb.DuckDBPyConnection) -> list[dict]:
