@@ -5,6 +5,9 @@
                                                         # incident with expected_verdict.json/truth.json)
     python benchmarks/accuracy.py --no-shapes -v       # per-incident lines
     (plus tests/correlate/heldout: held-out public bug-report shapes, unless --no-heldout)
+    python benchmarks/accuracy.py --longrun [DIR] [--longrun-seeds 1-2] [--longrun-size small] [-v]
+                                                        # long runs (gen_longrun.py), per attempt;
+                                                        # only these sets run
 
 An incident is a directory holding expected_verdict.json (or truth.json); every other file
 in it (truth files and README.md excepted, so the answer never reaches the store) is
@@ -22,6 +25,14 @@ else the first error line" (rank/host from that line; kind from its exit code).
 real_log_shapes (one incident per file): scored only where the manifest names a
 first_failure; located = every identity field it gives (rank, host, pod, pid, srun task)
 that the verdict also gives agrees; kind is checked against a map of the manifest's kinds.
+
+--longrun: long runs of benchmarks/gen_longrun.py (a family generated into a temporary directory:
+every story x layout at the tuning seeds and, reported apart, the HELD-OUT part: seeds >= 1000, the
+held-out layout and tellings; or the incidents of DIR, split by their truth's `heldout`), scored per
+attempt (benchmarks/longrun_score.py): attempts found vs the truth's, each true attempt matched to a found
+one by time overlap, and for every failed true attempt: culprit located, kind right, confident-wrong.
+When the diagnose JSON has no `attempts`, the top-level verdict is scored against the last failed
+attempt, and the output says so.
 """
 
 from __future__ import annotations
@@ -129,15 +140,35 @@ def located(v: dict, t: dict) -> bool:
     return all(checks)
 
 
+def ingest_incident(d: Path, cat, db: str) -> None:
+    """Ingest the incident's files (its truth files left out) into the store `db`, from its parent
+    directory (as a user runs `ranktrace ingest incident/`)."""
+    with _cwd(d.parent):
+        ingest(incident_files(d), db, cat)
+
+
+def score_all(incs: list[Path], score_one) -> list[dict]:
+    """score_one(d) for every incident; one that raises is reported and skipped (an ingest problem must
+    not hide the other incidents)."""
+    rs = []
+    for d in incs:
+        try:
+            r = score_one(d)
+        except Exception as exc:
+            print(f"  ERR  {d.name}: {type(exc).__name__}: {exc}"[:200])
+            continue
+        if r:
+            rs.append(r)
+    return rs
+
+
 def score_incident(d: Path, cat, verbose: bool) -> dict | None:
     truth = load_truth(d)
     if truth is None:
         return None
-    files = incident_files(d)
     with tempfile.TemporaryDirectory() as td:
         db = os.path.join(td, "s.duckdb")
-        with _cwd(d.parent):
-            ingest(files, db, cat)
+        ingest_incident(d, cat, db)
         con = duckdb.connect(db, read_only=True)
         t0 = time.perf_counter()
         out = diagnose(con)
@@ -300,8 +331,17 @@ def main(argv=None) -> int:
     ap.add_argument("--no-heldout", action="store_true", help="skip tests/correlate/heldout")
     ap.add_argument("-v", "--verbose", action="store_true")
     ap.add_argument("--json", metavar="FILE", help="write per-incident results")
+    ap.add_argument("--longrun", nargs="?", const="", default=None, metavar="DIR",
+                    help="score long runs per attempt (gen_longrun.py); only these sets run")
+    ap.add_argument("--longrun-seeds", default="1", help="tuning seeds of the generated family ('1-3'); the "
+                                                         "held-out family uses the same seeds + 1000")
+    ap.add_argument("--longrun-size", default="small", choices=("small", "medium", "large"))
+    ap.add_argument("--longrun-sets", default="tuning,heldout", help="generated sets to score: tuning,heldout")
     a = ap.parse_args(argv)
     cat = load_catalog(check_samples=False)
+    if a.longrun is not None:
+        from longrun_score import run_longrun
+        return run_longrun(a, cat, ingest_incident, score_all)
     sets: list[tuple[str, list[Path]]] = []
     if not a.no_samples:
         sets.append(("sample_logs", sorted(p for p in (REPO / "sample_logs").iterdir() if p.is_dir())))
@@ -313,15 +353,7 @@ def main(argv=None) -> int:
     for title, incs in sets:
         if a.verbose:
             print(f"{title}:")
-        rs = []
-        for d in incs:
-            try:
-                r = score_incident(d, cat, a.verbose)
-            except Exception as exc:   # an ingest problem must not hide the other incidents
-                print(f"  ERR  {d.name}: {type(exc).__name__}: {exc}"[:200])
-                continue
-            if r:
-                rs.append(r)
+        rs = score_all(incs, lambda d: score_incident(d, cat, a.verbose))
         results[title] = rs
         report(title, rs)
     if not a.no_shapes and SHAPES.exists():

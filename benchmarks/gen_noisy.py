@@ -15,8 +15,8 @@ WARN noise, a rank that goes slow for a while and recovers, harmless UserWarning
 falls off the bus (dmesg Xid 79 on one node), its rank gets a CUDA error and stops, the other ranks'
 watchdogs fire `timeout_s` later and the agents tear the job down: that GPU fault is the root cause.
 
-Message texts are those of the emitters (see queries/data/messages.csv for their source files). Times are
-UTC; the output depends only on the arguments (random.Random(seed)).
+Message texts are those of the emitters (see queries/data/messages.csv, and benchmarks/emit/, which this shares
+with gen_longrun.py). Times are UTC; the output depends only on the arguments (random.Random(seed)).
 """
 
 from __future__ import annotations
@@ -25,21 +25,19 @@ import argparse
 import datetime as dt
 import json
 import random
+import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from emit import nccl as N  # noqa: E402
+from emit import timefmt as TF  # noqa: E402
+from emit import torch as T  # noqa: E402
+
 T0 = dt.datetime(2026, 3, 2, 1, 0, 0)
-
-
-def _py(t: dt.datetime) -> str:
-    return t.strftime("%Y-%m-%d %H:%M:%S,") + f"{t.microsecond // 1000:03d}"
-
-
-def _glog(level: str, t: dt.datetime) -> str:
-    return f"{level}{t.strftime('%m%d %H:%M:%S')}.{t.microsecond:06d}000"
-
-
-def _ctime(t: dt.datetime) -> str:
-    return t.strftime("%a %b ") + f"{t.day:2d}" + t.strftime(" %H:%M:%S %Y")
+_py = TF.py
+_glog = TF.c10_padded_zero_ns
+_ctime = TF.ctime
 
 
 def generate(out: str | Path, *, hours: float = 5.0, nodes: int = 8, gpus: int = 8, step_s: float = 60.0,
@@ -69,9 +67,9 @@ def generate(out: str | Path, *, hours: float = 5.0, nodes: int = 8, gpus: int =
                              "torch/distributed/elastic/agent/server/api.py:715] [default] Starting worker group"))
     for r in range(world):
         h = hosts[r // gpus]
-        emit(r, T0 + dt.timedelta(seconds=20), f"{h}:{pid[r]}:{pid[r] + 7} [{r % gpus}] NCCL INFO ncclCommInitRank "
-             f"comm 0x55d0c0{r:04x} rank {r} nranks {world} cudaDev {r % gpus} nvmlDev {r % gpus} "
-             f"busId {0x18 + 0x10 * (r % gpus):x}000 commId 0x8e1f2a3b4c5d6e7f - Init COMPLETE")
+        emit(r, T0 + dt.timedelta(seconds=20), N.init_complete(h, pid[r], pid[r] + 7, r % gpus, 0x55d0c00000 + r, r,
+                                                               world, r % gpus, 0x18 + 0x10 * (r % gpus),
+                                                               0x8e1f2a3b4c5d6e7f))
 
     # a slow rank that recovers: no progress for 20 minutes in the second hour, then on again
     slow_rank = (bad_rank + 9) % world
@@ -109,22 +107,18 @@ def generate(out: str | Path, *, hours: float = 5.0, nodes: int = 8, gpus: int =
         r = rnd.randrange(world)
         h, lr = hosts[r // gpus], r % gpus
         if k == "ib_flap_old":
-            text = f"{h}:{pid[r]}:{pid[r] + 31} [{lr}] transport/net_ib.cc:93 NCCL WARN NET/IB : Got async event : port error"
+            text = N.ib_async_old(h, pid[r], pid[r] + 31, lr)
         elif k == "ib_flap_new":
-            text = (f"{h}:{pid[r]}:{pid[r] + 31} [{lr}] transport/net_ib/common.cc:179 NCCL WARN NET/IB : "
-                    f"mlx5_{lr}:1 Got non-fatal async event: port error(10)")
+            text = N.ib_async(h, pid[r], pid[r] + 31, lr, f"mlx5_{lr}", 1, "port error", 10)
         elif k == "socket_retry":
             peer = hosts[(hosts.index(h) + 1) % nodes]
-            text = (f"{h}:{pid[r]}:{pid[r] + 40} [{lr}] misc/socket.cc:573 NCCL WARN socketProgressOpt: Call to recv "
-                    f"from {peer}<{43000 + lr}> failed : Connection reset by peer")
+            text = N.socket_reset(h, pid[r], pid[r] + 40, lr, peer, 43000 + lr)
         elif k == "store_retry":
-            text = (f"[{_glog('W', tn)} socket.cpp:755] [c10d] The client socket has failed to connect to "
-                    f"[{hosts[0]}]:29500 (errno: 111 - Connection refused).")
+            text = T.store_connect_retry(tn, hosts[0], 29500, header=_glog("W", tn))
         elif k == "nccl_warn":
-            text = f"{h}:{pid[r]}:{pid[r] + 31} [{lr}] NCCL WARN NET/Plugin: Could not find: libnccl-net.so."
+            text = N.plugin_missing(h, pid[r], pid[r] + 31, lr)
         else:
-            text = (f"{_py(tn)} - WARNING - py.warnings - /opt/venv/lib/python3.11/site-packages/torch/utils/data/"
-                    "dataloader.py:617: UserWarning: This DataLoader will create 12 worker processes in total.")
+            text = T.user_warning(tn, "/opt/venv/lib/python3.11/site-packages")
         emit(r, tn, text)
         noise_log.append({"time": tn.isoformat(), "rank": r, "kind": k})
 
@@ -141,9 +135,8 @@ def generate(out: str | Path, *, hours: float = 5.0, nodes: int = 8, gpus: int =
             continue
         tr = tw + dt.timedelta(milliseconds=rnd.randint(0, 400))
         emit(r, tr, f"[{_glog('E', tr)} ProcessGroupNCCL.cpp:632] [Rank {r}] Watchdog caught collective operation "
-                    f"timeout: WorkNCCL(SeqNum={seq}, OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, "
-                    f"Timeout(ms)={timeout_s * 1000}) ran for {timeout_s * 1000 + rnd.randint(1, 90)} milliseconds "
-                    "before timing out.")
+                    f"timeout: {T.work(seq, 'ALLREDUCE', 1048576, timeout_s * 1000)} ran for "
+                    f"{timeout_s * 1000 + rnd.randint(1, 90)} milliseconds before timing out.")
     tk = tw + dt.timedelta(seconds=5)
     for h in hosts:
         a = 39000 + hosts.index(h)

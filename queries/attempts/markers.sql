@@ -2,8 +2,8 @@
 -- kind: attempts
 -- params: none (reads temp view aligned_events; ranktrace runs it over hot_events)
 -- returns: the lines that show the job's processes being launched or relaunched, one row each:
---   event_id, file, line, ats (aligned), ts (as logged), host, pid (the writer's), job_id (Slurm's,
---   from the line's own columns or its text), kind and signal:
+--   event_id, file, line, ats (aligned), ts (as logged), host, pid (the writer's), step_id and job_id
+--   (Slurm's, from the line's own columns or its text), kind and signal:
 --     round   a torchrun agent starts a rendezvous round (rdzv_join; its rdzv_complete or
 --             'Starting worker group' where it wrote no join line): every round after an agent's
 --             first relaunches its workers
@@ -18,7 +18,7 @@
 --             (RendezvousClosedError, RendezvousConnectionError: another agent ended the job): a
 --             relaunch that met only this started no attempt
 --   ranktrace.correlate.attempts clusters these into the starts of attempts.
-SELECT event_id, file, line, ats, ts, host, pid,
+SELECT event_id, file, line, ats, ts, host, pid, step_id,
        coalesce(job_id, nullif(regexp_extract(message, 'JobId=(\d+)', 1), '')) AS job_id, kind,
        CASE WHEN kind = 'worker_start' AND message LIKE '%elastic_operator%' THEN 'launch'
             WHEN kind IN ('step_start', 'job_state') THEN 'launch'

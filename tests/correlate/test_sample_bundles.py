@@ -44,6 +44,12 @@ def test_bundle_verdict(bundle, tmp_path, catalog, monkeypatch):
     want = json.loads((bundle / "expected_verdict.json").read_text())["verdict"]
     got = _diagnose_bundle(bundle, tmp_path, catalog, monkeypatch)
     v = got["verdict"]
+    # one way to choose (choose.py): the candidates come most probable first, the verdict is the first
+    scored = [h for h in got["hypotheses"] if "features" in h]
+    assert [h["score"] for h in scored] == sorted((h["score"] for h in scored), reverse=True)
+    for e in got.get("attempts") or []:
+        hs = e.get("hypotheses") or []
+        assert [h["score"] for h in hs] == sorted((h["score"] for h in hs), reverse=True), e["id"]
     ok = v["kind"] == want["kind"]
     if want.get("rank") is not None:
         ok = ok and v["rank"] == want["rank"]

@@ -75,19 +75,8 @@ def pick_incident() -> Incident | None:
 
 
 def build_store(inc: Incident, db: Path) -> str:
-    """Ingest with paths relative to the bundle's parent, so the store (and
-    the snapshots that show file names) do not depend on where the checkout is."""
-    from ranktrace.formats import load_catalog
-    from ranktrace.ingest.pipeline import ingest
-    parent = Path(inc.paths[0]).parent
-    rel = [str(Path(p).relative_to(parent)) for p in inc.paths]
-    old = os.getcwd()
-    os.chdir(parent)
-    try:
-        ingest(rel, str(db), load_catalog([], check_samples=False))
-    finally:
-        os.chdir(old)
-    return str(db)
+    from tui_helpers import ingest_relative
+    return ingest_relative(inc.paths, db)
 
 
 @pytest.fixture(scope="session")

@@ -22,7 +22,7 @@ def _culprit(incident):
 
 def test_core_never_imports_textual():
     code = ("import importlib, sys\n"
-            "import ranktrace.cli, ranktrace.tui.data, ranktrace.commands.tui\n"
+            "import ranktrace.cli, ranktrace.tui.data, ranktrace.tui.attempts, ranktrace.commands.tui\n"
             "try:\n    importlib.import_module('ranktrace.correlate')\n"
             "except ModuleNotFoundError as e:\n    assert e.name == 'ranktrace.correlate', e\n"
             "ranktrace.cli._register_extras()\n"
@@ -565,7 +565,9 @@ async def test_help_lists_every_key(make_app, size):
             first = b.key.split(",")[0]
             name = {"question_mark": "?", "slash": "/", "plus": "+", "minus": "-", "space": "space",
                     "shift+left": "shift+←", "left": "←", "right": "→", "up": "↑", "down": "↓",
-                    "shift+right": "shift+←", "home": "g", "pageup": "pgup", "pagedown": "pgdn"}.get(first, first)
+                    "shift+right": "shift+←", "home": "g", "pageup": "pgup", "pagedown": "pgdn",
+                    "right_square_bracket": "]", "left_square_bracket": "[", "right_curly_bracket": "}",
+                    "left_curly_bracket": "{", "full_stop": ".", "comma": ","}.get(first, first)
             assert name in documented, b.key
         await pilot.press("escape")
         assert not isinstance(app.screen, HelpScreen)

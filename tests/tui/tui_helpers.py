@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import os
+from pathlib import Path
 
 
 def run_async(fn):
@@ -56,3 +58,19 @@ def verdict_with_evidence(verdict: dict, db: str) -> dict:
         v["evidence"] = [{"file": f.rsplit("/", 1)[-1], "line": line, "time": t, "role": "symptom",
                           "text": raw.splitlines()[-1]}]
     return v
+
+
+def ingest_relative(paths: list[str], db) -> str:
+    """Ingest with paths relative to the first one's parent, so the store (and the snapshots that
+    show file names) do not depend on where the checkout is."""
+    from ranktrace.formats import load_catalog
+    from ranktrace.ingest.pipeline import ingest
+    parent = Path(paths[0]).parent
+    rel = [str(Path(p).relative_to(parent)) for p in paths]
+    old = os.getcwd()
+    os.chdir(parent)
+    try:
+        ingest(rel, str(db), load_catalog([], check_samples=False))
+    finally:
+        os.chdir(old)
+    return str(db)

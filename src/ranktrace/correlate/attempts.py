@@ -47,6 +47,12 @@ class Sign:
     file: str | None = None
     line: int | None = None
     what: str = ""
+    step: str | None = None   # the Slurm step a launch line is about
+
+    @property
+    def key(self) -> tuple:
+        """One launch writes each of these once: the same key again is another launch."""
+        return (self.signal, self.file, self.step)
 
 
 @dataclass
@@ -99,7 +105,7 @@ def agent_signs(markers: list[dict], jobs: set[str] | None = None) -> list[Sign]
         if m["signal"] == "launch":
             what = (f"Slurm job {m['job_id']} starts on {where}" if m["job_id"] is not None
                     else f"a launcher started on {where}")
-            signs.append(Sign(m["ats"], m["host"], "launch", True, m["file"], m["line"], what))
+            signs.append(Sign(m["ats"], m["host"], "launch", True, m["file"], m["line"], what, m["step_id"]))
         elif m["signal"] == "restart":
             what = (f"Slurm requeues job {m['job_id']}" if m["kind"] == "job_requeue"
                     else f"the agent on {where} restarts its workers")
@@ -204,13 +210,30 @@ def segment(signs: list[Sign], progress: list[dt.datetime], failures: list[dt.da
     bucket = dt.timedelta(seconds=WORK_BUCKET_S)
 
     def happened(lo: dt.datetime | None, hi: dt.datetime) -> bool:
-        """Between two signs the job trained or something failed: they are two launches."""
+        """Between two launch signs the job trained or something failed: they are two launches."""
         return any((lo is None or lo < f) and f < hi for f in failures) \
             or _busy(progress, None if lo is None else lo + bucket, hi - bucket)
 
+    def trained(lo: dt.datetime, hi: dt.datetime) -> bool:
+        return _busy(progress, lo + bucket, hi - bucket)
+
     early = [s for s in signs if s.early]
     late = sorted((s for s in signs if not s.early), key=lambda s: s.t)
-    launches = _clusters(early, lambda a, b: (b - a).total_seconds() > GAP_S or happened(a, b))
+    # the early signs of one launch: close in time, the job did not train in between, and no log writes
+    # the same launch sign twice (an agent's second round is another launch, however soon: a crash
+    # loop; a restart may be announced in two lines: Slurm's requeue), and a notice that the job restarts
+    # after launch signs with none before them ends that launch: it ran, silently, and failed. The
+    # failures of the teardown around a restart do not cut it (they interleave with the new rounds)
+    launches: list[list[Sign]] = []
+    for s in sorted(early, key=lambda s: (s.t, s.host or "", s.file or "", s.line or 0)):
+        c = launches[-1] if launches else None
+        ends = s.signal == "restart" and c is not None and not any(x.signal == "restart" for x in c) \
+            and any(x.signal in ("round", "launch") for x in c)
+        if c is not None and (s.t - c[-1].t).total_seconds() <= GAP_S and not trained(c[-1].t, s.t) \
+                and not ends and (s.signal == "restart" or s.key not in {x.key for x in c}):
+            c.append(s)
+        else:
+            launches.append([s])
     # a late sign joins the last launch before it when the job did not train in between (the new
     # processes come up, load a checkpoint, go back to its step); else it starts something of its own
     orphans: list[Sign] = []
@@ -224,17 +247,19 @@ def segment(signs: list[Sign], progress: list[dt.datetime], failures: list[dt.da
     orphan_starts = _clusters(orphans, lambda a, b: (b - a).total_seconds() > GAP_S or happened(a, b))
     starts = sorted(launches + orphan_starts, key=lambda c: min(s.t for s in c))
     # a start is a new attempt when an agent said it restarts, or the job trained or failed since the
-    # previous start; otherwise it is the same launch, still assembling (a node that joins the
-    # rendezvous minutes after the others). A start on fewer than half the hosts the previous launch
-    # had, while the others' processes go on (one pod restarted alone), is no new attempt of the job:
-    # the gang waits in the old one
+    # previous start, or a log writes its launch again; otherwise it is the same launch, still assembling
+    # (a node that joins the rendezvous minutes after the others). A start on fewer than half the hosts
+    # the previous launch had, while the others' processes go on (one pod restarted alone), is no new
+    # attempt of the job: the gang waits in the old one
     merged: list[list[Sign]] = []
     for c in starts:
         t0 = min(s.t for s in c)
         restarted = any(s.signal == "restart" for s in c)
         if merged and _refused(c, progress):
             continue
-        if merged and not restarted and not happened(min(s.t for s in merged[-1]), t0):
+        again = merged and bool({s.key for s in c if s.signal in ("round", "launch")}
+                                & {s.key for s in merged[-1] if s.signal in ("round", "launch")})
+        if merged and not restarted and not again and not happened(min(s.t for s in merged[-1]), t0):
             merged[-1].extend(c)
         elif merged and len(_hosts(c)) < PART * len(_hosts(merged[-1])):
             continue
@@ -338,15 +363,17 @@ def attempt_expr(con: duckdb.DuckDBPyConnection, t: str, own: str, dflt: str) ->
 
 def write_class_cuts(con: duckdb.DuckDBPyConnection) -> None:
     """Temp table class_cuts: per class of lines, the LOGGED time each attempt k > 1 begins on its host
-    (its own host, else the one host its file's lines resolve to: a rank's file names none itself), so
+    (its own host, else the one host its file's lines resolve to: a rank's file names none itself; a
+    file of several ranks, such as srun's output, whose ranks moved to other nodes on a requeue, has
+    no one host and takes the job's cut), so
     that queries/align/event_groups.sql splits every line by attempt with a comparison of its own time."""
     k = _count(con, "attempt_hosts")
     shift = "to_microseconds(CAST(round(coalesce(o.offset_s, 0.0) * 1e6) AS BIGINT))"
     cols = ", ".join(f"coalesce(h.c{i}, d.c{i}) + {shift} AS c{i}" for i in range(2, k + 1))
     con.execute(f"""
         CREATE OR REPLACE TEMP TABLE class_cuts AS
-        WITH fh AS (SELECT file_id, any_value(host) AS host FROM aligned_groups_all WHERE host IS NOT NULL
-                    GROUP BY file_id HAVING count(DISTINCT host) = 1)
+        WITH fh AS (SELECT file_id, any_value(host) AS host FROM aligned_groups_all
+                    GROUP BY file_id HAVING count(DISTINCT host) = 1 AND count(DISTINCT rank) <= 1)
         SELECT c.class_id, {cols}
         FROM event_classes c LEFT JOIN fh ON fh.file_id = c.file_id
         LEFT JOIN attempt_hosts h ON h.host = coalesce(c.host, fh.host)

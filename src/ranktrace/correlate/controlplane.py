@@ -17,7 +17,7 @@ import re
 from collections import Counter
 
 from .detectors.base import query
-from .util import iso, short
+from .util import iso, short, top_score
 
 GRACE_S = 60.0       # a node marked NotReady this long after the last etcd trouble is still its effect
 MIN_TROUBLE = 3      # etcd/apiserver lines needed to call the control plane saturated
@@ -119,8 +119,9 @@ def apply(con, doc: dict) -> None:
              summary=(f"control_plane: etcd was saturated from {cp['from']} to {cp['to']} ({'; '.join(what)}); "
                       f"{cp['status_write_failures']} node/pod status write(s) failed and {nodes} went NotReady "
                       f"at {old.get('time')}: the node is a victim, not the cause")[:400])
+    # the node's own candidate is part of this explanation: it ranks at least as high as that one
     doc.setdefault("hypotheses", []).insert(0, {"kind": "control_plane", "rank": None, "host": v["host"],
-                                                "score": v["confidence"], "why": v["summary"]})
+                                                "score": top_score(doc, v["confidence"]), "why": v["summary"]})
     for h in doc["hypotheses"][1:]:
         if h.get("kind") == old.get("kind") and h.get("host") == host:
             h["why"] = "(the node's own logs show no fault; its NotReady came while etcd was saturated) " + h["why"]

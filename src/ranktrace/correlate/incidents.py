@@ -21,6 +21,7 @@ from .attempts import Attempt
 from .util import iso
 
 VERDICT_KEYS = ("kind", "rank", "local_rank", "host", "pod", "pid", "gpu", "time", "confidence", "summary")
+HYPOTHESES = 8   # the candidates an attempt lists, most probable first (with their features: why that score)
 
 
 def outcome(*, failed: bool, ended: bool, cancelled: bool, last: bool) -> str:
@@ -75,6 +76,7 @@ def _entry(a: Attempt, doc: dict, out: str, cost: dict | None) -> dict:
          "progress": {"first": iso(a.first_progress), "last": iso(a.last_progress), "max_step": a.max_step}}
     if out in ("failed", "cancelled"):
         e["verdict"] = {k: doc["verdict"].get(k) for k in VERDICT_KEYS}
+        e["hypotheses"] = doc.get("hypotheses", [])[:HYPOTHESES]
         e["cost"] = cost
     return e
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 
 from .detectors.base import query
-from .util import iso, rows, short
+from .util import iso, rows, short, top_score
 
 RUNNING = {"Running", "Completed", "Error", "Terminating", "OOMKilled"}   # statuses of a pod that did start
 
@@ -88,8 +88,9 @@ def apply(con, doc: dict) -> None:
         return
     b = st["blocked"][0]
     old = dict(v)
+    # the placed pods' rendezvous timeout is part of this explanation: it ranks at least as high
     doc.setdefault("hypotheses", []).insert(0, {"kind": "scheduling", "rank": None, "host": None,
-                                                "score": 0.8, "why": st["summary"]})
+                                                "score": top_score(doc, 0.8), "why": st["summary"]})
     v.update(kind="scheduling", rank=None, local_rank=None, host=None, pid=None, gpu=None, pod=b["pod"],
              time=st["from"] or old.get("time"),
              confidence=max(0.8, old.get("confidence") or 0.0),

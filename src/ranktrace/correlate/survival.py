@@ -35,12 +35,15 @@ def window_s(spans: list[dict]) -> float:
 
 
 def last_progress(spans: list[dict], f: Finding) -> dt.datetime | None:
-    """The last progress of the finding's scope: its rank, else its host's ranks, else the job."""
+    """The last progress of the finding's scope: its rank, else (the rank prints none: many frameworks
+    log from rank 0 only) its host's ranks, else the job. A synchronous job makes no step without every
+    rank, so the job's progress speaks for a rank that prints none."""
+    ts: list = []
     if f.rank is not None:
         ts = [s["last_ats"] for s in spans if s["rank"] == f.rank and (f.host is None or s["host"] in (f.host, None))]
-    elif f.host is not None:
+    if not ts and f.host is not None:
         ts = [s["last_ats"] for s in spans if s["host"] == f.host]
-    else:
+    if not ts:
         ts = [s["last_ats"] for s in spans]
     return max(ts) if ts else None
 
@@ -99,3 +102,12 @@ def demote_survived(con, findings: list[Finding]) -> int:
                   f"until {(last - f.time).total_seconds() / 60:.0f} min later (context, not the cause)")
         n += 1
     return n
+
+
+def healthy_until(con) -> dt.datetime | None:
+    """The time up to which the job (in scope) was making progress, less the survival window: failure
+    lines before it were survived (the job made steps after them); None when no progress is known."""
+    spans = _spans(con)
+    if not spans:
+        return None
+    return max(s["last_ats"] for s in spans) - dt.timedelta(seconds=window_s(spans))

@@ -109,3 +109,10 @@ def platforms(con) -> set[str]:
                                 OR (format = 'kubectl_get' AND pattern <> 'kubectl_get.json_punct')) AS k8s
         FROM event_classes JOIN (SELECT DISTINCT class_id FROM event_rows) USING (class_id)""").fetchone()
     return {p for p, n in zip(("slurm", "k8s"), r) if n}
+
+
+def top_score(doc: dict, own: float) -> float:
+    """The score of an explanation that takes over the verdict and contains the candidates it displaces
+    (controlplane.py, stranded.py): its own, or the highest of theirs, so the verdict never ranks below
+    a hypothesis listed under it."""
+    return max([own] + [h.get("score") or 0.0 for h in doc.get("hypotheses") or []])

@@ -24,12 +24,13 @@ from .clean_end import coverage_caps, no_failure_verdict
 from .attempts import find_attempts, scope
 from .clock import align
 from .detectors import Finding, run_all
-from .detectors.base import SPECIFICITY
+from .detectors.base import SPECIFICITY, query
 from .controlplane import apply as _controlplane
 from .gang import gang as _gang
 from .impact import impact as _impact
 from .stranded import apply as _stranded
-from .survival import demote_survived
+from .choose import calibrated, features, load_weights, rank
+from .survival import demote_survived, healthy_until
 from .topology import topology as _topology
 from .util import ensure_kind_catalog, iso, platforms, rows, short, sql_file
 
@@ -43,6 +44,9 @@ EXPLAINS = {"exception": _HW + ("cuda_error", "crash"), "killed": _HW, "crash": 
             "cuda_error": ("gpu_fault",), "unknown": _HW + ("crash", "cuda_error", "killed", "hang", "exception"),
             "hang": ("gpu_fault", "node_failure"), "network_error": ("gpu_fault", "node_failure")}
 MAX_CASCADE = 40
+# a link error the process went on from (NCCL logs a port error and keeps its communicators) is
+# superseded by the process's own later report of its death, which says what broke
+SUPERSEDES = {"network_error": ("exception", "oom", "gpu_oom", "cuda_error")}
 
 
 # ---------------------------------------------------------------- candidates
@@ -105,14 +109,16 @@ class Candidate:
             for f in d[1:]:
                 if f.kind in EXPLAINS.get(best, ()) and SPECIFICITY.get(f.kind, 99) < SPECIFICITY.get(best, 99):
                     best = f.kind
+                elif f.kind in SUPERSEDES.get(best, ()):
+                    best = f.kind
             return best
         host = self.field("host")
         if host in node_failed:
             return "node_failure"
         kinds = {f.kind for f in self.findings}
         dets = {f.detector for f in self.findings}
-        if "hang" in kinds:
-            return "hang"
+        if "hang" in kinds or "silent_ranks" in dets or any(f.extra.get("absent") for f in self.findings):
+            return "hang"   # peers waited for it, or it went silent, and it wrote no error of its own
         exits = [f for f in self.findings if f.detector == "worker_exits" and f.extra.get("signal") == 15]
         if exits and dets & {"silent_ranks", "named_ranks", "watchdog"}:
             return "hang"   # alive until its own launcher SIGTERMed it, silent meanwhile
@@ -287,9 +293,20 @@ def _next_steps(kind: str, v: dict, job_id: str | None, extra: dict) -> list[str
 
 # ---------------------------------------------------------------- main entry
 
-def _failure_seen(con) -> bool:
-    return con.execute("SELECT count(*) FROM aligned_groups WHERE role IN ('cause', 'symptom') "
-                       "OR (severity IN ('error', 'critical') AND role <> 'info')").fetchone()[0] > 0
+def _failure_seen(con, findings: list[Finding]) -> bool:
+    """A failure the job did not survive: a finding, or a failure line, after the job's last progress
+    (less the survival window) or with no progress to compare. Lines and findings before it were
+    survived: the job made steps after them (an attempt that trains on through noise has not failed)."""
+    healthy = healthy_until(con)
+    if healthy is None:
+        return bool(findings) or con.execute(
+            "SELECT count(*) FROM aligned_groups WHERE role IN ('cause', 'symptom') "
+            "OR (severity IN ('error', 'critical') AND role <> 'info')").fetchone()[0] > 0
+    if any((f.direct or f.time is None or f.time >= healthy) and not f.extra.get("survived") for f in findings):
+        return True
+    return con.execute("SELECT count(*) FROM aligned_groups WHERE (role IN ('cause', 'symptom') "
+                       "OR (severity IN ('error', 'critical') AND role <> 'info')) "
+                       "AND (last_ats IS NULL OR last_ats >= ?)", [healthy]).fetchone()[0] > 0
 
 
 def _who(v: dict) -> str:
@@ -346,7 +363,7 @@ def diagnose_scope(con: duckdb.DuckDBPyConnection, clock: list[dict]) -> dict:
     demote_survived(con, findings)   # warnings followed by healthy progress are context (survival.py)
     cands = _group(findings)
     node_failed = {f.host for f in findings if f.kind == "node_failure" and f.host}
-    failure = _failure_seen(con) or bool(findings)
+    failure = _failure_seen(con, findings)
     unc = {c["host"]: c["uncertainty_s"] for c in clock}
     n_events = con.execute("SELECT coalesce(sum(n), 0) FROM aligned_groups").fetchone()[0]
 
@@ -363,30 +380,17 @@ def diagnose_scope(con: duckdb.DuckDBPyConnection, clock: list[dict]) -> dict:
                 "impact": None, "gang": None, "control_plane": None, "topology": None,
                 "stranded": None, "failure_seen": False}
 
-    # rank candidates
-    def order_key(c: Candidate):
-        has_direct = bool(c.direct)
-        t = c.order_time
-        return (-has_direct, t is None, t or dt.datetime.max, -c.score)
-
-    ranked = sorted(cands.values(), key=lambda c: -c.score)
-    directs = sorted([c for c in cands.values() if c.direct], key=order_key)
-    best: Candidate | None = None
-    if directs:
-        best = directs[0]
-        # a stronger direct candidate at (nearly) the same time wins over the first one
-        for c in directs[1:3]:
-            if best.time is not None and c.time is not None and (c.time - best.time).total_seconds() <= 1.0 \
-                    and c.score > best.score + 0.2:
-                best = c
-    elif ranked:
-        best = ranked[0]
-
+    # one score per candidate (choose.py): the most probable is the culprit, its probability the confidence
+    cand_list = list(cands.values())
+    lanes = [((r["host"], r["rank"]), r["first_ats"]) for r in query(con, "symptom_lanes")]
+    scored = rank(cand_list, features(cand_list, node_failed, unc, lanes), load_weights())
+    best: Candidate | None = scored[0].candidate if scored else None
     hyps = []
-    for c in sorted(cands.values(), key=lambda c: (c is not best, -c.score)):
-        k = c.kind(node_failed)
-        hyps.append({"kind": k, "rank": c.field("rank"), "host": c.field("host"),
-                     "score": round(c.score, 2),
+    for sc in scored:
+        c = sc.candidate
+        hyps.append({"kind": c.kind(node_failed), "rank": c.field("rank"), "host": c.field("host"),
+                     "score": round(sc.probability, 2), "evidence": round(c.score, 2),
+                     "features": {k: round(x, 3) for k, x in sc.features.items()},
                      "why": "; ".join(dict.fromkeys(f.why for f in sorted(c.findings, key=lambda f: -f.score)))[:600],
                      "_c": c})
     if best is None or best.score < 0.25:
@@ -403,12 +407,11 @@ def diagnose_scope(con: duckdb.DuckDBPyConnection, clock: list[dict]) -> dict:
         best_kind = "unknown"
     else:
         best_kind = best.kind(node_failed)
-        conf = min(best.score, 0.97)
+        conf = min(calibrated(scored[0].probability), 0.97)
         second = next((h for h in hyps if h["_c"] is not best), None)
         if second:
             sc = second["_c"]
-            if sc.score >= best.score - 0.15 and sc.score > 0.3:
-                conf = min(conf, 0.6)
+            if scored[1].probability >= scored[0].probability / 2:
                 missing.append(f"evidence separating {_who({'rank': best.field('rank'), 'host': best.field('host')})}"
                                f" from {_who({'rank': sc.field('rank'), 'host': sc.field('host')})}")
             if best.direct and sc.direct and not (best.time_written and sc.time_written):

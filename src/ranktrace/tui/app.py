@@ -18,6 +18,7 @@ from textual.message import Message
 from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
 
 from ..safe_text import safe
+from . import attempts as att
 from .data import Filters, Lane, StoreData, fmt_time
 from .widgets.panes import (DetailPane, EventList, EvidenceView, FilterBar, HelpScreen,
                             VerdictHeader)
@@ -33,7 +34,7 @@ ROLE_CYCLE = ["", "cause", "cause,symptom", "symptom"]
 HELP: list[tuple[str, list[tuple[str, str]]]] = [
     ("everywhere", [
         ("q / ctrl+q", "quit (ctrl+q also from inside the SQL editor)"), ("?", "this help"), ("t", "light / dark theme"),
-        ("1 / 2 / 3", "timeline / evidence / SQL console"), ("tab / shift+tab", "next / previous pane"),
+        ("1 / 2 / 3 / 4", "timeline / evidence / SQL console / attempts (a run that restarted)"), ("tab / shift+tab", "next / previous pane"),
         ("d", "show / hide the detail pane"),
     ]),
     ("timeline", [
@@ -46,6 +47,14 @@ HELP: list[tuple[str, list[tuple[str, str]]]] = [
         ("v", "node-level sources (slurmd, kernel, ...): own lanes / merged into the host row"),
         ("mouse", "click: cursor; wheel: lanes; wheel on axis or ctrl+wheel: zoom; shift+wheel: pan;"
                   " double-click a label: fold"),
+    ]),
+    ("a run that restarted (several attempts)", [
+        ("] / [", "next attempt / this one's (then the previous) start: shown whole, the cursor on its start"),
+        ("} / {", "next / previous incident (failed attempt): its failure, its culprit, its verdict"),
+        (". / ,", "the culprit's next / previous event (its own lines, any severity)"),
+        ("4", "the attempts list (enter: show the attempt in the timeline)"),
+        ("timeline", "┃#N on the axis and ┊ in the lanes: attempt N starts; ▷ a lane that failed"
+                     " another attempt, shaded over that attempt"),
     ]),
     ("event list and filters", [
         ("/", "filter: sev:error role:cause kind:oom host:NODE rank:N free text"),
@@ -100,6 +109,7 @@ class Summary:
     extent: tuple[float, float] | None
     incident: tuple[float, float] | None
     first_failure: float | None
+    attempts: list   # tui/attempts.py Attempt, in order
 
 
 class RanktraceApp(App):
@@ -132,6 +142,12 @@ class RanktraceApp(App):
         Binding("m", "lane_filter", "this lane", show=False),
         Binding("x", "clear_filters", "clear filters", show=False),
         Binding("d", "toggle_detail", "detail", show=False),
+        # a run that restarted (check_action hides them otherwise)
+        Binding("right_square_bracket", "attempt(1)", "next attempt"),
+        Binding("left_square_bracket", "attempt(-1)", "prev attempt", show=False),
+        Binding("right_curly_bracket", "incident(1)", "next incident"),
+        Binding("left_curly_bracket", "incident(-1)", "prev incident", show=False),
+        Binding("4", "tab('tab-attempts')", "attempts", show=False),
     ]
 
     class Ready(Message):
@@ -162,6 +178,9 @@ class RanktraceApp(App):
         self._pending_select: int | None = None
         self._first_paint = threading.Event()
         self._tabs_mounted = False
+        self.attempts: list = []
+        self.shown_attempt: int | None = None   # the attempt the header and timeline are about
+        self._attempts_view = None   # widgets/attempts.py AttemptsView, once the run has two attempts
 
     # ------------------------------------------------------------------ layout
 
@@ -198,7 +217,7 @@ class RanktraceApp(App):
     def _summary(self) -> Summary:
         d = self.store.summary()
         return Summary(counts=d["counts"], lanes=d["lanes"], extent=d["extent"], incident=d["incident"],
-                       first_failure=d["first_failure"])
+                       first_failure=d["first_failure"], attempts=self.store.attempts())
 
     @work(thread=True, exclusive=True, group="startup")
     def _startup(self) -> None:
@@ -226,14 +245,20 @@ class RanktraceApp(App):
         self.phase = msg.phase
         sm = msg.summary
         tl = self.query_one(Timeline)
+        self.attempts = sm.attempts
+        top = self.store.top_attempt(sm.attempts) if msg.phase == 2 else None
+        self.shown_attempt = top.id if top is not None else None
         if msg.phase == 2:
-            self.query_one(VerdictHeader).show_verdict(self.store, sm.counts)
+            self.query_one(VerdictHeader).show_verdict(self.store, sm.counts, top, sm.attempts)
             try:
                 self.query_one(EvidenceView).refresh_verdict()
             except NoMatches:
                 pass   # not mounted yet (_painted): its on_mount shows the verdict
         tl.set_model(sm.lanes, sm.extent, sm.incident, sm.first_failure, self.store.culprit(),
                      self.store.cascade_keys())
+        tl.set_attempts(sm.attempts)
+        self._show_attempts_list()
+        self.refresh_bindings()   # the attempt keys show for a run that restarted
         if sm.extent is None:
             self.query_one(EventList).load(None, self.filters)
         if self.focused is None:
@@ -370,8 +395,15 @@ class RanktraceApp(App):
         self.theme = "textual-light" if self.current_theme.dark else "textual-dark"
 
     def action_tab(self, tab: str) -> None:
-        self.query_one(TabbedContent).active = tab
-        target = {"tab-timeline": Timeline, "tab-evidence": "#evi", "tab-sql": "#sql-text"}[tab]
+        if tab == "tab-attempts" and self._attempts_view is None:
+            self.notify("the run never restarted: one attempt", severity="information")
+            return
+        try:
+            self.query_one(TabbedContent).active = tab
+        except ValueError:   # the Attempts tab is being added: not there yet
+            return
+        target = {"tab-timeline": Timeline, "tab-evidence": "#evi", "tab-sql": "#sql-text",
+                  "tab-attempts": "#att-table"}[tab]
         def focus() -> None:
             try:
                 self.query_one(target).focus()
@@ -429,6 +461,80 @@ class RanktraceApp(App):
 
     def action_clear_filters(self) -> None:
         self.set_filters(Filters())
+
+    # ------------------------------------------------------------------ attempts (issue 27)
+
+    def check_action(self, action: str, parameters: tuple) -> bool | None:
+        if action in ("attempt", "incident"):
+            return len(self.attempts) > 1   # False: hidden from the footer, the key does nothing
+        return True
+
+    def _show_attempts_list(self) -> None:
+        """The Attempts tab, for a run of two attempts or more (added the first time)."""
+        if len(self.attempts) < 2:
+            return
+        if self._attempts_view is None:
+            from .widgets.attempts import AttemptsView
+            self._attempts_view = AttemptsView(id="attempts")
+            self.query_one(TabbedContent).add_pane(
+                TabPane(f"Attempts ({len(self.attempts)})", self._attempts_view, id="tab-attempts"))
+        self._attempts_view.show(self.attempts, self.shown_attempt, self.store.verdict)
+
+    def _attempt(self, aid: int | None):
+        return next((a for a in self.attempts if a.id == aid), None)
+
+    def action_attempt(self, d: int) -> None:
+        """The next attempt to start after the cursor (d > 0), or the last to start before it: from
+        inside an attempt, `[` goes to its own start first."""
+        tl = self.query_one(Timeline)
+        if tl.extent is None:
+            return
+        t, half = tl.cursor_t, tl.dt / 2
+        starts = [(a, a.start if a.start is not None else tl.extent[0]) for a in self.attempts]
+        if d > 0:
+            hit = next((a for a, s in starts if t is None or s > t + half), None)
+        else:
+            hit = next((a for a, s in reversed(starts) if t is None or s < t - half), None)
+        if hit is None:
+            self.notify(f"no {'next' if d > 0 else 'previous'} attempt", severity="information")
+            return
+        self.show_attempt(hit.id, at_failure=False)
+
+    def action_incident(self, d: int) -> None:
+        nxt = att.step(self.attempts, self.shown_attempt, d)
+        if nxt is None:
+            self.notify(f"no {'next' if d > 0 else 'previous'} incident", severity="information")
+            return
+        self.show_attempt(nxt.id, at_failure=True)
+
+    def show_attempt(self, aid: int, at_failure: bool) -> None:
+        """Show attempt `aid` in the timeline: at its failure (its window, its culprit's lane) or
+        whole with the cursor on its start; its verdict in the header, its row in the list."""
+        a = self._attempt(aid)
+        tl = self.query_one(Timeline)
+        if a is None or tl.extent is None:
+            return
+        self.shown_attempt = a.id
+        top = self.store.top_attempt(self.attempts)
+        cascade = self.store.cascade_keys() if top is not None and top.id == a.id else set()
+        whole = att.whole(a, tl.extent)
+        start = a.start if a.start is not None else whole[0]
+        if a.verdict and a.failure_time is not None:
+            win = att.window(a, tl.extent)
+            if at_failure:
+                tl.focus_incident(win, a.failure_time, a.culprit, cascade)
+            else:
+                tl.focus_incident(win, a.failure_time, a.culprit, cascade, view=whole, cursor=start)
+        else:
+            tl.show_window(whole, start)
+        if self.summary is not None and self.phase >= 2:
+            self.query_one(VerdictHeader).show_verdict(self.store, self.summary.counts, a, self.attempts)
+        if self._attempts_view is not None:
+            self._attempts_view.mark(a.id)
+
+    def on_attempts_view_jump(self, msg) -> None:
+        self.action_tab("tab-timeline")
+        self.show_attempt(msg.attempt, at_failure=False)
 
     def action_toggle_detail(self) -> None:
         if self.screen.has_class("-narrow"):

@@ -239,6 +239,23 @@ def parse_time(v: Any) -> float | None:
     return d.timestamp()
 
 
+def failure_window(ext: tuple[float, float] | None, ff: float | None,
+                   end: float | None) -> tuple[float, float] | None:
+    """The window to open on, within `ext`: from a little before the first failure `ff` to a little
+    after the last failure `end` (the cascade); `ext` itself without a failure."""
+    if ext is None:
+        return None
+    if ff is None:
+        return ext
+    end = max(end if end is not None else ff, ff)
+    span = max(end - ff, 1.0)
+    lo = max(ext[0], ff - max(span * 0.6, 5.0))
+    hi = min(ext[1], end + max(span * 0.25, 2.0))
+    if hi <= lo:
+        hi = lo + 1.0
+    return lo, hi
+
+
 def _q(s: str) -> str:
     return "'" + str(s).replace("'", "''") + "'"
 
@@ -306,6 +323,8 @@ class StoreData:
         self.has_files = "files" in tables
         self.has_lanes = "lanes" in tables
         self.has_aligned = "events_aligned" in tables and "clock_offsets" in tables
+        self.has_attempts = "attempts" in tables   # stores from before issue 27 have none
+        self._attempt_rows: list | None = None
         # --tee copies of a line (queries/store/echoes.sql) are left out of every list and count
         self._noecho = "event_id NOT IN (SELECT event_id FROM echoes)" if "echoes" in tables else "TRUE"
         self._echo_ts = "echoes" in tables and bool(self._con.execute(
@@ -396,6 +415,30 @@ class StoreData:
                 out.add((c.get("host"), c.get("rank")))
         return out
 
+    # ------------------------------------------------------------------ attempts
+
+    def attempts(self) -> list:
+        """The run's attempts (tui/attempts.py Attempt, in order; one or none: a run that never
+        restarted): the verdict's once the diagnosis is in (its clock, which the TUI then uses),
+        else the store's `attempts` table (the ingest's clock, as the first screen). A row per
+        attempt, read once: never events."""
+        from . import attempts as att   # it imports this module
+        got = att.from_verdict(self.verdict)
+        if got is not None:
+            return got
+        if self._attempt_rows is None:
+            self._attempt_rows = [] if not self.has_attempts else self._cur().execute("""
+                SELECT attempt, epoch_us(start) / 1e6, epoch_us("end") / 1e6, outcome, basis, file, line,
+                       max_step
+                FROM attempts ORDER BY attempt
+            """).fetchall()
+        return att.from_rows(self._attempt_rows)
+
+    def top_attempt(self, attempts: list):
+        """The attempt the top-level verdict is about (None before the diagnosis)."""
+        from . import attempts as att
+        return att.top_attempt(self.verdict, attempts) if self.verdict else None
+
     # ------------------------------------------------------------------ time
 
     def _off_sql(self) -> str:
@@ -485,7 +528,7 @@ class StoreData:
                   "files": self._cur().execute("SELECT count(*) FROM files").fetchone()[0] if self.has_files else 0}
         ff, end = self._failure_times()
         return {"counts": counts, "lanes": lanes, "extent": extent, "first_failure": ff,
-                "incident": self._window(extent, ff, end)}
+                "incident": failure_window(extent, ff, end)}
 
     def _failure_times(self) -> tuple[float | None, float | None]:
         a = self._aligned_sql()
@@ -522,20 +565,6 @@ class StoreData:
         if ff is None:
             ff = r[0] if r[0] is not None else r[1]
         return (None if ff is None else float(ff)), (None if r[2] is None else float(r[2]))
-
-    @staticmethod
-    def _window(ext, ff, end) -> tuple[float, float] | None:
-        if ext is None:
-            return None
-        if ff is None:
-            return ext
-        end = max(end if end is not None else ff, ff)
-        span = max(end - ff, 1.0)
-        lo = max(ext[0], ff - max(span * 0.6, 5.0))
-        hi = min(ext[1], end + max(span * 0.25, 2.0))
-        if hi <= lo:
-            hi = lo + 1.0
-        return lo, hi
 
     def _lane_pred(self, lanes: list[Lane]) -> str:
         ranks = [ln for ln in lanes if ln.rank is not None]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from ..hostlist import expand_hostlist
-from ..util import has_columns
+from ..util import has_columns, table_exists
 from .base import Finding, query
 
 
@@ -39,6 +39,18 @@ def guess_missing(hosts: list[str], need: int) -> str | None:
     start = 0 if 0 in nums else 1
     gaps = [n for n in range(start, nums[-1] + 2) if n not in nums]
     return f"{prefix}{gaps[0]:0{width}d}" if gaps else None
+
+
+def previous_attempt_hosts(con) -> set[str]:
+    """The hosts that ran ranks in the attempt before the one in scope (ranktrace.correlate.attempts):
+    after a restart, the nodes a re-rendezvous waits for (empty for a run's first attempt)."""
+    if not table_exists(con, "aligned_groups_all"):
+        return set()
+    cur = con.execute("SELECT min(attempt) FROM aligned_groups WHERE attempt > 0").fetchone()[0]
+    if cur is None or cur <= 1:
+        return set()
+    return {h for (h,) in con.execute("SELECT DISTINCT host FROM aligned_groups_all WHERE attempt = ? "
+                                      "AND host IS NOT NULL AND rank IS NOT NULL", [cur - 1]).fetchall()}
 
 
 def rendezvous(con) -> list[Finding]:
@@ -84,6 +96,13 @@ def rendezvous(con) -> list[Finding]:
                             why=f"rendezvous failed; the node list expects {len(expected)} nodes but "
                                 f"{', '.join(missing)} never showed up", host=m, time=fails[0]["ats"], evidence=ev,
                             direct=True, extra={"missing": missing, "expected": sorted(expected)}) for m in missing]
+    before = previous_attempt_hosts(con)
+    gone = sorted(before - seen) if before and joined else []
+    if gone and (need is None or len(gone) <= max(1, need - len(took_part))):
+        return [Finding(detector="rendezvous", kind="rendezvous_timeout", score=0.8 if len(gone) == 1 else 0.55,
+                        why=f"rendezvous failed; {', '.join(gone)} ran the job's ranks in the attempt before and "
+                            f"never showed up in this one ({len(seen)} node(s) did)", host=m, time=fails[0]["ats"],
+                        evidence=ev, direct=True, extra={"missing": gone, "expected": sorted(before)}) for m in gone]
     guess = guess_missing(sorted(seen), need) if need is not None else None
     if guess:
         return [Finding(detector="rendezvous", kind="rendezvous_timeout", score=0.6,

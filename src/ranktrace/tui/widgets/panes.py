@@ -53,7 +53,9 @@ class VerdictHeader(Static):
     def show_loading(self, db: str) -> None:
         self.update(Text.assemble(("ranktrace ", "bold"), (safe(db), "dim"), "  diagnosing…"))
 
-    def show_verdict(self, store: StoreData, counts: dict | None) -> None:
+    def show_verdict(self, store: StoreData, counts: dict | None, shown=None, attempts: list = ()) -> None:
+        """The run's verdict; for a run that restarted (two attempts or more), the verdict of the
+        attempt `shown` (tui/attempts.py Attempt) with its place among the attempts and incidents."""
         v = store.verdict
         stats = ""
         if counts:
@@ -65,33 +67,93 @@ class VerdictHeader(Static):
             self.update(Text.assemble(("no diagnosis available", "bold yellow"), (why, "dim"), "\n",
                                       (stats, "dim")))
             return
-        vd = v["verdict"]
-        kind = safe(vd.get("kind") or "unknown")
-        who = []
-        if vd.get("rank") is not None:
-            who.append(f"rank {vd['rank']}")
-        if vd.get("host"):
-            who.append(f"on {vd['host']}")
-        if vd.get("pod"):
-            who.append(f"pod {vd['pod']}")
-        if vd.get("gpu") not in (None, ""):
-            who.append(f"GPU {vd['gpu']}")
-        t = parse_time(vd.get("time"))
-        conf = vd.get("confidence")
+        vd, imp, tag, note = v["verdict"], v.get("impact"), "", ""
+        if len(attempts) > 1 and shown is not None:
+            failed = [a for a in attempts if a.failed]
+            tag = f"attempt {shown.id} of {len(attempts)}"
+            if shown.failed:
+                tag += f" · incident {failed.index(shown) + 1} of {len(failed)}"
+            top = store.top_attempt(attempts)
+            if top is None or shown.id != top.id:
+                if not shown.verdict:
+                    self._show_outcome(shown, vd, top, tag, stats)
+                    return
+                vd, imp = shown.verdict, shown.cost
+            note = incident_note(v, shown)
         head = Text.assemble(
-            (f" {kind.upper()} ", "bold reverse red" if kind != "none" else "bold reverse green"), " ",
-            (safe(" ".join(who)) or "no single culprit", "bold"),
-            ("  at " + fmt_time(t) + " UTC" if t is not None else "", ""),
-            (f"  confidence {conf:.2f}" if isinstance(conf, (int, float)) else "", "dim"),
+            *_verdict_head(vd),
+            (f"  {tag}" if tag else "", "bold"),
         )
         if self.size.width == 0 or head.cell_len + 3 + len(stats) <= self.size.width - 2:
             head.append("   " + stats, "dim")
         summary = safe(vd.get("summary") or "")
         from ...correlate.impact import impact_line   # issue 14: what the incident cost
-        cost = impact_line(v.get("impact"))
+        cost = impact_line(imp)
         if cost:
             summary = safe(cost.split(" (", 1)[0]) + " · " + summary
-        self.update(Text.assemble(head, "\n", (summary, "italic")))
+        self.update(Text.assemble(head, "\n", (note, "bold"), (summary, "italic")))
+
+    def _show_outcome(self, a, run_vd: dict, top, tag: str, stats: str) -> None:
+        """An attempt without a verdict of its own (completed, running, cancelled without a
+        failure, or before the diagnosis): its outcome and span, then the run's verdict."""
+        out = (a.outcome or "unknown").upper()
+        span = f"  {fmt_time(a.start, 0)} → {fmt_time(a.end, 0)[11:]} UTC" if a.start is not None else ""
+        step = f"  reached step {a.max_step}" if a.max_step is not None else ""
+        head = Text.assemble((f" {out} ", "bold reverse green" if a.outcome in ("completed", "running")
+                              else "bold reverse yellow"), " ", (tag, "bold"), span, (step, "dim"))
+        if self.size.width == 0 or head.cell_len + 3 + len(stats) <= self.size.width - 2:
+            head.append("   " + stats, "dim")
+        where = f" (attempt {top.id})" if top is not None else ""
+        run = Text.assemble(("the run's verdict: ", "dim"), *_verdict_head(run_vd)[:3], (where, "dim"),
+                            ("   } / { incidents · ] / [ attempts", "dim"))
+        self.update(Text.assemble(head, "\n", run))
+
+
+def who(vd: dict) -> str:
+    """The culprit a verdict names: rank, host, pod, GPU (log text: made safe)."""
+    parts = []
+    if vd.get("rank") is not None:
+        parts.append(f"rank {vd['rank']}")
+    if vd.get("host"):
+        parts.append(f"on {vd['host']}")
+    if vd.get("pod"):
+        parts.append(f"pod {vd['pod']}")
+    if vd.get("gpu") not in (None, ""):
+        parts.append(f"GPU {vd['gpu']}")
+    return safe(" ".join(parts))
+
+
+def _verdict_head(vd: dict) -> list[tuple[str, str] | str]:
+    """The header's first line for a verdict: kind, culprit, time, confidence (Text.assemble parts)."""
+    kind = safe(vd.get("kind") or "unknown")
+    t = parse_time(vd.get("time"))
+    conf = vd.get("confidence")
+    return [(f" {kind.upper()} ", "bold reverse red" if kind != "none" else "bold reverse green"), " ",
+            (who(vd) or "no single culprit", "bold"),
+            ("  at " + fmt_time(t) + " UTC" if t is not None else "", ""),
+            (f"  confidence {conf:.2f}" if isinstance(conf, (int, float)) else "", "dim")]
+
+
+def run_notes(doc: dict, attempt: int | None = None) -> list[str]:
+    """What the verdict JSON says of a run that restarted beyond each attempt's verdict: the nodes
+    (GPUs) a root cause recurs on (`recurrence`) and the advice to stop restarting (`stop`); only
+    those that name attempt `attempt` when given. Log text: made safe."""
+    notes = []
+    for r in doc.get("recurrence") or []:
+        if isinstance(r, dict) and (attempt is None or attempt in (r.get("attempts") or [])):
+            gpu = f" GPU {r['gpu']}" if r.get("gpu") is not None else ""
+            ids = ", ".join(str(i) for i in r.get("attempts") or [])
+            notes.append(safe(f"recurs on {r.get('host')}{gpu}: attempts {ids}"))
+    stop = doc.get("stop")
+    if isinstance(stop, dict) and (attempt is None or attempt in (stop.get("attempts") or [])):
+        notes.append(safe("STOP restarting: " + str(stop.get("why") or "")))
+    return notes
+
+
+def incident_note(doc: dict, a) -> str:
+    """run_notes for attempt a, as the header's line 2 begins (ends with " · " when not empty)."""
+    notes = run_notes(doc, a.id)
+    return " · ".join(notes) + " · " if notes else ""
 
 
 # --------------------------------------------------------------------------- event list

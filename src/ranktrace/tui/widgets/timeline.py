@@ -80,6 +80,8 @@ class Timeline(Widget, can_focus=True):
         Binding("g,home", "first_failure", "1st failure"),
         Binding("n", "next_error(1)", "next err"),
         Binding("p,N", "next_error(-1)", "prev err", show=False),
+        Binding("full_stop", "culprit_event(1)", "culprit's next", show=False),
+        Binding("comma", "culprit_event(-1)", "culprit's prev", show=False),
         Binding("e", "next_lane_error(1)", "lane w/ err", show=False),
         Binding("E", "next_lane_error(-1)", "prev lane w/ err", show=False),
         Binding("space,enter", "toggle_host", "fold host", show=False),
@@ -130,6 +132,10 @@ class Timeline(Widget, can_focus=True):
         self.silence_gap = 1.0
         self.split_nodes: bool | None = None   # None: auto (one lane per node source when they fit)
         self.nodes_split = False
+        # A run that restarted (tui/attempts.py): its attempts (two or more, else none) and, per failed
+        # one, its culprit over its own time (host, rank, from, to).
+        self.attempts: list = []
+        self._spans: list[tuple[str | None, int | None, float, float]] = []
 
     # ------------------------------------------------------------------ setup
 
@@ -149,14 +155,45 @@ class Timeline(Widget, can_focus=True):
             self.silence_gap = max(1.0, 0.02 * (extent[1] - extent[0]))
         self._build_rows()
         self.data_token = None   # offsets may have changed: reload even for the same window
-        win = incident or extent
-        if win:
-            self._set_window(win[0], win[1], cursor=first_failure if first_failure is not None else win[0])
-        row = self.lane_row(*culprit) if culprit != (None, None) else None
-        if row is not None:
-            self._set_row(row, center=True)
+        self._open_on(incident or extent, first_failure, culprit, unfold=False)
         self.status = ""
         self.request_load()
+
+    def _open_on(self, win, first_failure, culprit, unfold: bool) -> None:
+        """The window `win`, the cursor on the first failure and on the culprit's lane."""
+        if win:
+            self._set_window(win[0], win[1], cursor=first_failure if first_failure is not None else win[0])
+        row = None
+        if culprit != (None, None):
+            row = self.ensure_lane_visible(*culprit) if unfold else self.lane_row(*culprit)
+        if row is not None:
+            self._set_row(row, center=True)
+
+    def set_attempts(self, attempts: list) -> None:
+        """The run's attempts. Two or more are marked: a rule at each one's start across every lane
+        (its number on the axis), and each failed attempt's culprit lane shaded over that attempt's
+        time. One attempt (or none known) draws as a run that never restarted."""
+        self.attempts = list(attempts) if len(attempts) > 1 else []
+        inf = math.inf
+        self._spans = [(a.culprit[0], a.culprit[1], -inf if a.start is None else a.start,
+                        inf if a.end is None else a.end)
+                       for a in self.attempts if a.failed and a.culprit != (None, None)]
+        self.refresh()
+
+    def focus_incident(self, win, first_failure, culprit, cascade, view=None, cursor=None) -> None:
+        """Show one incident: its window (what `f` fits to from now on), the failure marker at its
+        time, its culprit highlighted and under the cursor (its host unfolded), its cascade. `view`
+        and `cursor`: another window to show now and the cursor's time in it (an attempt's start)."""
+        self.incident = win
+        self.first_failure = first_failure
+        self.culprit = culprit
+        self.cascade = cascade
+        self.show_window(view or win, cursor if cursor is not None else first_failure, culprit)
+
+    def show_window(self, win, cursor, culprit=(None, None)) -> None:
+        """The window `win`, the cursor at time `cursor` and on lane `culprit` (its host unfolded)."""
+        self._open_on(win, cursor, culprit, unfold=True)
+        self.refresh()
 
     def _palette(self) -> None:
         th = self.app.current_theme
@@ -172,6 +209,7 @@ class Timeline(Widget, can_focus=True):
         muted = fg.blend(bg, 0.55)
         faint = fg.blend(bg, 0.8)
         culprit_bg = err.blend(bg, 0.78)
+        bound = Color.parse("#56b6c2" if dark else "#0e7c86")   # attempt boundaries: apart from warn/err/cascade
         cursor_bg = prim.blend(bg, 0.7)
 
         def st(c: Color, bgc: Color | None = None, bold=False) -> Style:
@@ -191,6 +229,8 @@ class Timeline(Widget, can_focus=True):
             "label_cursor": Style(color=bg.rich_color, bgcolor=prim.rich_color, bold=True),
             "axis": st(muted), "tick": st(fg, bold=True), "ff": st(err, bold=True),
             "silent": st(err.blend(bg, 0.4)),
+            "bound": st(bound, bold=True), "bound_bg": Style(bgcolor=bound.blend(bg, 0.75).rich_color),
+            "label_incident": st(err, bold=True),
         }
 
     # ------------------------------------------------------------------ rows
@@ -420,20 +460,53 @@ class Timeline(Widget, can_focus=True):
         span = self.t1 - self.t0
         head = f"±{_fmt_span(span)} {'…' if self.fetching else ''}"
         cells = ["─"] * n
+        styles = [p["axis"]] * n
         for t in ticks:
             c = self.col_of(t)
             if 0 <= c < n:
                 cells[c] = "┴"
-        segs = [Segment(head[:lw].ljust(lw) + " ", p["muted"]), Segment("".join(cells), p["axis"])]
+        bounds = self._bounds()
+        for c in bounds:
+            cells[c], styles[c] = "┃", p["bound"]
         if self.first_failure is not None:
             c = self.col_of(self.first_failure)
             if 0 <= c < n:
-                segs = [segs[0], Segment("".join(cells[:c]), p["axis"]), Segment("▼", p["ff"]),
-                        Segment("".join(cells[c + 1:]), p["axis"])]
-        return Strip(segs, w).adjust_cell_length(w, p["bg"]).apply_style(p["bg"])
+                cells[c], styles[c] = "▼", p["ff"]
+        for c, aid in bounds.items():   # the attempt's number after its rule (else before), where the axis is free
+            lab = f"#{aid}"
+            for a in (c + 1, c - len(lab)):
+                if 0 <= a and a + len(lab) <= n and all(x == "─" for x in cells[a:a + len(lab)]):
+                    cells[a:a + len(lab)] = list(lab)
+                    styles[a:a + len(lab)] = [p["bound"]] * len(lab)
+                    break
+        segs = [Segment(head[:lw].ljust(lw) + " ", p["muted"])] + [Segment(x, st) for x, st in zip(cells, styles)]
+        return Strip(Segment.simplify(segs), w).adjust_cell_length(w, p["bg"]).apply_style(p["bg"])
+
+    def _bounds(self) -> dict[int, int]:
+        """Column -> attempt id, for each attempt start in the window (of a run that restarted)."""
+        out: dict[int, int] = {}
+        for a in self.attempts:
+            if a.start is not None and self.t0 <= a.start < self.t1:
+                c = self.col_of(a.start)
+                if 0 <= c < self.ncols:
+                    out[c] = a.id
+        return out
+
+    def _cols(self, t0: float, t1: float) -> tuple[int, int]:
+        """The columns [first, last] that times t0..t1 cover (either may be infinite), clipped to
+        one column beyond the window."""
+        n = self.ncols
+        a = -1 if t0 < self.t0 else min(self.col_of(t0), n)
+        b = n if t1 >= self.t1 else max(self.col_of(t1), -1)
+        return a, b
 
     def _is_culprit(self, lane: Lane | None, host: str) -> bool:
-        ch, cr = self.culprit
+        return self._names(lane, host, *self.culprit)
+
+    @staticmethod
+    def _names(lane: Lane | None, host: str, ch: str | None, cr: int | None) -> bool:
+        """Whether a verdict naming host ch / rank cr names this row (a host row: its host; a rank
+        lane: its rank; a node-level lane: a verdict on its host without a rank)."""
         if ch is None and cr is None:
             return False
         if lane is None:
@@ -467,6 +540,10 @@ class Timeline(Widget, can_focus=True):
         is_cursor = idx == self.cursor_row
         culprit = self._is_culprit(r.lane, r.host)
         cascade = (not culprit) and self._is_cascade(r.lane, r.host)
+        # A run that restarted: each failed attempt's culprit is shaded over its own attempt only;
+        # one that is not the shown incident's gets a hollow marker.
+        spans = [self._cols(a, b) for h, rk, a, b in self._spans if self._names(r.lane, r.host, h, rk)]
+        incident = bool(spans) and not culprit
         lanes = r.lanes if r.kind == "host" else (r.lane,)
         # label
         if r.kind == "host":
@@ -478,13 +555,15 @@ class Timeline(Widget, can_focus=True):
             lstyle = p["host"]
         else:
             ln = r.lane
-            pre = "▶ " if culprit else "  "
+            pre = "▶ " if culprit else "▷ " if incident else "  "
             label = pre + safe(ln.label)
             if self._silent(ln):
                 label += " ⏹"
             lstyle = p["label"]
         if culprit:
             lstyle = p["label_culprit"]
+        elif incident:
+            lstyle = p["label_incident"]
         elif cascade:
             lstyle = p["label_cascade"]
         if is_cursor:
@@ -512,7 +591,8 @@ class Timeline(Widget, can_focus=True):
         silent = r.kind == "lane" and self._silent(r.lane)
         maxc = max((b.count for b in merged.values()), default=1)
         cur_col = self.col_of(self.cursor_t) if self.cursor_t is not None else -1
-        row_bg = p["culprit_bg"] if culprit else None
+        row_bg = p["culprit_bg"] if culprit and not spans else None   # attempts unknown: the whole row
+        bounds = self._bounds()
         for c in range(n):
             bk = merged.get(c)
             if bk is not None:
@@ -533,12 +613,16 @@ class Timeline(Widget, can_focus=True):
                 ch, st = "·", p["silent"]
             else:
                 ch, st = " ", p["fg"]
+            if c in bounds:   # an attempt starts here: a rule, or its colour behind an event
+                ch, st = ("┊", p["bound"]) if bk is None else (ch, st + p["bound_bg"])
             if c == cur_col:
                 st = st + p["cursor_bg"]
             elif is_cursor:
                 st = st + p["cursor_bg"] if ch == " " else st
             elif row_bg is not None:
                 st = st + row_bg
+            elif spans and any(a <= c <= b for a, b in spans):
+                st = st + p["culprit_bg"]
             segs.append(Segment(ch, st))
         return Strip(Segment.simplify(segs), w).adjust_cell_length(w, p["bg"]).apply_style(p["bg"])
 
@@ -605,12 +689,32 @@ class Timeline(Widget, can_focus=True):
         hit = self.store.next_error(t, d)
         self.app.call_from_thread(self._jump_hit, hit, d)
 
-    def _jump_hit(self, hit, d: int) -> None:
+    def _jump_hit(self, hit, d: int, what: str = "error") -> None:
         if hit is None:
-            self.notify(f"no {'next' if d > 0 else 'previous'} error", severity="information")
+            self.notify(f"no {'next' if d > 0 else 'previous'} {what}", severity="information")
             return
         t, (h, r, s) = hit
         self.jump_to(t, h, r, s)
+
+    def culprit_lanes(self) -> list[Lane]:
+        """The lanes of the culprit shown (its rank's lane; a node-level verdict: its host's
+        node-level lanes)."""
+        ch, cr = self.culprit
+        return [ln for ln in self.all_lanes if self._names(ln, ln.host, ch, cr)]
+
+    def action_culprit_event(self, d: int) -> None:
+        """The culprit's next (d > 0) or previous event from the cursor, whatever its severity: a
+        rank that died often logged nothing worse than info (the launcher reports its death)."""
+        lanes = self.culprit_lanes()
+        if not lanes or self.cursor_t is None:
+            self.notify("no culprit to step through", severity="information")
+            return
+        self._find_culprit_event(self.cursor_t, d, lanes)
+
+    @work(thread=True, exclusive=True, group="timeline-jump")
+    def _find_culprit_event(self, t: float, d: int, lanes: list[Lane]) -> None:
+        hit = self.store.next_error(t, d, lanes=lanes, min_sev=SEV_RANK["debug"])
+        self.app.call_from_thread(self._jump_hit, hit, d, "culprit event")
 
     def action_next_lane_error(self, d: int) -> None:
         i = self.cursor_row

@@ -1,0 +1,152 @@
+"""One way to choose the culprit of an attempt (issue 27, deliverable 4).
+
+Every candidate (a rank, a host, a pod or the job, with the findings the detectors made about it) is
+described by the same named features; one weighted sum of them, in queries/data/choice_weights.toml,
+fitted on labelled runs by benchmarks/fit_choice.py, is its score; the candidates' scores of one
+attempt are turned into probabilities (a softmax: at most one of them is the culprit), and the verdict
+takes the most probable. (One more option is "none of them", score 0: a lone candidate with weak
+evidence is not certain for being alone.) That probability is the verdict's confidence before the caps of what the
+input lacks (verdict.py). Nothing else orders candidates.
+
+The features are pure functions of the candidates and the clock (no SQL here), each in [0, 1]:
+  evidence   the detectors' own strength, combined over the candidate's findings (noisy-or)
+  direct     its own line says what broke (a traceback, an Xid, an OOM kill, a signal)
+  first      among the direct candidates, the first to fail, within the clock's uncertainty
+  lag        how late its first failure came after the attempt's first one (log scale, 1 = hours)
+  specific   how specific its kind is (a GPU fault explains a crash, not the reverse)
+  absent     a rank or node that went silent or lagged in sequence (silence, half-dead, named)
+  survived   the share of its findings the attempt trained on past (context, not a cause)
+  support    only weak or second-hand findings (a launcher's summary, the first to complain)
+  nobody     it names no rank, host or pod (a job-level line)
+  explains   the share of the attempt's complaining ranks that complained after it failed
+  victim     it complained itself (a collective timeout, a closed peer) before it failed: it waited on
+             someone else, and its death (a watchdog's abort) is the cascade's
+"""
+
+from __future__ import annotations
+
+import bisect
+import datetime as dt
+import math
+import tomllib
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from .detectors.base import SPECIFICITY
+from .util import data_dir
+
+FEATURES = ("evidence", "direct", "first", "lag", "specific", "absent", "survived", "support", "nobody",
+            "explains", "victim")
+# what each feature may say, fixed by what it means (a fit may weigh it, never turn it around): an
+# earlier failure, stronger or more specific evidence argue for a candidate; lateness, survival,
+# second-hand evidence, naming nobody, having waited on someone else argue against it
+SIGNS = {"evidence": 1, "direct": 1, "first": 1, "lag": -1, "specific": 1, "absent": 1, "survived": -1,
+         "support": -1, "nobody": -1, "explains": 1, "victim": -1}
+ABSENCE = {"silent_ranks", "half_dead_nodes", "named_ranks"}
+# a launcher's or framework's account of someone else's death, or the first rank to complain
+SECOND_HAND = {"worker_exits", "task_exits", "first_symptom", "watchdog", "step_cancels"}
+MIN_ORDER_S = 1.0     # two first failures closer than this are simultaneous whatever the clock says
+LAG_SCALE_S = 3600.0  # lag 1.0: an hour after the attempt's first failure
+
+
+@dataclass
+class Scored:
+    candidate: object
+    features: dict[str, float]
+    score: float = 0.0          # the weighted sum
+    probability: float = 0.0    # softmax over the attempt's candidates
+
+
+@lru_cache(maxsize=4)
+def load_weights(path: str | None = None) -> dict[str, float]:
+    """The fitted weights: a `bias`, a `temperature` and one per feature (a missing feature weighs 0)."""
+    p = Path(path) if path else data_dir("queries") / "data" / "choice_weights.toml"
+    w = tomllib.loads(p.read_text())["weights"]
+    unknown = set(w) - set(FEATURES) - {"bias", "temperature"}
+    if unknown:
+        raise ValueError(f"{p}: unknown feature(s) {sorted(unknown)}; known: {', '.join(FEATURES)}")
+    return {k: float(v) for k, v in w.items()}
+
+
+@lru_cache(maxsize=4)
+def load_calibration(path: str | None = None) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """(edges, values): the share of verdicts that were right per probability bin [edges[i], edges[i+1]),
+    made monotone, as fitted; empty when the file has none (the probability is then the confidence)."""
+    p = Path(path) if path else data_dir("queries") / "data" / "choice_weights.toml"
+    c = tomllib.loads(p.read_text()).get("calibration") or {}
+    edges, values = tuple(c.get("edges") or ()), tuple(c.get("values") or ())
+    if edges and len(edges) != len(values) + 1:
+        raise ValueError(f"{p}: [calibration] needs one more edge than values ({len(edges)} edges, {len(values)} values)")
+    return edges, values
+
+
+def calibrated(probability: float, path: str | None = None) -> float:
+    """The confidence a verdict of this probability earns: how often verdicts of that probability were
+    right on the labelled runs (benchmarks/fit_choice.py: the share right per bin, made monotone)."""
+    edges, values = load_calibration(path)
+    if not edges:
+        return probability
+    i = bisect.bisect_right(edges, probability) - 1
+    return values[min(max(i, 0), len(values) - 1)]
+
+
+def features(cands: list, node_failed: set[str], unc: dict[str | None, float],
+             symptom_times: list[tuple[tuple, dt.datetime]]) -> list[dict[str, float]]:
+    """The named features of each candidate of one attempt (same order as `cands`).
+    `unc`: each host's clock uncertainty (s); `symptom_times`: each complaining lane's
+    ((host, rank), first symptom time) on the aligned clock."""
+    direct_times = [c.order_time for c in cands if c.direct and c.order_time is not None]
+    any_times = [c.order_time for c in cands if c.order_time is not None]
+    t_first = min(direct_times) if direct_times else None
+    first_hosts = {c.field("host") for c in cands if c.direct and c.order_time == t_first}
+    t_any = min(any_times) if any_times else None
+    n_sym = len(symptom_times)
+    out = []
+    for c in cands:
+        fs = c.findings
+        t = c.order_time
+        host = c.field("host")
+        kind = c.kind(node_failed)
+        f = dict.fromkeys(FEATURES, 0.0)
+        f["evidence"] = c.score
+        f["direct"] = 1.0 if c.direct else 0.0
+        if c.direct and t is not None and t_first is not None:
+            slack = max([MIN_ORDER_S, unc.get(host) or 0.0] + [unc.get(h) or 0.0 for h in first_hosts])
+            f["first"] = 1.0 if (t - t_first).total_seconds() <= slack else 0.0
+        if t is None or t_any is None:
+            f["lag"] = 1.0
+        else:
+            f["lag"] = min(1.0, math.log1p(max(0.0, (t - t_any).total_seconds())) / math.log1p(LAG_SCALE_S))
+        f["specific"] = 1.0 - SPECIFICITY.get(kind, len(SPECIFICITY)) / len(SPECIFICITY)
+        f["absent"] = 1.0 if any(x.detector in ABSENCE or x.extra.get("absent") for x in fs) else 0.0
+        f["survived"] = sum(1 for x in fs if x.extra.get("survived")) / len(fs) if fs else 0.0
+        f["support"] = 1.0 if not c.direct and all(x.detector in SECOND_HAND for x in fs) else 0.0
+        f["nobody"] = 1.0 if all(c.field(k) is None for k in ("rank", "host", "pod")) else 0.0
+        me = (host, c.field("rank"))
+        mine = [ts for (h, r), ts in symptom_times if (me[1] is not None and r == me[1] and h in (host, None))
+                or (me[1] is None and host is not None and h == host)]
+        if mine and t is not None and min(mine) <= t:
+            f["victim"] = 1.0
+        if n_sym and t is not None:
+            after = sum(1 for lane, ts in symptom_times if lane != me and ts >= t - dt.timedelta(seconds=MIN_ORDER_S))
+            f["explains"] = after / n_sym
+        out.append(f)
+    return out
+
+
+def rank(cands: list, feats: list[dict[str, float]], weights: dict[str, float]) -> list[Scored]:
+    """The candidates scored and ordered, most probable first (ties: the earlier, then the key)."""
+    temp = weights.get("temperature", 1.0) or 1.0
+    scored = [Scored(c, f, weights.get("bias", 0.0) + sum(weights.get(k, 0.0) * v for k, v in f.items()))
+              for c, f in zip(cands, feats)]
+    if not scored:
+        return []
+    # the softmax has one more option, score 0: the culprit is none of them (its lines are not in the
+    # input, or no detector saw it); `bias` weighs every candidate against it
+    top = max(0.0, max(s.score for s in scored))
+    z = math.exp(-top / temp) + sum(math.exp((s.score - top) / temp) for s in scored)
+    for s in scored:
+        s.probability = math.exp((s.score - top) / temp) / z
+    return sorted(scored, key=lambda s: (-s.score, s.candidate.order_time is None,
+                                         s.candidate.order_time or dt.datetime.max, str(s.candidate.key)))

@@ -1,0 +1,94 @@
+"""The one score that chooses a culprit (ranktrace.correlate.choose): its features, its ranking,
+the weights file, and that the verdict never prefers a candidate with a lower score."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from ranktrace.correlate.choose import FEATURES, features, load_weights, rank
+from ranktrace.correlate.detectors.base import Finding
+from ranktrace.correlate.verdict import Candidate
+
+T0 = dt.datetime(2026, 3, 2, 1, 0, 0)
+
+
+def cand(key, *findings):
+    c = Candidate(key)
+    c.findings.extend(findings)
+    return c
+
+
+def f(detector, kind, score, *, rank=None, host=None, t=0.0, direct=True, **extra):
+    return Finding(detector=detector, kind=kind, score=score, why=detector, rank=rank, host=host,
+                   time=T0 + dt.timedelta(seconds=t), direct=direct, extra=dict(extra))
+
+
+def test_first_is_within_the_clock_uncertainty_only():
+    a = cand(("rank", 1), f("first_cause", "exception", 0.9, rank=1, host="n1", t=0.0))
+    b = cand(("rank", 2), f("first_cause", "exception", 0.9, rank=2, host="n2", t=3.0))
+    c = cand(("rank", 3), f("first_cause", "exception", 0.9, rank=3, host="n3", t=30.0))
+    fa, fb, fc = features([a, b, c], set(), {"n1": 0.0, "n2": 5.0, "n3": 0.0}, [])
+    assert fa["first"] == 1.0
+    assert fb["first"] == 1.0    # 3 s later, but n2's clock is known to +-5 s only
+    assert fc["first"] == 0.0
+    assert fa["lag"] == 0.0 < fb["lag"] < fc["lag"] < 1.0
+
+
+def test_victim_complained_before_it_died():
+    waited = cand(("rank", 4), f("worker_exits", "crash", 0.6, rank=4, host="n2", t=60.0))
+    culprit = cand(("rank", 7), f("first_cause", "exception", 0.6, rank=7, host="n3", t=50.0))
+    lanes = [(("n2", 4), T0 + dt.timedelta(seconds=55)), (("n1", 0), T0 + dt.timedelta(seconds=56))]
+    fw, fc = features([waited, culprit], set(), {}, lanes)
+    assert fw["victim"] == 1.0 and fc["victim"] == 0.0
+    assert fc["explains"] == 1.0    # both complaining lanes complained after rank 7 failed
+    assert fw["explains"] == 0.0
+
+
+def test_support_absent_survived_nobody():
+    summary = cand(("rank", 2), f("worker_exits", "crash", 0.3, rank=2, direct=False))
+    silent = cand(("rank", 5), f("silent_ranks", "unknown", 0.4, rank=5, direct=False))
+    job = cand(("job", None), f("first_cause", "network_error", 0.5, survived=True))
+    fs, fz, fj = features([summary, silent, job], set(), {}, [])
+    assert fs["support"] == 1.0 and fz["support"] == 0.0
+    assert fz["absent"] == 1.0 and fs["absent"] == 0.0
+    assert fj["survived"] == 1.0 and fj["nobody"] == 1.0 and fs["nobody"] == 0.0
+    assert all(set(x) == set(FEATURES) for x in (fs, fz, fj))
+
+
+def test_rank_orders_by_score_and_keeps_room_for_none_of_them():
+    a = cand(("rank", 1), f("first_cause", "exception", 0.9, rank=1, t=0.0))
+    b = cand(("rank", 2), f("first_cause", "exception", 0.2, rank=2, t=5.0, direct=False))
+    w = {"bias": -1.0, "evidence": 4.0, "direct": 1.0}
+    out = rank([b, a], features([b, a], set(), {}, []), w)
+    assert [s.candidate for s in out] == [a, b]
+    assert out[0].score > out[1].score
+    assert out[0].probability > out[1].probability
+    assert sum(s.probability for s in out) < 1.0       # "none of them" keeps its share
+    lone = rank([b], features([b], set(), {}, []), w)
+    assert lone[0].probability < 0.5                     # alone is not certain: weak evidence stays weak
+
+
+def test_weights_file_loads_and_rejects_unknown_features(tmp_path):
+    w = load_weights()
+    assert set(w) <= set(FEATURES) | {"bias", "temperature"}
+    assert any(w.get(k) for k in FEATURES)
+    bad = tmp_path / "w.toml"
+    bad.write_text("[weights]\nbias = 0.0\nloudness = 2.0\n")
+    with pytest.raises(ValueError, match="loudness"):
+        load_weights(str(bad))
+
+
+def test_calibration_maps_a_probability_to_its_bins_share_right(tmp_path):
+    from ranktrace.correlate.choose import calibrated
+    w = tmp_path / "w.toml"
+    w.write_text("[weights]\nbias = 0.0\n[calibration]\nedges = [0.0, 0.5, 0.9, 1.0]\nvalues = [0.2, 0.6, 0.95]\n")
+    assert calibrated(0.3, str(w)) == 0.2
+    assert calibrated(0.89, str(w)) == 0.6
+    assert calibrated(1.0, str(w)) == 0.95
+    # the shipped file: monotone, within [0, 1]
+    from ranktrace.correlate.choose import load_calibration
+    edges, values = load_calibration()
+    assert list(values) == sorted(values) and all(0.0 <= v <= 1.0 for v in values)
+    assert len(edges) == len(values) + 1
