@@ -263,7 +263,9 @@ def _line_set_stamp(con: duckdb.DuckDBPyConnection, sql: str) -> str:
     view = con.execute("SELECT sql FROM duckdb_views() WHERE view_name = 'events_keyed' AND temporary").fetchall()
     n_events = con.execute("SELECT count(*) FROM event_rows").fetchone()[0]
     files = con.execute("SELECT count(*), sum(file_id), sum(events) FROM files").fetchone()
-    return hashlib.sha256(f"{view}\0{sql}\0{n_events}\0{files}".encode()).hexdigest()
+    # the classes as they are (their host, kind, role: a store edited after its ingest selects anew)
+    classes = con.execute("SELECT count(*), sum(hash(c)) FROM event_classes c").fetchone()
+    return hashlib.sha256(f"{view}\0{sql}\0{n_events}\0{files}\0{classes}".encode()).hexdigest()
 
 
 def line_set(con: duckdb.DuckDBPyConnection, name: str, sql: str) -> None:
