@@ -271,11 +271,27 @@ HELDOUT = REPO / "tests" / "correlate" / "heldout"
 def score_heldout(cat, verbose: bool) -> list[dict]:
     """tests/correlate/heldout: public bug-report shapes no format was built from (heldout.json: per file
     the acceptable kinds, the culprit fields when a careful reader can name one)."""
+    return score_excerpts(HELDOUT, "heldout.json", cat, verbose)
+
+
+def _gpu_key(g) -> str | None:
+    """A GPU as its PCI bus id without domain and function (0000:3b:00.0 -> 3b:00), else as written."""
+    if g is None:
+        return None
+    s = str(g).lower()
+    if s.count(":") == 2:
+        s = s.split(":", 1)[1]
+    return s.split(".")[0]
+
+
+def score_excerpts(d: Path, manifest: str, cat, verbose: bool) -> list[dict]:
+    """Excerpts of directory `d` listed in `d/manifest` (file, decidable, kinds, and the culprit fields
+    rank / local_rank / host / pid / pod / gpu a careful reader can name), each ingested alone."""
     out = []
-    for c in json.loads((HELDOUT / "heldout.json").read_text()):
+    for c in json.loads((d / manifest).read_text()):
         with tempfile.TemporaryDirectory() as td:
             db = os.path.join(td, "s.duckdb")
-            with _cwd(HELDOUT):
+            with _cwd(d):
                 ingest([c["file"]], db, cat)
             con = duckdb.connect(db, read_only=True)
             v = diagnose(con)["verdict"]
@@ -286,17 +302,20 @@ def score_heldout(cat, verbose: bool) -> list[dict]:
         def loc(x):
             if not c["decidable"]:
                 return None
-            checks = [x.get(k) == c[k] for k in ("rank", "host", "pid") if c.get(k) is not None]
+            checks = [x.get(k) == c[k] for k in ("rank", "local_rank", "host", "pid") if c.get(k) is not None]
             if c.get("pod"):
                 checks.append(c["pod"] in (x.get("pod"), x.get("host")))
+            if c.get("gpu"):
+                checks.append(_gpu_key(x.get("gpu")) == _gpu_key(c["gpu"]))
             return all(checks) if checks else x.get("rank") is None
         r = {"name": c["file"], "verdict": v, "located": loc(v), "kind": v["kind"] in c["kinds"],
              "b_located": loc(base), "b_kind": base["kind"] in c["kinds"]}
         r["confident_wrong"] = v["confidence"] >= 0.8 and (r["located"] is False or not r["kind"])
         if verbose:
             mark = "ok " if r["located"] is not False and r["kind"] else "MISS"
-            print(f"  {mark} {c['file'][:44]:<44} want {c['kinds']}/{c.get('rank')}/{c.get('host')}  "
-                  f"got {v['kind']}/r{v['rank']}/{v['host']}/{v['pod']} conf {v['confidence']:.2f}")
+            want = {k: c[k] for k in ("rank", "local_rank", "host", "pid", "pod", "gpu") if c.get(k) is not None}
+            print(f"  {mark} {c['file'][:44]:<44} want {c['kinds']}/{want}  "
+                  f"got {v['kind']}/r{v['rank']}/{v['host']}/{v['pod']}/{v['pid']}/{v.get('gpu')} conf {v['confidence']:.2f}")
         out.append(r)
     return out
 
@@ -329,6 +348,9 @@ def main(argv=None) -> int:
     ap.add_argument("--no-shapes", action="store_true", help="skip ../shared/real_log_shapes")
     ap.add_argument("--no-samples", action="store_true", help="skip sample_logs/")
     ap.add_argument("--no-heldout", action="store_true", help="skip tests/correlate/heldout")
+    ap.add_argument("--excerpts", metavar="DIR", action="append", default=[],
+                    help="also score the excerpts of DIR listed in DIR/excerpts.json (file, decidable, kinds, "
+                         "culprit fields), e.g. tests/correlate/identity_excerpts/dev")
     ap.add_argument("-v", "--verbose", action="store_true")
     ap.add_argument("--json", metavar="FILE", help="write per-incident results")
     ap.add_argument("--longrun", nargs="?", const="", default=None, metavar="DIR",
@@ -368,6 +390,12 @@ def main(argv=None) -> int:
         rs = score_heldout(cat, a.verbose)
         results["heldout"] = rs
         report("heldout (tests/correlate/heldout: public bug-report shapes; located where decidable)", rs)
+    for d in a.excerpts:
+        if a.verbose:
+            print(f"{d}:")
+        rs = score_excerpts(Path(d), "excerpts.json", cat, a.verbose)
+        results[d] = rs
+        report(f"{d} (located where decidable)", rs)
     if a.json:
         Path(a.json).write_text(json.dumps(results, indent=1, default=str))
     bad = sum(r["confident_wrong"] for rs in results.values() for r in rs)

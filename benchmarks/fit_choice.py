@@ -34,7 +34,7 @@ from accuracy import ingest_incident, located  # noqa: E402
 from longrun_score import culprit_ok, match, ref_shift  # noqa: E402
 
 from ranktrace.correlate import diagnose  # noqa: E402
-from ranktrace.correlate.choose import FEATURES, SIGNS, load_weights  # noqa: E402
+from ranktrace.correlate.choose import FEATURES, SIGNS, kind_class, load_weights  # noqa: E402
 from ranktrace.formats import load_catalog  # noqa: E402
 
 WEIGHTS = REPO / "queries" / "data" / "choice_weights.toml"
@@ -114,14 +114,14 @@ def evaluate(w: dict[str, float], groups: list[dict]) -> dict:
         p = _probs(w, g["hyps"])
         i = max(range(len(p)), key=lambda j: (p[j], -j))
         right += g["labels"][i]
-        conf.append((p[i], g["labels"][i]))
+        conf.append((p[i], g["labels"][i], kind_class(g["hyps"][i].get("kind"))))
     return {"top1": right, "n": len(groups), "conf": conf}
 
 
 def reliability(conf: list[tuple[float, bool]]) -> str:
     lines = ["  probability   verdicts  right"]
     for lo, hi in ((0.0, 0.5), (0.5, 0.6), (0.6, 0.7), (0.7, 0.8), (0.8, 0.9), (0.9, 1.01)):
-        b = [ok for p, ok in conf if lo <= p < hi]
+        b = [c[1] for c in conf if lo <= c[0] < hi]
         if b:
             lines.append(f"  {lo:.1f}-{min(hi, 1.0):.1f}     {len(b):>8}  {sum(b):>5} ({sum(b) / len(b):.0%})")
     return "\n".join(lines)
@@ -130,12 +130,12 @@ def reliability(conf: list[tuple[float, bool]]) -> str:
 BINS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0000001)
 
 
-def calibrate(conf: list[tuple[float, bool]]) -> tuple[list[float], list[float]]:
+def calibrate(conf: list[tuple]) -> tuple[list[float], list[float]]:
     """The share of right verdicts per probability bin, made monotone (pool adjacent violators, each bin
     weighed by its verdicts; an empty bin takes its neighbour's pool)."""
     pools: list[list[float]] = []   # [right, n, first bin, last bin]
     for i, (lo, hi) in enumerate(zip(BINS, BINS[1:])):
-        b = [ok for p, ok in conf if lo <= p < hi]
+        b = [c[1] for c in conf if lo <= c[0] < hi]
         pools.append([float(sum(b)), float(len(b)), i, i])
         while len(pools) > 1 and (pools[-1][1] == 0 or pools[-2][1] == 0
                                   or pools[-2][0] / pools[-2][1] > pools[-1][0] / pools[-1][1]):
@@ -177,15 +177,16 @@ def fit(groups: list[dict], start: dict[str, float]) -> dict[str, float]:
     return w
 
 
-def write(w: dict[str, float], cal: tuple[list[float], list[float]], source: str) -> None:
+def write(w: dict[str, float], cal: dict[str, tuple[list[float], list[float]]], source: str) -> None:
     body = ["# The weights of the one score that chooses an attempt's culprit (src/ranktrace/correlate/choose.py",
             "# names and defines the features). Fitted by benchmarks/fit_choice.py on labelled runs; [fit] says",
             "# on what, and what it measured. Edit by re-fitting, not by hand.", "[fit]",
             f"source = {json.dumps(source)}", "", "[weights]", f"bias = {w['bias']:.3f}", "temperature = 1.0"]
     body += [f"{k} = {w[k]:.3f}" for k in FEATURES]
     body += ["", "# the confidence of a verdict whose probability falls in [edges[i], edges[i+1]): the share",
-             "# of such verdicts that were right on the fit set, made monotone",
-             "[calibration]", f"edges = {cal[0]}", f"values = {cal[1]}"]
+             "# of such verdicts that were right on the fit set, made monotone; per class of kind (choose.kind_class)"]
+    for cls, (edges, values) in sorted(cal.items()):
+        body += [f"[calibration.{cls}]", f"edges = {edges}", f"values = {values}"]
     WEIGHTS.write_text("\n".join(body) + "\n")
 
 
@@ -224,9 +225,10 @@ def main(argv=None) -> int:
             print(f"  {part}: current {evaluate(now, gs)['top1']}/{len(gs)}, fitted {evaluate(w, gs)['top1']}/{len(gs)}")
     print("fitted:", ", ".join(f"{k} {w[k]:+.2f}" for k in ("bias",) + FEATURES))
     print("reliability (fitted, on the fit set):\n" + reliability(after["conf"]))
-    cal = calibrate(after["conf"])
-    print("calibration (probability bin -> confidence):",
-          ", ".join(f"{lo:.1f}:{v:.2f}" for lo, v in zip(cal[0], cal[1])))
+    cal = {cls: calibrate([c for c in after["conf"] if c[2] == cls]) for cls in ("hard", "other")}
+    for cls, (edges, values) in cal.items():
+        print(f"calibration, {cls} kinds (probability bin -> confidence):",
+              ", ".join(f"{lo:.1f}:{v:.2f}" for lo, v in zip(edges, values)))
     if a.write:
         write(w, cal, f"{len(groups)} failed attempts ({', '.join(a.data)}): top-1 {after['top1']}/{len(groups)} "
                  f"(truth among the candidates in {reach})")

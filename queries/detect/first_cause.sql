@@ -1,7 +1,7 @@
 -- name: first_cause
 -- kind: detector
 -- params: none (reads temp view aligned_events and temp table kind_catalog)
--- returns: one row per culprit (rank, else host+pid, else host, else pod, else file): its earliest
+-- returns: one row per culprit (rank, else host+pid, else host, else pod, else pid, else file): its earliest
 --   cause-role event on the aligned clock (event_id, ats, ts_ok, identity, kind, failure, file,
 --   line, message) and n_causes, ordered by ats (events without a time last).
 -- The first per culprit is picked by an aggregate over keys (no text), then its row read again:
@@ -15,7 +15,7 @@ WITH c AS NOT MATERIALIZED (
            k.failure AS failure,
            coalesce('rank:' || CASE WHEN e.program IN ('slurmstepd', 'slurmd', 'slurmctld', 'srun') THEN NULL
                                     ELSE e.rank END, 'host:' || e.host || '/pid:' || e.pid, 'host:' || e.host,
-                    'pod:' || e.pod, 'file:' || e.file) AS culprit
+                    'pod:' || e.pod, 'pid:' || e.pid, 'file:' || e.file) AS culprit
     FROM aligned_events e LEFT JOIN kind_catalog k ON k.kind = e.kind
     WHERE e.role = 'cause'
       AND coalesce(e.kind, '') <> 'hang_report'   -- names OTHER ranks: see named_ranks.sql

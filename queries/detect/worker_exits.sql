@@ -5,14 +5,41 @@
 --   `failed (exitcode: N) local_rank: L (pid: P)` (source 'agent', host from the event, aligned
 --   time) and Root Cause / Failures entries (source 'root_cause' / 'failures', 1 s resolution,
 --   entry time as written, not aligned; the entry may be one block event or one event per
---   line). Columns: event_id, source, ats, host, rank, local_rank,
---   pid, exitcode, signal (exit by signal N, else NULL), file, line, text.
+--   line); the DeepSpeed launcher's `{cmd} exits with return code = N` (source 'launcher';
+--   deepspeed/launcher/launch.py sigkill_handler: it prints 'Killing subprocess {pid}' for every
+--   subprocess, then the command of the LAST one it spawned, whichever failed: the line names no
+--   local rank, and a pid only when one subprocess was killed); Ray's raylet on a worker it lost
+--   (source 'ray'; src/ray/raylet/node_manager.cc: '... Worker IP address: {ip} Worker port: {port}
+--   Worker PID: {pid} Worker exit type: {type} ...': the host is the worker's IP, the exit type is
+--   in the text). Columns: event_id, source, ats,
+--   host, rank, local_rank, pid, exitcode, signal (exit by signal N, else NULL), file, line, text.
 WITH agent AS (
     SELECT event_id, 'agent' AS source, ats, host, CAST(NULL AS INTEGER) AS rank_ev, file, line, message AS text,  -- an agent line is no rank's own
            regexp_extract(message, 'failed \(exitcode: (-?\d+)\) local_rank: (\d+) \(pid: (\d+)\)',
                           ['exitcode', 'local_rank', 'pid']) AS m
     FROM aligned_events
     WHERE message LIKE '%failed (exitcode:%local_rank:%'
+), ds AS (
+    SELECT event_id, file_id, file, line, ats, host, message,
+           TRY_CAST(regexp_extract(message, 'exits with return code = (-?\d+)', 1) AS INTEGER) AS code
+    FROM aligned_events
+    WHERE kind = 'worker_failed' AND message LIKE '%exits with return code = %'
+), ds_kill AS (   -- the handler's 'Killing subprocess N' lines just before its report
+    SELECT file_id, line, TRY_CAST(regexp_extract(message, 'Killing subprocess (\d+)', 1) AS BIGINT) AS kpid
+    FROM aligned_events
+    WHERE kind = 'sigterm_sent' AND message LIKE 'Killing subprocess %'
+), launcher AS (
+    SELECT d.event_id, any_value(d.ats) AS ats, any_value(d.host) AS host, any_value(d.code) AS code,
+           any_value(d.file) AS file, any_value(d.line) AS line, any_value(d.message) AS text,
+           CASE WHEN count(DISTINCT k.kpid) = 1 THEN any_value(k.kpid) END AS pid
+    FROM ds d LEFT JOIN ds_kill k ON k.file_id = d.file_id AND k.line < d.line AND k.line >= d.line - 64
+    WHERE d.code IS NOT NULL
+    GROUP BY d.event_id
+), ray AS (
+    SELECT event_id, ats, file, line, message AS text,
+           regexp_extract(message, 'Worker IP address: (\S*) Worker port: \d+ Worker PID: (\d+)', ['ip', 'pid']) AS m
+    FROM aligned_events
+    WHERE kind IN ('worker_failed', 'host_oom') AND message LIKE '%Worker PID: %'
 ), entries AS (
     SELECT event_id, file, line, raw, ats,
            CASE WHEN strpos(raw, 'Root Cause') > 0 THEN strpos(raw, 'Root Cause') ELSE 1000000000 END AS rc_pos,
@@ -59,6 +86,14 @@ SELECT event_id, source, ats, host, rank_ev AS rank, CAST(m.local_rank AS INTEGE
             WHEN CAST(m.exitcode AS INTEGER) > 128 THEN CAST(m.exitcode AS INTEGER) - 128 END AS signal,
        file, line, text
 FROM agent WHERE m.pid <> ''
+UNION ALL
+SELECT event_id, 'launcher', ats, host, CAST(NULL AS INTEGER), CAST(NULL AS INTEGER), pid, code,
+       CASE WHEN code < 0 THEN -code WHEN code > 128 THEN code - 128 END, file, line, text
+FROM launcher
+UNION ALL
+SELECT event_id, 'ray', ats, nullif(m.ip, ''), CAST(NULL AS INTEGER), CAST(NULL AS INTEGER), CAST(m.pid AS BIGINT),
+       CAST(NULL AS INTEGER), CAST(NULL AS INTEGER), file, line, text
+FROM ray WHERE m.pid <> ''
 UNION ALL
 SELECT event_id, source, try_strptime(m.time, '%Y-%m-%d_%H:%M:%S') AS ats, m.host,
        CAST(m.rank AS INTEGER), CAST(m.local_rank AS INTEGER), CAST(m.pid AS BIGINT),

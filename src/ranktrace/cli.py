@@ -232,9 +232,20 @@ def cmd_formats(args) -> int:
                 # the engine's placeholder year is no answer: ingest infers it from the bundle
                 shown["ts"] = shown["ts"].strftime("(year inferred at ingest)-%m-%d %H:%M:%S.%f")
             print(json.dumps(shown, default=str, indent=2))
+        from .formats import FOUND_TABLE
+        sources = {t.id: t.source for t in cat.tokens}
         for table, facts in out.facts.items():
             for r in facts.drop("event_id", "file_id").iter_rows(named=True):
-                print(f"fact {table}: " + json.dumps({k: v for k, v in r.items() if v is not None}, default=str))
+                values = {k: v for k, v in r.items() if v is not None}
+                if table != FOUND_TABLE:
+                    print(f"fact {table}: " + json.dumps(values, default=str))
+                    continue
+                # the identity layer: what it filled, and why (the token and its emitter's source)
+                token, scope = values.pop("token"), values.pop("stream", None)
+                found = ", ".join(f"{k}={v}" for k, v in values.items())
+                why = (f"carried over the {scope}'s lines ({token})" if scope
+                       else f"token {token}: {sources.get(token, '')}")
+                print(f"identity {found}: {why}")
         return 0
     return 2
 

@@ -34,6 +34,11 @@ IDENTITY_COLUMNS = (
     "pod", "namespace", "container", "gpu", "program",
 )
 INT_IDENTITY = ("rank", "local_rank", "task", "pid", "tid")
+# The columns an identity token may fill (parsers/identity.toml), and the fact
+# table that records each fill (which token, on which event): where a value came from.
+TOKEN_COLUMNS = ("rank", "local_rank", "task", "host", "pid", "pod", "namespace", "container", "gpu",
+                 "job_id", "step_id")
+FOUND_TABLE = "identity_found"
 RESERVED = IDENTITY_COLUMNS + ("ts", "level", "message")
 SEVERITIES = ("debug", "info", "notice", "warning", "error", "critical")
 ROLES = ("cause", "symptom", "lifecycle", "info")
@@ -71,6 +76,7 @@ class Pattern:
     carry: tuple[str, ...] = ()    # identity captures forward-filled in the file
     end_carry: tuple[str, ...] = ()  # carried identity that stops at this line (a new section)
     program: str | None = None
+    stream: tuple[str, ...] = ()   # captured identity that holds for the line's whole stream (stream.rs)
 
     @property
     def key(self) -> str:
@@ -79,6 +85,32 @@ class Pattern:
     @cached_property
     def compiled(self):
         return pyregex.compile(self.regex)
+
+
+@dataclass(frozen=True)
+class IdentityToken:
+    """A token of parsers/identity.toml: matched anywhere in a line's message, its captures
+    named like TOKEN_COLUMNS fill the columns the line left empty."""
+    id: str
+    regex: str
+    source: str
+    stream: tuple[str, ...] = ()   # columns naming the line's emitter: carried over its stream
+    blocks: tuple[str, ...] = ()   # columns no later token fills once this one matched
+    links: tuple[str, ...] = ()    # columns kept in identity_found only (the line was written elsewhere)
+    samples: tuple[tuple[str, dict], ...] = ()   # (text, the identity captures expected; {}: no match)
+
+    @cached_property
+    def compiled(self):
+        return pyregex.compile(self.regex)
+
+    @cached_property
+    def columns(self) -> tuple[str, ...]:
+        return tuple(c for c in self.compiled.groupindex if c in TOKEN_COLUMNS)
+
+    def captures(self, text: str) -> dict[str, str]:
+        """The identity captures of the token's first match in `text` ({}: none)."""
+        m = self.compiled.search(text)
+        return {} if m is None else {c: m.group(c) for c in self.columns if m.group(c) is not None}
 
 
 @dataclass(frozen=True)
@@ -205,6 +237,8 @@ class Catalog:
     facts: list[Fact]
     rules: list[Rule]
     warnings: list[str] = field(default_factory=list)
+    tokens: list[IdentityToken] = field(default_factory=list)   # parsers/identity.toml, in priority order
+    rejects: list[tuple[str, str]] = field(default_factory=list)   # (column, regex of values naming nobody)
 
     def format(self, name: str) -> Format:
         for f in self.formats:
@@ -235,6 +269,11 @@ class Catalog:
             cols = out.setdefault(fact.table, {})
             for c in fact.columns:
                 cols.setdefault(c, fact.types.get(c, "str"))
+        if self.tokens or any(p.stream for p in self.patterns):
+            # token: the identity token, or 'stream:<pattern or token>' for the line that names a
+            # stream's value; stream: 'file' / 'envelope' (the carried value's scope), NULL for a token
+            out[FOUND_TABLE] = {"token": "str", "stream": "str",
+                                **{c: ("int" if c in INT_IDENTITY else "str") for c in TOKEN_COLUMNS}}
         return out
 
     @cached_property
@@ -245,7 +284,8 @@ class Catalog:
         """What a spec made for this catalog was made from (the lists, by
         identity and length): a spec kept with the catalog (precomputed) is
         used only while this is unchanged."""
-        parts = (self.formats, self.envelopes, self.kinds, self.patterns, self.blocks, self.facts, self.rules)
+        parts = (self.formats, self.envelopes, self.kinds, self.patterns, self.blocks, self.facts, self.rules,
+                 self.tokens, self.rejects)
         return tuple((id(x), len(x)) for x in parts)
 
 
@@ -328,11 +368,14 @@ def load_format(path: Path) -> Format:
             format=name, id=pid, regex=rx, prefilter=p.get("prefilter"),
             ts=_time_spec(p.get("ts"), f"{where} pattern {pid}"),
             kind=p.get("kind"), carry=tuple(p.get("carry", ())), end_carry=tuple(p.get("end_carry", ())),
-            program=p.get("program", program),
+            program=p.get("program", program), stream=tuple(p.get("stream", ())),
         ), compiled))
         for c in (*patterns[-1].carry, *patterns[-1].end_carry):
             if c not in IDENTITY_COLUMNS:
                 raise FormatError(f"{where} pattern {pid}: carry/end_carry {c!r} is not one of {IDENTITY_COLUMNS}")
+        for c in patterns[-1].stream:
+            if c not in TOKEN_COLUMNS or c not in compiled.groupindex:
+                raise FormatError(f"{where} pattern {pid}: stream {c!r} must be a capture and one of {TOKEN_COLUMNS}")
     blocks = []
     for i, b in enumerate(doc.get("block", [])):
         bid = _req(b, "id", f"{where} block #{i}")
@@ -398,6 +441,59 @@ def load_format(path: Path) -> Format:
         provenance=doc.get("provenance", ""), levels=levels, patterns=patterns,
         blocks=blocks, facts=facts, rules=rules, samples=samples,
     )
+
+
+IDENTITY_FILE = "identity.toml"
+
+
+def load_identity(path: Path) -> tuple[list[IdentityToken], list[tuple[str, str]]]:
+    """The identity tokens and rejects of an identity.toml. Refused: a token without a
+    source or samples, a regex outside the portable subset or capturing no TOKEN_COLUMNS
+    (unless it blocks some), stream/blocks naming other columns, a sample whose captures
+    are not the ones it expects."""
+    try:
+        doc = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise FormatError(f"{path}: not valid TOML: {exc}") from None
+    tokens: list[IdentityToken] = []
+    for i, t in enumerate(doc.get("token", [])):
+        tid = _req(t, "id", f"{path} token #{i}")
+        where = f"{path} (identity token {tid})"
+        compiled = _compile_check(_req(t, "regex", where), where)
+        tok = _keep(IdentityToken(
+            id=tid, regex=t["regex"], source=_req(t, "source", where),
+            stream=tuple(t.get("stream", ())), blocks=tuple(t.get("blocks", ())), links=tuple(t.get("links", ())),
+            samples=tuple((s["text"], {k: str(v) for k, v in s.get("expect", {}).items()})
+                          for s in t.get("sample", [])),
+        ), compiled)
+        if any(x.id == tid for x in tokens):
+            raise FormatError(f"{where}: token ids must be unique")
+        if not tok.columns and not tok.blocks:
+            raise FormatError(f"{where}: the regex captures none of {TOKEN_COLUMNS} (name a group like one)")
+        for c in (*tok.stream, *tok.blocks, *tok.links):
+            if c not in TOKEN_COLUMNS:
+                raise FormatError(f"{where}: stream/blocks/links {c!r} is not one of {TOKEN_COLUMNS}")
+        for c in (*tok.stream, *tok.links):
+            if c not in tok.columns:
+                raise FormatError(f"{where}: stream/links {c!r} is not a capture of the regex")
+        if set(tok.stream) & set(tok.links):
+            raise FormatError(f"{where}: a column is either carried over the stream or a link, not both")
+        if not any(expect for _, expect in tok.samples) and not (tok.blocks and tok.samples):
+            raise FormatError(f"{where}: a token must have samples (at least one [[token.sample]] that it matches)")
+        for text, expect in tok.samples:
+            got = tok.captures(text)
+            if got != expect:
+                raise FormatError(f"{where}: sample {text!r} gives {got}, expected {expect}")
+        tokens.append(tok)
+    rejects = []
+    for i, r in enumerate(doc.get("reject", [])):
+        where = f"{path} reject #{i}"
+        col = _req(r, "column", where)
+        if col not in TOKEN_COLUMNS:
+            raise FormatError(f"{where}: column {col!r} is not one of {TOKEN_COLUMNS}")
+        _compile_check(_req(r, "regex", where), where)
+        rejects.append((col, r["regex"]))
+    return tokens, rejects
 
 
 def envelope_column(envelope: str, capture: str) -> str:
@@ -566,7 +662,7 @@ def format_dirs(extra: list[str | Path] | None = None) -> list[Path]:
 
 
 # Files of the catalog directory that are neither formats nor envelopes (read by their own modules).
-NOT_FORMATS = ("path_hints.toml", "marks.toml")
+NOT_FORMATS = ("path_hints.toml", "marks.toml", "identity.toml")
 
 
 def _dir_files(d: Path) -> tuple[list[Path], list[Path], list[Path], list[Path]]:
@@ -577,8 +673,8 @@ def _dir_files(d: Path) -> tuple[list[Path], list[Path], list[Path], list[Path]]
             sorted(d.glob("formats/*.toml")), sorted(d.glob("*.toml")))
 
 
-def _load_dir(d: Path) -> tuple[list[Format], list[Envelope], dict[str, KindInfo]]:
-    """The formats, envelopes (in file order) and kinds of one directory."""
+def _load_dir(d: Path) -> tuple[list[Format], list[Envelope], dict[str, KindInfo], tuple[list, list]]:
+    """The formats, envelopes (in file order), kinds and identity (tokens, rejects) of one directory."""
     formats: list[Format] = []
     envelopes: list[Envelope] = []
     kinds: dict[str, KindInfo] = {}
@@ -595,7 +691,8 @@ def _load_dir(d: Path) -> tuple[list[Format], list[Envelope], dict[str, KindInfo
         doc = tomllib.loads(path.read_text())
         (envelopes.append(load_envelope(path)) if doc.get("envelope")
          else formats.append(load_format(path)))
-    return formats, envelopes, kinds
+    identity = load_identity(d / IDENTITY_FILE) if (d / IDENTITY_FILE).is_file() else ([], [])
+    return formats, envelopes, kinds, identity
 
 
 def _load_dirs(dirs: list[Path], pre: dict | None = None
@@ -606,16 +703,23 @@ def _load_dirs(dirs: list[Path], pre: dict | None = None
     formats: list[Format] = []
     envelopes: list[Envelope] = []
     kinds: dict[str, KindInfo] = {}
+    tokens: list[IdentityToken] = []
+    rejects: list[tuple[str, str]] = []
     for n, d in enumerate(dirs):
         if not d.is_dir():
             raise FormatError(f"{d}: formats directory does not exist")
         if n == 0 and pre is not None:
-            got = pre["formats"], pre["envelopes"], pre["kinds"]
+            got = pre["formats"], pre["envelopes"], pre["kinds"], pre.get("identity", ([], []))
         else:
             got = _load_dir(d)
         formats += got[0]
         envelopes += got[1]
         kinds.update(got[2])
+        tokens += got[3][0]
+        rejects += got[3][1]
+    ids = [t.id for t in tokens]
+    if len(set(ids)) != len(ids):
+        raise FormatError(f"duplicate identity token ids: {sorted({i for i in ids if ids.count(i) > 1})}")
     names = [f.name for f in formats]
     dup = {n for n in names if names.count(n) > 1}
     if dup:
@@ -625,6 +729,7 @@ def _load_dirs(dirs: list[Path], pre: dict | None = None
             if item.kind is not None and item.kind not in kinds:
                 raise FormatError(f"{f.path}: kind {item.kind!r} is not in parsers/kinds.toml")
     cat = _assemble(formats, envelopes, kinds, known=(pre or {}).get("eats"))
+    cat.tokens, cat.rejects = tokens, rejects
     return formats, envelopes, kinds, cat
 
 
@@ -654,8 +759,10 @@ def load_catalog(extra_dirs: list[str | Path] | None = None, *, check_samples: b
         problems = check_catalog(cat)
         if problems and check_samples == "drop":
             bad = sorted({p.split()[1] for p in problems if p.startswith("format ")})
+            tokens, rejects = cat.tokens, cat.rejects
             cat = _assemble([f for f in formats if f.name not in bad], envelopes, kinds,
                             known=(pre or {}).get("eats"))
+            cat.tokens, cat.rejects = tokens, rejects
             cat.warnings += [f"format {name} left out: its samples fail "
                              f"(`ranktrace formats check` says why)" for name in bad]
         elif problems:
@@ -726,16 +833,18 @@ def write_precomputed(out: Path, d: Path | None = None) -> None:
     from .ingest import core   # the spec: core needs no compiled engine for it
     d = d or data_dir("parsers")
     fingerprint = catalog_fingerprint(d)
-    formats, envelopes, kinds = _load_dir(d)
+    formats, envelopes, kinds, identity = _load_dir(d)
     in_order = list(envelopes)   # _load_dirs sorts the catalog's envelopes: a user's join them later
-    formats, _, kinds, cat = _load_dirs([d], {"formats": formats, "envelopes": envelopes, "kinds": kinds})
+    formats, _, kinds, cat = _load_dirs([d], {"formats": formats, "envelopes": envelopes, "kinds": kinds,
+                                              "identity": identity})
     patterns = [p for f in formats for p in f.patterns]
     eats = _eats(patterns, _own_samples(patterns, [s for f in formats for s in f.samples]))
     spec = json.dumps(core.spec(cat))
     # Regexes are compiled again where used (a compiled pattern does not
     # belong in the file); derived values of the catalog are derived again.
-    for item in (*cat.patterns, *cat.rules, *cat.facts, *cat.envelopes):
+    for item in (*cat.patterns, *cat.rules, *cat.facts, *cat.envelopes, *cat.tokens):
         item.__dict__.pop("compiled", None)
+        item.__dict__.pop("columns", None)
     for name in ("line_tests", "message_tests", "fact_tables", "levels", "_spec_json"):
         cat.__dict__.pop(name, None)
     for f in formats:
@@ -743,6 +852,7 @@ def write_precomputed(out: Path, d: Path | None = None) -> None:
     for e in in_order:
         object.__setattr__(e, "path", e.path.relative_to(d).as_posix())
     payload = pickle.dumps({"catalog": cat, "formats": formats, "envelopes": in_order, "kinds": kinds,
+                            "identity": (cat.tokens, cat.rejects),
                             "eats": (frozenset(p.key for p in patterns), frozenset(eats)), "spec": spec},
                            protocol=pickle.HIGHEST_PROTOCOL)
     tmp = out.with_name(out.name + ".tmp")

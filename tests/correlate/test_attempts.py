@@ -251,3 +251,15 @@ def test_a_requeued_slurm_job_is_two_attempts_and_other_jobs_are_not():
     d = diagnose(store(evs))
     assert [a["start"][:19] for a in d["attempts"]] == [t(0).isoformat()[:19], t(300).isoformat()[:19]]
     assert d["attempts"][0]["outcome"] == "failed"
+
+
+def test_a_launch_line_told_again_while_the_job_trains_is_the_same_launch():
+    # a scheduler that logs its allocation every few seconds (hostile or odd input): one launch, not
+    # one attempt per line; the same line after a failure is a relaunch
+    progress = [t(x) for x in range(10, 3000, 5)]
+    again = [Sign(t(x), None, "launch", True, "slurmctld.log", x, "Slurm job 4242 starts", None)
+             for x in range(0, 2000, 5)]
+    assert len(segment(again, progress, [])) == 1
+    after = again + [Sign(t(2500), None, "launch", True, "slurmctld.log", 2500, "Slurm job 4242 starts", None)]
+    got = segment(after, progress, [t(2200)])
+    assert [a.id for a in got] == [1, 2] and got[1].start == t(2500)

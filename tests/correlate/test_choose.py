@@ -80,15 +80,18 @@ def test_weights_file_loads_and_rejects_unknown_features(tmp_path):
         load_weights(str(bad))
 
 
-def test_calibration_maps_a_probability_to_its_bins_share_right(tmp_path):
-    from ranktrace.correlate.choose import calibrated
+def test_calibration_maps_a_probability_to_its_bins_share_right_per_class_of_kind(tmp_path):
+    from ranktrace.correlate.choose import calibrated, load_calibration
     w = tmp_path / "w.toml"
-    w.write_text("[weights]\nbias = 0.0\n[calibration]\nedges = [0.0, 0.5, 0.9, 1.0]\nvalues = [0.2, 0.6, 0.95]\n")
-    assert calibrated(0.3, str(w)) == 0.2
-    assert calibrated(0.89, str(w)) == 0.6
-    assert calibrated(1.0, str(w)) == 0.95
-    # the shipped file: monotone, within [0, 1]
-    from ranktrace.correlate.choose import load_calibration
-    edges, values = load_calibration()
-    assert list(values) == sorted(values) and all(0.0 <= v <= 1.0 for v in values)
-    assert len(edges) == len(values) + 1
+    w.write_text("[weights]\nbias = 0.0\n"
+                 "[calibration.other]\nedges = [0.0, 0.5, 0.9, 1.0]\nvalues = [0.2, 0.6, 0.75]\n"
+                 "[calibration.hard]\nedges = [0.0, 0.5, 1.0]\nvalues = [0.4, 0.95]\n")
+    assert calibrated(0.3, "crash", str(w)) == 0.2
+    assert calibrated(0.89, "hang", str(w)) == 0.6
+    assert calibrated(1.0, "exception", str(w)) == 0.75
+    assert calibrated(0.89, "gpu_fault", str(w)) == 0.95     # a hardware record is rarely wrong
+    # the shipped file: monotone, within [0, 1], for both classes
+    for cls in ("hard", "other"):
+        edges, values = load_calibration(None, cls)
+        assert list(values) == sorted(values) and all(0.0 <= v <= 1.0 for v in values)
+        assert len(edges) == len(values) + 1

@@ -26,7 +26,9 @@ def test_contract_shape_and_culprit():
     v = d["verdict"]
     assert set(v) == {"kind", "rank", "local_rank", "host", "pod", "pid", "gpu", "time", "confidence", "summary"}
     assert v["kind"] in KINDS and v["kind"] == "exception"
-    assert (v["rank"], v["host"]) == (3, "n2") and v["confidence"] >= 0.8
+    # confidence is calibrated (choose.calibrated): an exception told by its order and cascade was right
+    # about three times in four on the labelled runs; a hardware record earns more
+    assert (v["rank"], v["host"]) == (3, "n2") and v["confidence"] >= 0.7
     assert v["time"].endswith("Z")
     assert d["cascade"] and all(c["rank"] != 3 for c in d["cascade"])
     assert any(e["role"] == "cause" and "corrupted" in e["text"] for e in d["evidence"])
@@ -135,4 +137,4 @@ def test_coverage_caps_confidence_to_what_the_excerpt_shows():
     assert any("no line carries a time" in m for m in d["missing"])
     # the whole incident, timed, cause first: confident
     d = diagnose(store(_incident()))
-    assert d["verdict"]["confidence"] >= 0.8 and not any("excerpt" in m for m in d["missing"])
+    assert d["verdict"]["confidence"] >= 0.7 and not any("excerpt" in m for m in d["missing"])

@@ -52,3 +52,39 @@ def test_sacct_maxrss_names_the_task_that_grew_only_with_an_oom():
     assert run(sacct_maxrss, evs) == []          # no OOM in the store: sacct says nothing about a culprit
     got = run(sacct_maxrss, evs + [ev(5, "StepId=9.0 exceeded memory limit, being killed", kind="host_oom", host="n1")])
     assert [(f.rank, f.host, f.kind) for f in got] == [(1, "n1", "oom")]
+
+
+# DeepSpeed's launcher (deepspeed/launcher/launch.py sigkill_handler): 'Killing subprocess {pid}' for
+# every subprocess, then '{cmd} exits with return code = {code}', cmd being the last one it spawned.
+def _ds_kill(t, pid, line):
+    return ev(t, f"Killing subprocess {pid}", kind="sigterm_sent", file="ds.log", line=line)
+
+
+def _ds_exit(t, code, lr, line):
+    return ev(t, f"['/usr/bin/python3', '-u', 'train.py', '--local_rank={lr}'] exits with return code = {code}",
+              kind="worker_failed", file="ds.log", line=line)
+
+
+def test_deepspeed_launcher_names_its_only_subprocess():
+    got = run(worker_exits, [_ds_kill(1.0, 20741, 1), _ds_exit(1.1, -9, 0, 2)])
+    assert [(f.kind, f.pid, f.local_rank, f.direct, f.extra["source"]) for f in got] == \
+        [("killed", 20741, None, True, "launcher")]
+
+
+def test_deepspeed_launcher_of_several_names_no_process():
+    # two subprocesses killed: the one that failed is not said, and the cmd's --local_rank is the last one's
+    got = run(worker_exits, [_ds_kill(1.0, 2914633, 1), _ds_kill(1.0, 2914634, 2), _ds_exit(1.1, 1, 4, 3)])
+    assert [(f.kind, f.pid, f.local_rank) for f in got] == [("exception", None, None)]
+    assert got[0].score < 0.3
+
+
+def test_ray_worker_death_names_the_worker():
+    # the raylet's report (src/ray/raylet/node_manager.cc), as Ray's driver logs it
+    text = ("A worker died or was killed while executing a task by an unexpected system error. Worker ID: 4e0c "
+            "Node ID: 2c8d Worker IP address: 10.62.7.19 Worker port: 37523 Worker PID: {pid} Worker exit type: {t} "
+            "Worker exit detail: x.")
+    got = run(worker_exits, [ev(1.0, text.format(pid=6218, t="SYSTEM_ERROR"), kind="worker_failed", host="driver"),
+                             ev(2.0, text.format(pid=6219, t="INTENDED_USER_EXIT"), kind="worker_failed", host="driver"),
+                             ev(3.0, text.format(pid=6220, t="NODE_OUT_OF_MEMORY"), kind="host_oom", host="driver")])
+    assert sorted((f.pid, f.host, f.kind, f.direct) for f in got) == \
+        [(6218, "10.62.7.19", "unknown", False), (6220, "10.62.7.19", "oom", True)]

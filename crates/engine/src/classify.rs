@@ -12,7 +12,7 @@ use crate::events::{Event, Id, Src};
 use crate::guard::Guard;
 use crate::shape::{Classes, Gather};
 use rustc_hash::FxHashMap as HashMap;
-use std::rc::Rc;
+use std::sync::Arc;
 
 pub struct Class<'c> {
     pub kind: Option<usize>,
@@ -33,8 +33,9 @@ pub enum Val {
 pub struct FactRow {
     pub table: usize,
     pub event: usize,
-    /// shared by the events whose message repeats
-    pub values: Rc<[Val]>,
+    /// shared by the events whose message repeats (an Arc: a part's rows are written out on
+    /// another thread after the stream carry, stream.rs)
+    pub values: Arc<[Val]>,
 }
 
 fn src_key<'a>(cat: &'a Catalog, src: Src) -> Option<&'a str> {
@@ -167,7 +168,7 @@ struct ByShape {
 
 /// A fact row a message makes, in the order of the format's facts.
 enum Emit {
-    Row(usize, Rc<[Val]>),
+    Row(usize, Arc<[Val]>),
     Multi(usize),
 }
 
@@ -377,8 +378,10 @@ impl<'c, 'e> Reader<'c, 'e> {
 }
 
 /// Each event's class, the fact rows of the events, and identity filled
-/// from facts (`identity = [...]`) where the event has none: the first such
-/// fact of the catalog wins. `memo`: messages of a shape met before take its answers.
+/// from facts (`identity = [...]`) where the event has none (or only a path
+/// hint): the first such fact of the catalog wins; then from the identity
+/// tokens found on its line (identity.rs). `memo`: messages of a shape met
+/// before take its answers.
 pub fn read<'c>(cat: &'c Catalog, events: &mut [Event], memo: bool) -> (Vec<Class<'c>>, Vec<FactRow>) {
     let info = cat.severities.iter().position(|s| s == "info").unwrap_or(1) as u8;
     let mut classes = Vec::with_capacity(events.len());
@@ -414,14 +417,24 @@ pub fn read<'c>(cat: &'c Catalog, events: &mut [Event], memo: bool) -> (Vec<Clas
     }
     for (ei, fi, ri) in fills {
         for &(ci, col) in &cat.facts[fi].identity {
-            if events[ei].ids[col].is_none() {
+            if events[ei].ids[col].is_none() || events[ei].hinted & crate::identity::bit(col) != 0 {
                 let v = val_text(&out[ri].values[ci]);
-                events[ei].ids[col] = if cat.int_identity[col] {
+                let v = if cat.int_identity[col] {
                     Id::int_of(v.as_deref(), false)
                 } else {
                     v.map_or(Id::None, |t| Id::Text(t.into()))
                 };
+                if !v.is_none() {
+                    events[ei].ids[col] = v;
+                    events[ei].hinted &= !crate::identity::bit(col);
+                }
             }
+        }
+    }
+    // the tokens after the line's own facts (a line's text says more than its file's path)
+    for (ei, e) in events.iter_mut().enumerate() {
+        for (at, hits) in std::mem::take(&mut e.hits) {
+            crate::identity::apply(cat, e, ei, at, &hits, &mut out);
         }
     }
     (classes, out)

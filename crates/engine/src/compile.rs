@@ -151,6 +151,8 @@ pub struct Pattern {
     pub ids: Vec<(usize, usize)>, // (capture index, identity column)
     pub program: Option<std::sync::Arc<str>>, // static program when no program capture
     pub kind: Option<usize>,
+    /// identity columns (bits) whose captured value holds for the line's stream (stream.rs)
+    pub stream: u16,
 }
 
 pub struct Block {
@@ -249,6 +251,10 @@ pub struct Catalog {
     pub shapes: crate::shape::Shapes,
     /// the byte classes of message shapes (classify.rs)
     pub messages: crate::classify::MessageShapes,
+    /// the identity tokens of parsers/identity.toml (identity.rs)
+    pub tokens: crate::identity::Tokens,
+    /// identity columns (bits) some token or pattern carries over its stream (stream.rs)
+    pub stream_cols: u16,
 }
 
 impl Catalog {
@@ -330,16 +336,7 @@ impl Catalog {
         let mut carry: HashMap<String, (Vec<usize>, Vec<usize>)> = HashMap::default();
         for p in &spec.patterns {
             let g = Matcher::new(&p.regex, &p.split, &format!("pattern {}", p.key))?;
-            let literal_ids = p.literals.as_ref().map(|ls| {
-                ls.iter()
-                    .map(|l| {
-                        lits.iter().position(|x| x == l).unwrap_or_else(|| {
-                            lits.push(l.clone());
-                            lits.len() - 1
-                        })
-                    })
-                    .collect()
-            });
+            let literal_ids = p.literals.as_ref().map(|ls| ls.iter().map(|l| crate::literals::intern(&mut lits, l)).collect());
             let ids: Vec<(usize, usize)> =
                 g.names().iter().filter_map(|(i, n)| id_index(n).map(|c| (*i, c))).collect();
             let has_program = g.index("program").is_some();
@@ -362,6 +359,9 @@ impl Catalog {
                 ids,
                 program: if has_program { None } else { p.program.as_deref().map(std::sync::Arc::from) },
                 kind: kind_of(&p.kind)?,
+                stream: p.stream.iter().try_fold(0u16, |m, c| {
+                    id_index(c).map(|i| m | crate::identity::bit(i)).ok_or_else(|| format!("pattern {}: stream {c:?}", p.key))
+                })?,
                 matcher: g,
             });
         }
@@ -396,10 +396,7 @@ impl Catalog {
         let mut start_literals: Vec<(usize, Vec<usize>)> = Vec::new();
         for (bi, b) in spec.blocks.iter().enumerate() {
             for l in b.start_literals.iter().flatten() {
-                let id = lits.iter().position(|x| x == l).unwrap_or_else(|| {
-                    lits.push(l.clone());
-                    lits.len() - 1
-                });
+                let id = crate::literals::intern(&mut lits, l);
                 match start_literals.iter_mut().find(|(i, _)| *i == id) {
                     Some((_, bs)) => bs.push(bi),
                     None => start_literals.push((id, vec![bi])),
@@ -481,6 +478,8 @@ impl Catalog {
             });
         }
         let int_identity = spec.identity.iter().map(|c| spec.int_identity.contains(c)).collect();
+        let tokens = crate::identity::Tokens::compile(spec, &tables)?;
+        let stream_cols = tokens.list.iter().map(|t| t.stream).chain(patterns.iter().map(|p| p.stream)).fold(0, |a, b| a | b);
         let start_words = blocks.len().div_ceil(64).max(1);
         let mut cat = Catalog {
             identity: spec.identity.clone(),
@@ -506,6 +505,8 @@ impl Catalog {
             start_words,
             shapes: Default::default(),
             messages: Default::default(),
+            tokens,
+            stream_cols,
         };
         cat.shapes = crate::shape::shapes(&cat)?;
         cat.messages = crate::classify::message_shapes(&cat)?;

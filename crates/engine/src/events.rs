@@ -98,6 +98,35 @@ pub struct Event {
     pub kept: Vec<(usize, (u32, u32))>,
     /// the marks of `raw`, when its line's shape gave them (None: read from `raw`)
     pub marks: Option<i32>,
+    /// identity columns (bits) whose value came from the file's path or a weak envelope
+    /// (an srun label's task): a fact, a token or the stream's carried value may replace it
+    pub hinted: u16,
+    /// identity columns (bits) whose value names the line's emitter for its whole stream (stream.rs)
+    pub stream_src: u16,
+    /// what made them so: 0 the line's pattern, else the identity token's index + 1
+    pub stream_via: u16,
+    /// the line's stream within its file: a hash of its envelopes' identity (0: none)
+    pub stream_key: u64,
+    /// the identity tokens found on its line(s): (where the body starts in `raw`, the hits);
+    /// applied after its facts (classify.rs), then emptied
+    pub hits: Vec<(u32, Arc<[crate::identity::Hit]>)>,
+    /// identity columns (bits) a token blocked (identity.rs)
+    pub blocked: u16,
+}
+
+/// The stream of peeled line `p` within its file: a hash of the identity its
+/// envelopes gave (`[rank3]:`, an srun label, a pdsh host); 0 when they gave none.
+fn stream_key(p: &Peeled, raw: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let spans = p.strong.iter().chain(p.weak.iter());
+    if spans.clone().all(Option::is_none) {
+        return 0;
+    }
+    let mut h = rustc_hash::FxHasher::default();
+    for s in spans {
+        s.map(|(a, b)| &raw.as_bytes()[a as usize..b as usize]).hash(&mut h);
+    }
+    h.finish() | 1
 }
 
 impl Event {
@@ -203,6 +232,12 @@ fn line_event(cat: &Catalog, p: &mut Peeled, hints: &[Id], programs: &mut [Optio
         ids: Default::default(),
         kept: p.kept.clone(),
         marks: p.marks,
+        hinted: 0,
+        stream_src: 0,
+        stream_via: 0,
+        stream_key: stream_key(p, &raw),
+        hits: p.hits.iter().map(|h| (b0 as u32, h.clone())).collect(),
+        blocked: 0,
     });
     let ev = out.last_mut().expect("just pushed");
     // The line's own identity: spans of its pattern's groups, and the
@@ -227,6 +262,9 @@ fn line_event(cat: &Catalog, p: &mut Peeled, hints: &[Id], programs: &mut [Optio
         for &(gi, col) in &pat.ids {
             if let Some((a, b)) = cap(gi) {
                 line_spans[col] = Some((a, b));
+                if pat.stream & crate::identity::bit(col) != 0 {
+                    ev.stream_src |= crate::identity::bit(col);
+                }
             }
         }
         if let Some(prog) = &pat.program {
@@ -243,10 +281,13 @@ fn line_event(cat: &Catalog, p: &mut Peeled, hints: &[Id], programs: &mut [Optio
         } else if let Some((a, b)) = line_spans[c] {
             Id::Span(a, b)
         } else if let Some((a, b)) = p.weak[c] {
+            // a weak envelope value (srun's task as the rank) gives way to the line's text too
+            ev.hinted |= crate::identity::bit(c);
             Id::Span(a, b)
         } else if hints[c].is_none() {
             continue;
         } else {
+            ev.hinted |= crate::identity::bit(c);
             hints[c].clone()
         };
         ev.ids[c] = typed_id(cat, c, &raw, v);
@@ -277,9 +318,14 @@ fn block_event(cat: &Catalog, lines: &[Peeled], members: &[usize], bi: u32, hint
     // The first member's raw text starts the block's: its spans hold.
     let sp = |s: Option<(u32, u32)>| s.map_or(Id::None, |(a, b)| Id::Span(a, b));
     let mut ids: [Id; MAX_ID] = Default::default();
+    let mut hinted = 0u16;
     for c in 0..cat.identity.len() {
         let prog = if c == cat.program_col { b.program.clone().map_or(Id::None, Id::Text) } else { Id::None };
-        ids[c] = coalesce(cat, c, &raw, [sp(first.strong[c]), prog, sp(first.weak[c]), hints[c].clone()]);
+        let own = [sp(first.strong[c]), prog, sp(first.weak[c])];
+        if own[..2].iter().all(Id::is_none) && !(own[2].is_none() && hints[c].is_none()) {
+            hinted |= crate::identity::bit(c); // a weak envelope's value or the path's
+        }
+        ids[c] = coalesce(cat, c, &raw, [own[0].clone(), own[1].clone(), own[2].clone(), hints[c].clone()]);
     }
     let (mut ts, mut ts_kind, mut ts_text) = (None, None, None);
     if let Some((re, gi, layout)) = &b.ts {
@@ -311,6 +357,18 @@ fn block_event(cat: &Catalog, lines: &[Peeled], members: &[usize], bi: u32, hint
         ids,
         kept: Vec::new(),
         marks: None,
+        hinted,
+        stream_src: 0,
+        stream_via: 0,
+        stream_key: stream_key(first, &first.raw),
+        // the tokens of its first line and of its message's line (where the block's raw has them)
+        hits: [0, k]
+            .iter()
+            .enumerate()
+            .filter(|&(j, &m)| j == 0 || m != 0)
+            .filter_map(|(_, &m)| lines[members[m]].hits.as_ref().map(|h| (at[m] + lines[members[m]].body.0, h.clone())))
+            .collect(),
+        blocked: 0,
     }
 }
 

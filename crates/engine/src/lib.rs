@@ -14,6 +14,7 @@ pub mod compile;
 pub mod events;
 pub mod fasttime;
 pub mod guard;
+pub mod identity;
 pub mod lines;
 pub mod lines_parquet;
 pub mod literals;
@@ -24,6 +25,7 @@ pub mod peel;
 pub mod rx;
 pub mod shape;
 pub mod spec;
+pub mod stream;
 pub mod timefmt;
 
 use arrow_array::RecordBatch;
@@ -66,6 +68,8 @@ pub struct FileParser {
     want: Envelopes,
     carry: Vec<Line>,
     carried: events::Carried,
+    /// identity carried over each stream of the file (stream.rs)
+    streams: stream::Streams,
     prev_ts: Option<i64>,
     /// framed lines not parsed yet
     queued: Vec<Line>,
@@ -105,6 +109,7 @@ impl FileParser {
             want: envelopes,
             carry: Vec::new(),
             carried: events::Carried::default(),
+            streams: Default::default(),
             prev_ts: None,
             queued: Vec::new(),
             ready: Default::default(),
@@ -199,6 +204,9 @@ impl FileParser {
         };
         envs.sort();
         self.envelopes = Some(envs);
+        // the head read whole before the first batch is parsed: stream values reach back into it
+        let n = peel::head_len(lines.iter().map(|l| l.text.as_str())).0;
+        self.streams.head_end = if n == 0 { 0 } else { lines[n - 1].no };
     }
 
     fn process(&mut self, lines: Vec<Line>, last: bool) -> Option<Output> {
@@ -280,10 +288,18 @@ impl FileParser {
         }
         lap("carry+times");
         let (file_id, file) = (self.file_id, self.file.as_str());
-        let parts = par::map(events.iter_mut().map(Vec::as_mut_slice).collect(), |evs: &mut [events::Event]| {
-            let (classes, rows) = classify::read(cat, evs, memo_on);
-            (out::event_rows(cat, file_id, evs, &classes), out::fact_batches(cat, file_id, evs, &rows))
-        });
+        let (classes, mut rows): (Vec<_>, Vec<_>) =
+            par::map(events.iter_mut().map(Vec::as_mut_slice).collect(), |evs: &mut [events::Event]| classify::read(cat, evs, memo_on))
+                .into_iter()
+                .unzip();
+        // identity implied for a stream, after each line's own and its tokens' (in order, over the parts)
+        stream::carry(cat, &mut events, &mut rows, &mut self.streams);
+        let parts = par::map(
+            events.iter().zip(classes.iter()).zip(rows.iter()).collect(),
+            |((evs, classes), rows): ((&Vec<events::Event>, &Vec<classify::Class>), &Vec<classify::FactRow>)| {
+                (out::event_rows(cat, file_id, evs, classes), out::fact_batches(cat, file_id, evs, rows))
+            },
+        );
         let schema = out::event_schema(cat);
         let mut outs: std::collections::VecDeque<Output> = parts
             .into_iter()

@@ -58,6 +58,15 @@ impl Literals {
     }
 }
 
+/// The id of literal `l` in `lits`, added at the end when it is new (the
+/// literals of several regexes share one automaton, each literal once).
+pub fn intern(lits: &mut Vec<String>, l: &str) -> usize {
+    lits.iter().position(|x| x == l).unwrap_or_else(|| {
+        lits.push(l.to_string());
+        lits.len() - 1
+    })
+}
+
 #[inline]
 pub fn has(row: &[u64], l: usize) -> bool {
     row[l / 64] >> (l % 64) & 1 == 1

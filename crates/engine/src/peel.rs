@@ -80,6 +80,8 @@ pub struct Structure {
     pub kept: Vec<(usize, Span)>,
     /// the first pattern (in precedence order) that matches the body
     pub claim: Option<Claim>,
+    /// the identity tokens that match the body (identity.rs), None: none
+    pub hits: Option<std::sync::Arc<[crate::identity::Hit]>>,
 }
 
 /// A line after peeling: its own text, place and envelope time, and its
@@ -211,6 +213,7 @@ pub fn peel(cat: &Catalog, envs: &[usize], locs: &mut [Locs], raw: &str, ascii: 
         envelopes: Chain::default(),
         kept: Vec::new(),
         claim: None,
+        hits: None,
     };
     let mut times = EnvTimes::default();
     if !envs.is_empty() {

@@ -94,6 +94,8 @@ pub struct Sensitive {
     pub env_regex: Vec<bool>,
     pub pat_regex: Vec<bool>,
     pub block_start: Vec<bool>,
+    /// per identity token (identity.rs): whether it tells digits apart
+    pub token_regex: Vec<bool>,
     /// whether the candidate patterns of a body depend on which digit starts it
     pub by_first: bool,
 }
@@ -357,6 +359,10 @@ pub fn shapes(cat: &Catalog) -> Result<Shapes, String> {
     for b in &cat.blocks {
         s.block_start.push(g.add(b.start.as_str())?);
     }
+    // the identity tokens read a line's body too: where they match is part of its shape
+    for t in &cat.tokens.list {
+        s.token_regex.push(g.add(t.regex.as_str())?);
+    }
     let mut digit_literals = Vec::new();
     for l in cat.literals.strings() {
         if g.add(&escape(l))? {
@@ -406,6 +412,8 @@ pub enum Asked {
     BlockStart(u16, Span, bool),
     /// pattern's regex on the span: every group's span (None: no match)
     PatRegex(u16, Span, Option<Box<[Option<Span>]>>),
+    /// identity token's regex on the span: every group's span (None: no match)
+    Token(u16, Span, Option<Box<[Option<Span>]>>),
 }
 
 /// The questions of one reading, in the order asked.
@@ -460,6 +468,9 @@ pub struct Reader<'a> {
     tz: &'a Zoner,
     env_locs: Vec<Locs>,
     pat_locs: Vec<Locs>,
+    token_locs: Vec<Locs>,
+    /// scratch: the token literals found in a body (identity.rs)
+    token_found: Vec<u64>,
     found: Vec<u64>,
     key: Vec<u8>,
     /// the last line read through the memo: `key` is its key
@@ -477,6 +488,8 @@ impl<'a> Reader<'a> {
             tz,
             env_locs: cat.envelopes.iter().map(|e| e.matcher.regex.locations()).collect(),
             pat_locs: cat.patterns.iter().map(|p| p.matcher.regex.locations()).collect(),
+            token_locs: cat.tokens.list.iter().map(|t| t.regex.locations()).collect(),
+            token_found: Vec::new(),
             found: vec![0; cat.literals.words],
             key: Vec::with_capacity(MAX_SHAPE),
             keyed: Vec::with_capacity(MAX_SHAPE),
@@ -557,6 +570,7 @@ impl<'a> Reader<'a> {
             Asked::EnvRegex(e, s, _) => (&cat.envelopes[*e as usize].matcher.regex, s),
             Asked::PatRegex(q, s, _) => (&cat.patterns[*q as usize].matcher.regex, s),
             Asked::BlockStart(b, s, _) => (&cat.blocks[*b as usize].start, s),
+            Asked::Token(t, s, _) => (&cat.tokens.list[*t as usize].regex, s),
             _ => return None,
         };
         crate::guard::make(rx.guard_nfa()?, &raw.as_bytes()[s.0 as usize..s.1 as usize], &cat.shapes.classes)
@@ -569,7 +583,11 @@ impl<'a> Reader<'a> {
         let at = |s: &Span| &raw[s.0 as usize..s.1 as usize];
         let guarded = |k: usize, s: &Span| guards[k].as_ref().map_or(false, |g| g.admits(at(s).as_bytes()));
         asks.iter().enumerate().all(|(k, a)| match a {
-            Asked::EnvRegex(_, s, _) | Asked::PatRegex(_, s, _) | Asked::BlockStart(_, s, _) if guarded(k, s) => true,
+            Asked::EnvRegex(_, s, _) | Asked::PatRegex(_, s, _) | Asked::BlockStart(_, s, _) | Asked::Token(_, s, _)
+                if guarded(k, s) =>
+            {
+                true
+            }
             Asked::Byte(i, b) => raw.as_bytes()[*i as usize] == *b,
             Asked::EnvLiterals(e, s, v) => peel::has_literal(&cat.envelopes[*e as usize], at(s)) == *v,
             Asked::EnvDeny(e, s, v) => peel::denied(&cat.envelopes[*e as usize], at(s)) == *v,
@@ -579,6 +597,9 @@ impl<'a> Reader<'a> {
             Asked::BlockStart(b, s, v) => cat.blocks[*b as usize].start.is_match(at(s), true) == *v,
             Asked::PatRegex(q, s, v) => {
                 same_answer(&cat.patterns[*q as usize].matcher.regex, &mut self.pat_locs[*q as usize], at(s), true, v)
+            }
+            Asked::Token(t, s, v) => {
+                same_answer(&cat.tokens.list[*t as usize].regex, &mut self.token_locs[*t as usize], at(s), true, v)
             }
         })
     }
@@ -630,6 +651,21 @@ impl<'a> Reader<'a> {
                     break;
                 }
             }
+        }
+        // the identity tokens on the body; those that tell digits apart are asked of each line again
+        let mut hits = crate::identity::hits(cat, body, ascii, &mut self.token_locs, &mut self.token_found, &sens.token_regex);
+        for (ti, t) in cat.tokens.list.iter().enumerate().filter(|&(ti, _)| sens.token_regex[ti]) {
+            let l = &mut self.token_locs[ti];
+            let hit = t.regex.read(l, body, ascii);
+            let got = answer(&t.regex, l, hit);
+            if let Some(spans) = &got {
+                hits.push(crate::identity::Hit { token: ti as u16, spans: spans.clone() });
+            }
+            tr.note(Asked::Token(ti as u16, p.body, got));
+        }
+        if !hits.is_empty() {
+            hits.sort_by_key(|h| h.token); // the catalogue's order decides who fills a column
+            p.hits = Some(Arc::from(hits));
         }
         (p, times)
     }

@@ -60,6 +60,9 @@ pub struct PatternSpec {
     pub end_carry: Vec<String>,
     pub program: Option<String>,
     pub split: Option<Split>,
+    /// identity columns whose captured value holds for the line's whole stream (stream.rs)
+    #[serde(default)]
+    pub stream: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -107,6 +110,26 @@ pub struct FactSpec {
     pub field: String,
 }
 
+/// An identity token of parsers/identity.toml: a regex matched anywhere in a
+/// claimed line's message (or a raw line's body) whose captures named like
+/// identity columns fill the columns the line left empty (identity.rs).
+#[derive(Debug, Clone, Deserialize)]
+pub struct TokenSpec {
+    pub id: String,
+    pub regex: String,
+    /// columns whose value names the line's emitter: it holds for its whole stream
+    #[serde(default)]
+    pub stream: Vec<String>,
+    /// columns no later token may fill once this one matched (a group rank is no global rank)
+    #[serde(default)]
+    pub blocks: Vec<String>,
+    /// columns kept in the found table only, not put on the line (it was written elsewhere)
+    #[serde(default)]
+    pub links: Vec<String>,
+    /// one of these occurs in every text the regex matches; None: no such literal
+    pub literals: Option<Vec<String>>,
+}
+
 #[derive(Debug, Clone, Deserialize)]
 pub struct KindSpec {
     pub role: String,
@@ -130,6 +153,15 @@ pub struct CatalogSpec {
     /// parsers/marks.toml: the literals of each mark bit (marks.rs)
     #[serde(default)]
     pub marks: Vec<Vec<String>>,
+    /// parsers/identity.toml: the identity tokens, in priority order
+    #[serde(default)]
+    pub tokens: Vec<TokenSpec>,
+    /// (column, regex): values of the column that name nobody (pid 0); never filled
+    #[serde(default)]
+    pub rejects: Vec<(String, String)>,
+    /// the fact table that records where the identity layer's values come from
+    #[serde(default)]
+    pub found_table: Option<String>,
 }
 
 impl CatalogSpec {

@@ -204,6 +204,25 @@ def _busy(activity: list[dt.datetime], lo: dt.datetime | None, hi: dt.datetime) 
     return i < len(activity) and activity[i] < hi
 
 
+def _retold(early: list[Sign], failures: list[dt.datetime]) -> list[Sign]:
+    """The early signs less a launch told again while the job ran on: the same launch line (same log,
+    same step) with no failure and no restart notice since its last telling is the same launch (a log
+    that repeats its launch line, a scheduler that logs its allocation again); a relaunch follows a
+    failure or is announced. Time-ordered in, time-ordered out."""
+    last: dict[tuple, dt.datetime] = {}
+    restarts = [s.t for s in early if s.signal == "restart"]
+    out = []
+    for s in early:
+        if s.signal in ("round", "launch"):
+            prev = last.get(s.key)
+            last[s.key] = s.t
+            if prev is not None and not any(prev < f < s.t for f in failures) \
+                    and not any(prev < r <= s.t for r in restarts):
+                continue
+        out.append(s)
+    return out
+
+
 def segment(signs: list[Sign], progress: list[dt.datetime], failures: list[dt.datetime]) -> list[Attempt]:
     """The attempts the signs show, in time order (at least one). progress: the sorted seconds in which
     the job trained (WORK_BUCKET_S buckets, aligned); failures: the times of cause lines."""
@@ -217,7 +236,8 @@ def segment(signs: list[Sign], progress: list[dt.datetime], failures: list[dt.da
     def trained(lo: dt.datetime, hi: dt.datetime) -> bool:
         return _busy(progress, lo + bucket, hi - bucket)
 
-    early = [s for s in signs if s.early]
+    early = _retold(sorted((s for s in signs if s.early), key=lambda s: (s.t, s.host or "", s.file or "", s.line or 0)),
+                    failures)
     late = sorted((s for s in signs if not s.early), key=lambda s: s.t)
     # the early signs of one launch: close in time, the job did not train in between, and no log writes
     # the same launch sign twice (an agent's second round is another launch, however soon: a crash
@@ -225,7 +245,7 @@ def segment(signs: list[Sign], progress: list[dt.datetime], failures: list[dt.da
     # after launch signs with none before them ends that launch: it ran, silently, and failed. The
     # failures of the teardown around a restart do not cut it (they interleave with the new rounds)
     launches: list[list[Sign]] = []
-    for s in sorted(early, key=lambda s: (s.t, s.host or "", s.file or "", s.line or 0)):
+    for s in early:
         c = launches[-1] if launches else None
         ends = s.signal == "restart" and c is not None and not any(x.signal == "restart" for x in c) \
             and any(x.signal in ("round", "launch") for x in c)

@@ -16,7 +16,8 @@ The features are pure functions of the candidates and the clock (no SQL here), e
   specific   how specific its kind is (a GPU fault explains a crash, not the reverse)
   absent     a rank or node that went silent or lagged in sequence (silence, half-dead, named)
   survived   the share of its findings the attempt trained on past (context, not a cause)
-  support    only weak or second-hand findings (a launcher's summary, the first to complain)
+  support    only weak or second-hand findings (a launcher's summary, the first to complain), and no
+             absence (a rank the others waited for is not second-hand)
   nobody     it names no rank, host or pod (a job-level line)
   explains   the share of the attempt's complaining ranks that complained after it failed
   victim     it complained itself (a collective timeout, a closed peer) before it failed: it waited on
@@ -69,22 +70,33 @@ def load_weights(path: str | None = None) -> dict[str, float]:
     return {k: float(v) for k, v in w.items()}
 
 
-@lru_cache(maxsize=4)
-def load_calibration(path: str | None = None) -> tuple[tuple[float, ...], tuple[float, ...]]:
-    """(edges, values): the share of verdicts that were right per probability bin [edges[i], edges[i+1]),
-    made monotone, as fitted; empty when the file has none (the probability is then the confidence)."""
+# calibration is kept per class of kind: a hardware or scheduler record (an Xid, an OOM kill, a dead
+# node) is wrong far less often than a culprit told from a crash, a hang or a network error
+HARD_KINDS = frozenset({"gpu_fault", "oom", "gpu_oom", "node_failure", "time_limit", "cancelled", "scheduling"})
+
+
+def kind_class(kind: str | None) -> str:
+    return "hard" if kind in HARD_KINDS else "other"
+
+
+@lru_cache(maxsize=8)
+def load_calibration(path: str | None = None, cls: str = "other") -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """(edges, values) of one class of kind: the share of verdicts that were right per probability bin
+    [edges[i], edges[i+1]), made monotone, as fitted; empty when the file has none (the probability is
+    then the confidence)."""
     p = Path(path) if path else data_dir("queries") / "data" / "choice_weights.toml"
-    c = tomllib.loads(p.read_text()).get("calibration") or {}
+    c = (tomllib.loads(p.read_text()).get("calibration") or {}).get(cls) or {}
     edges, values = tuple(c.get("edges") or ()), tuple(c.get("values") or ())
     if edges and len(edges) != len(values) + 1:
-        raise ValueError(f"{p}: [calibration] needs one more edge than values ({len(edges)} edges, {len(values)} values)")
+        raise ValueError(f"{p}: [calibration.{cls}] needs one more edge than values "
+                         f"({len(edges)} edges, {len(values)} values)")
     return edges, values
 
 
-def calibrated(probability: float, path: str | None = None) -> float:
-    """The confidence a verdict of this probability earns: how often verdicts of that probability were
-    right on the labelled runs (benchmarks/fit_choice.py: the share right per bin, made monotone)."""
-    edges, values = load_calibration(path)
+def calibrated(probability: float, kind: str | None = None, path: str | None = None) -> float:
+    """The confidence a verdict of this probability and kind earns: how often such verdicts were right
+    on the labelled runs (benchmarks/fit_choice.py: the share right per bin, made monotone)."""
+    edges, values = load_calibration(path, kind_class(kind))
     if not edges:
         return probability
     i = bisect.bisect_right(edges, probability) - 1
@@ -96,10 +108,12 @@ def features(cands: list, node_failed: set[str], unc: dict[str | None, float],
     """The named features of each candidate of one attempt (same order as `cands`).
     `unc`: each host's clock uncertainty (s); `symptom_times`: each complaining lane's
     ((host, rank), first symptom time) on the aligned clock."""
-    direct_times = [c.order_time for c in cands if c.direct and c.order_time is not None]
-    any_times = [c.order_time for c in cands if c.order_time is not None]
+    # the attempt's first failure: not a warning it trained on past (survival.py)
+    live = [c for c in cands if not all(x.extra.get("survived") for x in c.findings)] or cands
+    direct_times = [c.order_time for c in live if c.direct and c.order_time is not None]
+    any_times = [c.order_time for c in live if c.order_time is not None]
     t_first = min(direct_times) if direct_times else None
-    first_hosts = {c.field("host") for c in cands if c.direct and c.order_time == t_first}
+    first_hosts = {c.field("host") for c in live if c.direct and c.order_time == t_first}
     t_any = min(any_times) if any_times else None
     n_sym = len(symptom_times)
     out = []
@@ -121,7 +135,8 @@ def features(cands: list, node_failed: set[str], unc: dict[str | None, float],
         f["specific"] = 1.0 - SPECIFICITY.get(kind, len(SPECIFICITY)) / len(SPECIFICITY)
         f["absent"] = 1.0 if any(x.detector in ABSENCE or x.extra.get("absent") for x in fs) else 0.0
         f["survived"] = sum(1 for x in fs if x.extra.get("survived")) / len(fs) if fs else 0.0
-        f["support"] = 1.0 if not c.direct and all(x.detector in SECOND_HAND for x in fs) else 0.0
+        f["support"] = 1.0 if not c.direct and f["absent"] == 0.0 and all(x.detector in SECOND_HAND for x in fs) \
+            else 0.0
         f["nobody"] = 1.0 if all(c.field(k) is None for k in ("rank", "host", "pod")) else 0.0
         me = (host, c.field("rank"))
         mine = [ts for (h, r), ts in symptom_times if (me[1] is not None and r == me[1] and h in (host, None))

@@ -6,10 +6,18 @@ Sources (each optional; fact tables are used only when present):
 - torchrun agent lines `failed (exitcode: N) local_rank: L (pid: P)` (host from the event);
 - torchrun Root Cause / Failures entries (host, rank, local_rank, exitcode, pid);
 - torchrun rendezvous results (`local_ranks=[0, 1]` / `global_ranks=[2, 3]` of one agent);
-- NCCL comm init facts (rank, cuda_dev, bus_id; host and pid from the event).
+- NCCL comm init facts (rank, cuda_dev, bus_id; host and pid from the event), and the
+  GPU's PCI id that bus_id is (NCCL's int64 busId): the join to an Xid's or an AER
+  line's PCI id, so that a GPU fault on a host names the rank that used that GPU;
+- the identity layer (fact table identity_found, parsers/identity.toml): each token's
+  finding (a Ray worker's pid and its node's IP, srun's node and task, the kernel OOM
+  killer's pid on the host that logged it, an Xid's GPU and pid) and each stream's
+  carried value with the stream's own identity (a rank file's host from its NCCL lines).
 
 A link is used only when it is unambiguous: (host, pid) -> rank when exactly one rank
-was ever seen for that pair, never pid alone when two hosts share the pid.
+was ever seen for that pair, never pid alone when two hosts share the pid. Each link's
+`source` says where it came from (`events`, `nccl_comm`, `nccl_busid`, `token:<id>`,
+`stream:<pattern or token>`, ...).
 
 `build_identity(con)` creates temp table `identity` (the links) and temp view
 `events_id` (events whose missing rank / local_rank / host / gpu are filled from the
@@ -31,13 +39,14 @@ ENTRY_RE = (r"host\s*:\s*(?P<host>\S+)\s+rank\s*:\s*(?P<rank>\d+)\s*\(local_rank
 AGENT_FAILED_RE = r"failed \(exitcode: (?P<exitcode>-?\d+)\) local_rank: (?P<local_rank>\d+) \(pid: (?P<pid>\d+)\)"
 
 
-def _sel(src: str, **cols) -> str:
+def _sel(src: str, source_sql: str | None = None, **cols) -> str:
+    """SELECT of ID_COLS (typed) and `source`: the literal `src`, or the SQL `source_sql`."""
     parts = []
     for c in ID_COLS:
         v = cols.get(c, "NULL")
         t = {"rank": "INTEGER", "local_rank": "INTEGER", "pid": "BIGINT"}.get(c, "VARCHAR")
         parts.append(f"CAST({v} AS {t}) AS {c}")
-    return "SELECT " + ", ".join(parts) + f", '{src}' AS source"
+    return "SELECT " + ", ".join(parts) + f", {source_sql or repr(src)} AS source"
 
 
 def link_sources(con: duckdb.DuckDBPyConnection) -> list[str]:
@@ -71,7 +80,32 @@ def link_sources(con: duckdb.DuckDBPyConnection) -> list[str]:
         base_views(con, "nccl_keys", "_n")
         qs.append(_sel("nccl_comm", host="host", rank="nccl_rank", pid="pid", gpu="coalesce(nccl_dev, gpu)") +
                   " FROM events_base_n")
+        if has_columns(con, "nccl_comm", "bus_id"):
+            # the GPU's PCI id: what an Xid or an AER line of the same host names
+            con.execute("CREATE OR REPLACE TEMP TABLE nccl_bus AS SELECT DISTINCT c.host, f.rank, "
+                        f"{nccl_bus_pci('f.bus_id')} AS gpu FROM nccl_comm f JOIN event_rows e USING (event_id) "
+                        "JOIN event_classes c USING (class_id) WHERE f.rank IS NOT NULL AND f.bus_id IS NOT NULL")
+            qs.append(_sel("nccl_busid", host="host", rank="rank", gpu="gpu") + " FROM nccl_bus WHERE gpu IS NOT NULL")
+    if has_columns(con, "identity_found", "token"):
+        qs.append(found_links(con))
     return qs
+
+
+def found_links(con) -> str:
+    """The links of the identity layer (fact table identity_found): each row's columns, and the
+    host of the line it was found on when the row names none (a token's finding is about the
+    machine that logged it, unless it names another: Ray's worker IP, srun's node). An srun task
+    is the rank when srun runs the ranks themselves (not torchrun agents)."""
+    agents = con.execute("SELECT agents FROM id_mode").fetchone()[0]
+    task = "NULL" if agents else "f.task"
+    host = "CASE WHEN f.host IS NULL THEN e.host ELSE f.host END"
+    nn = " + ".join(f"(CASE WHEN {c} IS NULL THEN 0 ELSE 1 END)" for c in ID_COLS)
+    cols = {"host": host, "rank": f"coalesce(f.rank, {task})", "local_rank": "f.local_rank", "pid": "f.pid",
+            "pod": "f.pod", "container": "f.container", "gpu": "f.gpu", "job_id": "f.job_id", "step_id": "f.step_id"}
+    source = "CASE WHEN f.token LIKE 'stream:%' THEN f.token ELSE 'token:' || f.token END"
+    return ("SELECT * FROM (" + _sel("", source, **cols) +
+            " FROM identity_found f JOIN event_rows r USING (event_id) JOIN event_classes e USING (class_id))"
+            f" WHERE {nn} >= 2")
 
 
 def rendezvous_links(con) -> list[dict]:
@@ -299,6 +333,19 @@ def forget_groups(con: duckdb.DuckDBPyConnection) -> None:
 POD_PATH_RE = r"/pods/[a-z0-9-]+_([a-z0-9.-]+)_[0-9a-f-]{8,}/[a-z0-9-]+/\d+\.log"
 
 
+def pci(expr: str) -> str:
+    """SQL: the PCI bus id `expr` names as domain:bus:device ('0000:3b:00' of '0000:3B:00.0',
+    the NVRM Xid's 'PCI:0000:3b:00'), NULL when it is not one (a CUDA device index)."""
+    return f"nullif(regexp_extract(lower({expr}), '([0-9a-f]{{4,8}}:[0-9a-f]{{2}}:[0-9a-f]{{2}})', 1), '')"
+
+
+def nccl_bus_pci(expr: str) -> str:
+    """SQL: NCCL's busId (the hex of its int64: domain << 20 | bus << 12 | device << 4 | function,
+    src/misc/utils.cc int64ToBusId) as `pci` writes a PCI id."""
+    v = f"TRY_CAST('0x' || {expr} AS BIGINT)"
+    return f"printf('%04x:%02x:%02x', {v} >> 20, ({v} >> 12) & 255, ({v} >> 4) & 255)"
+
+
 def build_identity(con: duckdb.DuckDBPyConnection) -> None:
     """Create temp table `identity` and temp view `events_id`."""
     build_base(con)
@@ -344,6 +391,17 @@ def build_maps(con: duckdb.DuckDBPyConnection) -> None:
         FROM identity WHERE pid IS NOT NULL GROUP BY pid
         HAVING count(DISTINCT host) = 1 AND count(*) FILTER (WHERE host IS NULL) = 0
     """)
+    # a GPU of a host by its PCI id (NCCL's busId, an Xid's, an AER line's): the rank that used it;
+    # kept as the Xid writes it ('0000:3b:00') and as dev_printk does ('0000:3b:00.0'), so that
+    # events_id joins a line's gpu as it is (no regexp on every line)
+    con.execute(f"""
+        CREATE OR REPLACE TEMP TABLE id_hostgpu AS
+        WITH g AS (
+            SELECT host, {pci("gpu")} AS gpu, CASE WHEN count(DISTINCT rank) = 1 THEN any_value(rank) END AS rank
+            FROM identity WHERE host IS NOT NULL AND rank IS NOT NULL AND {pci("gpu")} IS NOT NULL GROUP BY ALL
+        )
+        SELECT host, gpu, rank FROM g UNION ALL SELECT host, gpu || '.0', rank FROM g
+    """)
     con.execute("""
         CREATE OR REPLACE TEMP TABLE id_rank AS
         SELECT rank, CASE WHEN count(DISTINCT host) = 1 THEN any_value(host) END AS host,
@@ -361,12 +419,13 @@ def events_views(con: duckdb.DuckDBPyConnection, sfx: str) -> None:
             SELECT e.* EXCLUDE (rank, local_rank, host, gpu),
                    e.rank AS rank0, e.local_rank AS local_rank0, e.host AS host0, e.gpu AS gpu0,
                    coalesce(e.host, p.host) AS host1,
-                   coalesce(e.rank, hp.rank, p.rank) AS rank1,
+                   coalesce(e.rank, hp.rank, p.rank, hg.rank) AS rank1,
                    coalesce(e.local_rank, hp.local_rank, p.local_rank) AS local_rank1,
                    coalesce(e.gpu, hp.gpu) AS gpu
             FROM events_base{sfx} e
             LEFT JOIN id_hostpid hp ON hp.host = e.host AND hp.pid = e.pid
             LEFT JOIN id_pid p ON e.host IS NULL AND p.pid = e.pid
+            LEFT JOIN id_hostgpu hg ON e.rank IS NULL AND hg.host = e.host AND hg.gpu = lower(e.gpu)
         ), b AS (
             SELECT a.*, coalesce(a.rank1, hl.rank) AS rank2
             FROM a LEFT JOIN id_hostlocal hl ON hl.host = a.host1 AND hl.local_rank = a.local_rank1
@@ -391,9 +450,10 @@ def identity_table(con: duckdb.DuckDBPyConnection) -> list[dict]:
                      "FROM identity GROUP BY ALL ORDER BY host NULLS LAST, rank NULLS LAST, local_rank NULLS LAST")
 
 
-def lookup(con, *, host=None, pid=None, rank=None, local_rank=None, pod=None) -> dict:
-    """Fill what the links know about one process (used for the verdict's culprit)."""
-    out = {"host": host, "pid": pid, "rank": rank, "local_rank": local_rank, "gpu": None, "pod": pod}
+def lookup(con, *, host=None, pid=None, rank=None, local_rank=None, pod=None, gpu=None) -> dict:
+    """Fill what the links know about one process (used for the verdict's culprit). `gpu`: a
+    GPU the culprit's line named (an Xid's PCI id names the rank that used it on its host)."""
+    out = {"host": host, "pid": pid, "rank": rank, "local_rank": local_rank, "gpu": gpu, "pod": pod}
     if host is not None and pid is not None:
         r = con.execute("SELECT rank, local_rank, gpu FROM id_hostpid WHERE host = ? AND pid = ?",
                         [host, pid]).fetchone()
@@ -407,6 +467,10 @@ def lookup(con, *, host=None, pid=None, rank=None, local_rank=None, pod=None) ->
             out["host"] = r[0]
             out["rank"] = out["rank"] if out["rank"] is not None else r[1]
             out["local_rank"] = out["local_rank"] if out["local_rank"] is not None else r[2]
+    if out["rank"] is None and out["host"] is not None and gpu is not None:
+        r = con.execute(f"SELECT rank FROM id_hostgpu WHERE host = ? AND gpu = {pci('?')}", [out["host"], str(gpu)]).fetchone()
+        if r:
+            out["rank"] = r[0]
     if out["rank"] is None and out["host"] is not None and out["local_rank"] is not None:
         r = con.execute("SELECT rank FROM id_hostlocal WHERE host = ? AND local_rank = ?",
                         [out["host"], out["local_rank"]]).fetchone()

@@ -28,6 +28,7 @@ from .detectors.base import SPECIFICITY, query
 from .controlplane import apply as _controlplane
 from .gang import gang as _gang
 from .impact import impact as _impact
+from .naming import review as _review_names, who as _who
 from .stranded import apply as _stranded
 from .choose import calibrated, features, load_weights, rank
 from .survival import demote_survived, healthy_until
@@ -309,17 +310,6 @@ def _failure_seen(con, findings: list[Finding]) -> bool:
                        "AND (last_ats IS NULL OR last_ats >= ?)", [healthy]).fetchone()[0] > 0
 
 
-def _who(v: dict) -> str:
-    parts = []
-    if v.get("rank") is not None:
-        parts.append(f"rank {v['rank']}" + (f" (local rank {v['local_rank']})" if v.get("local_rank") is not None else ""))
-    if v.get("pod"):
-        parts.append(f"pod {v['pod']}")
-    if v.get("host"):
-        parts.append(f"on {v['host']}" if parts else f"node {v['host']}")
-    return " ".join(parts) or "the job"
-
-
 def diagnose(con: duckdb.DuckDBPyConnection, *, offsets: dict[str, float] | None = None) -> dict:
     """The verdict JSON of design.md section 4 for the store behind `con` (read-only is fine:
     only temp tables/views are created). Extra keys: missing, next_steps, identity.
@@ -407,7 +397,7 @@ def diagnose_scope(con: duckdb.DuckDBPyConnection, clock: list[dict]) -> dict:
         best_kind = "unknown"
     else:
         best_kind = best.kind(node_failed)
-        conf = min(calibrated(scored[0].probability), 0.97)
+        conf = min(calibrated(scored[0].probability, best_kind), 0.97)
         second = next((h for h in hyps if h["_c"] is not best), None)
         if second:
             sc = second["_c"]
@@ -450,13 +440,9 @@ def diagnose_scope(con: duckdb.DuckDBPyConnection, clock: list[dict]) -> dict:
             if quiet and best_kind != "killed":
                 v["time"] = iso(min(quiet))
         rank_level = best_kind in ("exception", "crash", "killed", "oom", "gpu_oom", "cuda_error", "hang")
-        if rank_level and all(v[k] is None for k in ("rank", "pid", "pod", "host")):
-            v["confidence"] = min(v["confidence"], 0.6)
-            missing.append("who: no line names the process, pod or node that failed")
         if rank_level and v["rank"] is None and v["pid"] is None and v["pod"] is None:
-            n_ranks = con.execute("SELECT count(DISTINCT rank) FROM aligned_groups WHERE rank IS NOT NULL "
-                                  + ("AND (host = ? OR host IS NULL)" if v["host"] else ""), [v["host"]] if v["host"] else []
-                                  ).fetchone()[0]
+            # the job's ranks, not only those the logs tie to that host: the tie may be what is missing
+            n_ranks = con.execute("SELECT count(DISTINCT rank) FROM aligned_groups WHERE rank IS NOT NULL").fetchone()[0]
             if n_ranks > 1:
                 v["confidence"] = min(v["confidence"], 0.7)
                 missing.append("which rank it was: the logs name only the node/step "
@@ -467,6 +453,9 @@ def diagnose_scope(con: duckdb.DuckDBPyConnection, clock: list[dict]) -> dict:
             v["host"] = best.field("host")   # the node named (missing node; where the limit hit)
         if best_kind in NODE_LEVEL and best.key[0] == "host":
             v["rank"] = v["local_rank"] = v["pid"] = None
+
+    # whom the text names (a name cut off is none; a verdict naming nobody is capped): correlate/naming.py
+    who_words = _review_names(con, v, [e for f in best.direct for e in f.evidence] if best else [], missing)
 
     # evidence
     ev_ids: list[int] = []
@@ -509,7 +498,7 @@ def diagnose_scope(con: duckdb.DuckDBPyConnection, clock: list[dict]) -> dict:
     if v["kind"] != "unknown" or best is not None:
         lead = next((f for f in sorted(best.findings, key=lambda f: (-f.direct, -f.score))), None) if best else None
         what = lead.why if lead else ""
-        v["summary"] = (f"{v['kind']}: {_who(v)}" + (f" at {v['time']}" if v["time"] else "")
+        v["summary"] = (f"{v['kind']}: {who_words}" + (f" at {v['time']}" if v["time"] else "")
                         + (f" — {what}" if what else "")
                         + (f"; {n_casc} other process(es) then failed (cascade)" if n_casc else ""))[:400]
     extra = next((f.extra for f in (best.findings if best else []) if f.detector == "xid"), {})

@@ -13,7 +13,7 @@ import threading
 from typing import TYPE_CHECKING
 
 from .. import marks
-from ..formats import IDENTITY_COLUMNS, INT_IDENTITY, SEVERITIES, Catalog, TimeSpec
+from ..formats import FOUND_TABLE, IDENTITY_COLUMNS, INT_IDENTITY, SEVERITIES, Catalog, TimeSpec
 from .dispatch import PRE, first_chars, literal_set, split_tail
 
 if TYPE_CHECKING:   # imported where used: the build makes spec() without them (formats.write_precomputed)
@@ -78,7 +78,7 @@ def spec(cat: Catalog) -> dict:
             "key": p.key, "format": p.format, "regex": p.regex, "first": _first(p.regex),
             "literals": _literals(p.regex, p.prefilter), "ts": _ts(p.ts), "kind": p.kind,
             "carry": list(p.carry), "end_carry": list(p.end_carry), "program": p.program,
-            "split": _split(p.regex),
+            "split": _split(p.regex), "stream": list(p.stream),
         } for p in cat.patterns],
         "blocks": [{
             "key": b.key, "format": b.format, "start": b.start, "start_literals": _literals(b.start, None),
@@ -98,6 +98,12 @@ def spec(cat: Catalog) -> dict:
         "kinds": {k: {"role": i.role, "severity": i.severity} for k, i in cat.kinds.items()},
         "levels": cat.levels,
         "marks": marks.spec(),
+        "tokens": [{
+            "id": t.id, "regex": t.regex, "stream": list(t.stream), "blocks": list(t.blocks), "links": list(t.links),
+            "literals": _literals(t.regex, None),
+        } for t in cat.tokens],
+        "rejects": [list(r) for r in cat.rejects],
+        "found_table": FOUND_TABLE if FOUND_TABLE in cat.fact_tables else None,
     }
 
 

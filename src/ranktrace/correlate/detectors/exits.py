@@ -16,6 +16,14 @@ from ..util import on, rows
 from .base import SIGNALS, Finding, query, signal_kind
 
 
+# Ray's worker exit types (src/ray/protobuf/common.proto WorkerExitType) -> (kind, score, direct). The
+# raylet writes SYSTEM_ERROR when the worker's connection ended without an exit of its own ("(1) killed
+# by SIGKILL by OOM killer ... (2) ray stop --force ... (3) crashed ... SIGSEGV"): a death certificate
+# naming the worker, with no cause; INTENDED_* exits are no failure.
+RAY_EXIT = {"SYSTEM_ERROR": ("unknown", 0.45, False), "USER_ERROR": ("exception", 0.3, False),
+            "NODE_OUT_OF_MEMORY": ("oom", 0.75, True)}
+
+
 def worker_exits(con) -> list[Finding]:
     rs = query(con, "worker_exits")
     out: list[Finding] = []
@@ -35,7 +43,17 @@ def worker_exits(con) -> list[Finding]:
             continue
         seen.add(key)
         name = f"{SIGNALS.get(sig, 'signal ' + str(sig))}" if sig else f"exit code {r['exitcode']}"
-        if r["source"] == "agent":
+        if r["source"] == "ray":
+            m = re.search(r"Worker exit type: (\w+)", r["text"] or "")
+            if not m or m.group(1) not in RAY_EXIT:
+                continue
+            kind, score, direct = RAY_EXIT[m.group(1)]
+            out.append(Finding(detector="worker_exits", kind=kind, score=score, direct=direct,
+                               why=f"Ray's raylet reports worker pid {r['pid']}{on(r['host'])} died ({m.group(1)})",
+                               host=r["host"], pid=r["pid"], time=r["ats"], evidence=[r["event_id"]],
+                               extra={"source": "ray", "exit_type": m.group(1)}))
+            continue
+        if r["source"] in ("agent", "launcher"):
             if sig == 15:
                 score, kind = 0.05, "killed"
             elif kind:
@@ -45,7 +63,11 @@ def worker_exits(con) -> list[Finding]:
             first = r["ats"] is not None and t0 is not None and r["ats"] == first_host_time.get(r["host"])
             if first and r["ats"] == t0 and sig != 15:
                 score += 0.1
-            why = f"the launcher{on(r['host'])} reports local_rank {r['local_rank']} (pid {r['pid']}) died of {name}"
+            why = (f"the launcher{on(r['host'])} reports local_rank {r['local_rank']} (pid {r['pid']}) died of {name}"
+                   if r["source"] == "agent" else
+                   f"the DeepSpeed launcher{on(r['host'])} reports a subprocess"
+                   + (f" (pid {r['pid']}, the only one it killed)" if r["pid"] is not None else
+                      " (which one it does not say: it prints the last one it started)") + f" died of {name}")
         else:
             if sig == 15:   # a sibling SIGTERMed by its agent: teardown (alive until then: a hang?)
                 out.append(Finding(detector="worker_exits", kind="killed", score=0.02,

@@ -1,0 +1,255 @@
+//! stream: identity implied for a whole stream.
+//!
+//! Some values name a line's emitter, not just the line: the host of an NCCL
+//! line (`host:pid:tid [dev] NCCL ...`) is the host of every line its process
+//! wrote. The patterns and identity tokens that capture such a value say so
+//! (`stream = ["host"]`); the value then fills that column on every line of
+//! the same stream that has none of its own (or only a path hint). A stream
+//! is a file, or within a file one envelope identity (`[rank3]:`, an srun
+//! label, a pdsh host). Lines come in order: a value fills the lines after
+//! the one that names it, and the lines of the file's head (peel::head_len,
+//! read whole before the first batch is parsed) before it, so what a file
+//! parses to does not depend on how it was chunked. A stream whose lines
+//! name two values for a column (a console of several hosts) stops carrying
+//! it. The line that first names a stream's value gets a row in the found
+//! table (token `stream:<pattern or token>`): the basis of the carried value.
+
+use crate::classify::{FactRow, Val};
+use crate::compile::Catalog;
+use crate::events::{Event, Id, Src};
+use crate::identity::bit;
+use rustc_hash::FxHashMap;
+
+/// Streams a file keeps in mind (bounded: a file of endless distinct prefixes stops carrying).
+pub const MAX_STREAMS: usize = 4096;
+
+#[derive(Default)]
+struct State {
+    value: Vec<Id>,
+    /// columns (bits) with a value
+    known: u16,
+    /// columns (bits) whose lines named two values: no longer carried
+    conflict: u16,
+    /// head lines (part, index) that lacked a stream column when read
+    pending: Vec<(usize, usize)>,
+}
+
+/// What the carry knows of a file's streams, from one batch to the next.
+#[derive(Default)]
+pub struct Streams {
+    by_key: FxHashMap<u64, usize>,
+    states: Vec<State>,
+    /// the last line (number) of the file's head: lines up to it take a value named after them
+    pub head_end: i64,
+    /// whether some stream has a value (until then a line past the head that names none is skipped)
+    known_any: bool,
+}
+
+impl Streams {
+    fn state(&mut self, key: u64, nid: usize) -> Option<usize> {
+        if let Some(&i) = self.by_key.get(&key) {
+            return Some(i);
+        }
+        if self.states.len() >= MAX_STREAMS {
+            return None;
+        }
+        self.states.push(State { value: vec![Id::None; nid], ..Default::default() });
+        self.by_key.insert(key, self.states.len() - 1);
+        Some(self.states.len() - 1)
+    }
+}
+
+fn same(a: &Id, b: &Id) -> bool {
+    match (a, b) {
+        (Id::Int(x), Id::Int(y)) => x == y,
+        (Id::Text(x), Id::Text(y)) => x == y,
+        _ => false,
+    }
+}
+
+/// Carries stream values over the events of a batch (its parts in order);
+/// the basis rows go into each part's `rows`.
+pub fn carry(cat: &Catalog, parts: &mut [Vec<Event>], rows: &mut [Vec<FactRow>], st: &mut Streams) {
+    let cols = cat.stream_cols;
+    if cols == 0 {
+        return;
+    }
+    let nid = cat.identity.len();
+    for pi in 0..parts.len() {
+        for i in 0..parts[pi].len() {
+            let e = &parts[pi][i];
+            if !st.known_any && e.stream_src == 0 && e.line > st.head_end {
+                continue; // nothing named yet, nothing to name, past the head
+            }
+            let Some(si) = st.state(e.stream_key, nid) else { continue };
+            for c in (0..nid).filter(|&c| cols & bit(c) != 0) {
+                let e = &parts[pi][i];
+                let own = !e.ids[c].is_none() && e.hinted & bit(c) == 0;
+                if own && e.stream_src & bit(c) != 0 {
+                    let v = e.ids[c].detached(&e.raw);
+                    let s = &mut st.states[si];
+                    if s.known & bit(c) != 0 {
+                        if !same(&s.value[c], &v) {
+                            s.conflict |= bit(c);
+                        }
+                        continue;
+                    }
+                    s.value[c] = v.clone();
+                    s.known |= bit(c);
+                    st.known_any = true;
+                    if let Some(r) = basis(cat, e, i, c, &v) {
+                        rows[pi].push(r);
+                    }
+                    for &(pj, j) in &s.pending {
+                        let p = &mut parts[pj][j];
+                        if p.ids[c].is_none() || p.hinted & bit(c) != 0 {
+                            p.ids[c] = v.clone();
+                            p.hinted &= !bit(c);
+                        }
+                    }
+                } else if !own {
+                    let line = e.line;
+                    let s = &mut st.states[si];
+                    if s.known & bit(c) != 0 && s.conflict & bit(c) == 0 {
+                        let e = &mut parts[pi][i];
+                        e.ids[c] = s.value[c].clone();
+                        e.hinted &= !bit(c);
+                    } else if s.known & bit(c) == 0 && line <= st.head_end && s.pending.last() != Some(&(pi, i)) {
+                        s.pending.push((pi, i));
+                    }
+                }
+            }
+        }
+    }
+    // the head is in the first batch: what it left pending stays unnamed
+    for s in st.states.iter_mut() {
+        s.pending = Vec::new();
+    }
+}
+
+/// The found table's row of the line that first names a stream's value of column `c`.
+fn basis(cat: &Catalog, e: &Event, ei: usize, c: usize, v: &Id) -> Option<FactRow> {
+    let found = cat.tokens.found.as_ref()?;
+    let table = &cat.tables[found.table];
+    let mut values = vec![Val::Null; table.cols.len()];
+    let via = match (e.stream_via, e.src) {
+        (0, Src::Pattern(p)) => cat.patterns[p as usize].key.as_str(),
+        (0, _) => "line",
+        (t, _) => cat.tokens.list[t as usize - 1].id.as_str(),
+    };
+    values[found.token] = Val::Str(format!("stream:{via}"));
+    values[found.stream] = Val::Str(if e.stream_key == 0 { "file" } else { "envelope" }.into());
+    // the stream's own identity (its envelope's rank, task, ...) and the value carried
+    for col in 0..cat.identity.len() {
+        let Some(tc) = found.cols[col] else { continue };
+        let id = if col == c { v } else { &e.ids[col] };
+        values[tc] = match (id, cat.int_identity[col]) {
+            (Id::Int(n), _) => Val::Int(*n),
+            (Id::None, _) => Val::Null,
+            (other, false) => other.text(&e.raw).map_or(Val::Null, |t| Val::Str(t.to_string())),
+            (_, true) => Val::Null,
+        };
+    }
+    Some(FactRow { table: found.table, event: ei, values: values.into() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::blocks::NO_BLOCK;
+    use crate::compile::Catalog;
+
+    /// A catalog: envelope `[rankN]:`, pattern `host:pid NCCL` (its host names the stream), a
+    /// catch-all; tokens `pid=N` (fills pid), `(G Rank N)` (blocks rank), `[Rank N]`, `@host`
+    /// (a link), and pid 0 rejected.
+    fn catalog() -> Catalog {
+        let spec = r#"{"identity": ["host", "rank", "pid", "program"], "int_identity": ["rank", "pid"],
+            "severities": ["debug", "info"],
+            "envelopes": [{"name": "r", "regex": "^\\[rank(?P<rank>\\d+)\\]:(?P<rest>.*)$", "scope": "line", "ts": null,
+                           "first": null, "literals": null, "split": null}],
+            "patterns": [
+              {"key": "f.nccl", "format": "f", "regex": "^(?P<host>[a-z]+\\d):(?P<pid>\\d+) NCCL (?P<message>.*)$", "first": null,
+               "literals": null, "ts": null, "kind": null, "program": null, "split": null, "stream": ["host"]},
+              {"key": "f.any", "format": "f", "regex": "^(?P<message>.*)$", "first": null, "literals": null, "ts": null,
+               "kind": null, "program": null, "split": null}],
+            "blocks": [], "rules": [], "facts": [],
+            "fact_tables": {"found": [["token", "str"], ["stream", "str"], ["host", "str"], ["rank", "int"], ["pid", "int"]]},
+            "kinds": {}, "levels": {},
+            "tokens": [
+              {"id": "pid", "regex": "pid=(?P<pid>\\d+)", "literals": ["pid="]},
+              {"id": "group", "regex": "\\(G Rank \\d+\\)", "blocks": ["rank"], "literals": ["(G Rank "]},
+              {"id": "rank", "regex": "\\[Rank (?P<rank>\\d+)\\]", "literals": ["[Rank "]},
+              {"id": "at", "regex": "@(?P<host>[a-z]+\\d) (?P<pid>\\d+)", "links": ["host"], "literals": null}],
+            "rejects": [["pid", "^0+$"]], "found_table": "found"}"#;
+        Catalog::compile(&crate::CatalogSpec::from_json(spec).unwrap()).unwrap()
+    }
+
+    /// The lines as one file's parts (split at `cut`), read, classified (tokens applied), carried.
+    fn run(cat: &Catalog, lines: &[&str], cut: usize, head_end: i64) -> (Vec<Event>, Vec<FactRow>) {
+        let tz = crate::timefmt::Zoner::new("UTC").unwrap();
+        let envs = [0usize];
+        let mut r = crate::shape::Reader::new(cat, &envs, &tz, true);
+        let mut memo = crate::shape::Memo::default();
+        let mut parts = Vec::new();
+        let mut rows = Vec::new();
+        for (k, chunk) in [&lines[..cut], &lines[cut..]].iter().enumerate() {
+            let mut peeled: Vec<_> =
+                chunk.iter().enumerate().map(|(i, l)| r.read(&mut memo, (k * cut + i + 1) as i64, 0, l.to_string(), &mut [0])).collect();
+            let n = peeled.len();
+            let mut evs = crate::events::build(cat, &mut peeled, &vec![NO_BLOCK; n], &vec![usize::MAX; n], &vec![Id::None; 4], &tz);
+            let (_, found) = crate::classify::read(cat, &mut evs, true);
+            parts.push(evs);
+            rows.push(found);
+        }
+        let mut st = Streams { head_end, ..Default::default() };
+        carry(cat, &mut parts, &mut rows, &mut st);
+        (parts.into_iter().flatten().collect(), rows.into_iter().flatten().collect())
+    }
+
+    fn col(e: &Event, c: usize) -> Option<String> {
+        match &e.ids[c] {
+            Id::Int(n) => Some(n.to_string()),
+            other => other.text(&e.raw).map(str::to_string),
+        }
+    }
+
+    /// Tokens fill what the line left empty, first token first; a group's rank blocks the bare
+    /// rank after it; a rejected value and a link are not put on the line; the found rows say so.
+    #[test]
+    fn tokens_fill_what_the_line_left_empty() {
+        let cat = catalog();
+        let lines = ["a pid=7 [Rank 3] pid=9", "[rank5]:b [Rank 3]", "c (G Rank 1) [Rank 1]", "d pid=0", "e @gpu2 44", "f @gpu3 0"];
+        let (evs, rows) = run(&cat, &lines, 2, 0);
+        let got: Vec<(Option<String>, Option<String>, Option<String>)> = evs.iter().map(|e| (col(e, 0), col(e, 1), col(e, 2))).collect();
+        let s = |v: &str| Some(v.to_string());
+        assert_eq!(got, vec![(None, s("3"), s("7")), (None, s("5"), None), (None, None, None), (None, None, None), (None, None, s("44")), (None, None, None)]);
+        let found: Vec<(usize, String)> = rows.iter().map(|r| (r.event, format!("{:?}", r.values))).collect();
+        assert_eq!(found.len(), 4, "{found:?}"); // line a: pid and rank; line e: its pid with the link's host
+        assert!(found[2].1.contains("gpu2") && found[2].1.contains("44"), "{found:?}");
+        // line f: the link's host without the pid that names nobody
+        assert!(found[3].1.contains("gpu3") && !found[3].1.contains("Int(0)"), "{found:?}");
+    }
+
+    /// A stream's host reaches its other lines, the head's earlier ones too, across parts; another
+    /// stream keeps its own; a stream that names two hosts stops carrying.
+    #[test]
+    fn a_streams_value_is_carried() {
+        let cat = catalog();
+        let lines = [
+            "[rank0]:step 1", "[rank1]:step 1", "[rank0]:node1:10 NCCL init", "[rank1]:node2:20 NCCL init",
+            "[rank0]:step 2", "[rank1]:step 2", "plain", "node3:30 NCCL x", "node4:40 NCCL y", "plain again",
+        ];
+        for cut in [1, 5, 9] {
+            let (evs, rows) = run(&cat, &lines, cut, 2);
+            let hosts: Vec<Option<String>> = evs.iter().map(|e| col(e, 0)).collect();
+            let s = |v: &str| Some(v.to_string());
+            assert_eq!(
+                hosts,
+                vec![s("node1"), s("node2"), s("node1"), s("node2"), s("node1"), s("node2"), None, s("node3"), s("node4"), None],
+                "cut at {cut}"
+            );
+            // the basis: one row per stream that named its host (the file's own stream too)
+            assert_eq!(rows.iter().filter(|r| format!("{:?}", r.values).contains("stream:f.nccl")).count(), 3, "cut at {cut}");
+        }
+    }
+}

@@ -1,0 +1,124 @@
+"""Whom the verdict names, and how sure it may be for that (issue 28, deliverable 3).
+
+The engineer needs the rank, host, pod, pid or GPU: a verdict that names nobody says what
+happened but not to whom, and is not above the cap of queries/data/verdict_naming.toml. A name
+the text cut off ('ON ...', 'gpu-node-0...') is not a name. A scheduler's act (a time limit,
+scancel, a requeue) names the job and node the scheduler's line gives. The summary says whom the
+text shows and what it lacks ("rank 3 (no host in the text)").
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass
+from functools import lru_cache
+
+from ..resources import data_dir
+
+LABEL = {"rank": "rank", "pid": "pid", "pod": "pod", "host": "host", "gpu": "GPU", "job": "job id"}
+
+
+@dataclass(frozen=True)
+class Rules:
+    exempt: frozenset[str]
+    wants: dict[str, list[tuple[str, ...]]]
+    nobody_cap: float
+    nobody_cols: tuple[str, ...]
+    cut_cap: float
+    cut: re.Pattern
+    cut_cols: tuple[str, ...]
+    scheduler_kinds: frozenset[str]
+    requeue_cap: float
+    requeue: re.Pattern
+
+
+@lru_cache(maxsize=1)
+def rules() -> Rules:
+    d = tomllib.loads((data_dir("queries") / "data" / "verdict_naming.toml").read_text())
+    return Rules(exempt=frozenset(d["exempt"]),
+                 wants={k: [tuple(g.split("|")) for g in v] for k, v in d["wants"].items()},
+                 nobody_cap=d["nobody"]["cap"], nobody_cols=tuple(d["nobody"]["columns"]),
+                 cut_cap=d["cut"]["cap"], cut=re.compile(d["cut"]["regex"]), cut_cols=tuple(d["cut"]["columns"]),
+                 scheduler_kinds=frozenset(d["scheduler"]["kinds"]),
+                 requeue_cap=d["requeue"]["cap"], requeue=re.compile(d["requeue"]["regex"]))
+
+
+def who(v: dict) -> str:
+    """The culprit in words: 'rank 3 (local rank 1) on n2', 'local rank 4', 'pod x', 'pid 7 on n2',
+    'GPU 0000:3b:00 on n2', 'node n2', else 'the job'."""
+    parts = []
+    if v.get("rank") is not None:
+        parts.append(f"rank {v['rank']}" + (f" (local rank {v['local_rank']})" if v.get("local_rank") is not None else ""))
+    elif v.get("local_rank") is not None:
+        parts.append(f"local rank {v['local_rank']}")
+    if v.get("pod"):
+        parts.append(f"pod {v['pod']}")
+    if not parts and v.get("pid") is not None:
+        parts.append(f"pid {v['pid']}")
+    if not parts and v.get("gpu") is not None:
+        parts.append(f"GPU {v['gpu']}")
+    if v.get("host"):
+        parts.append(f"on {v['host']}" if parts else f"node {v['host']}")
+    return " ".join(parts) or "the job"
+
+
+def _job(con, event_ids: list[int]) -> tuple[str | None, list[str]]:
+    """The job (or step) the cause lines name, and their texts."""
+    if not event_ids:
+        return None, []
+    rs = con.execute("SELECT job_id, step_id, coalesce(message, raw) FROM events WHERE event_id IN (SELECT unnest(?)) "
+                     "ORDER BY event_id", [list(event_ids)]).fetchall()
+    job = next((f"step {s}" if s else f"job {j}" for j, s, _ in rs if j or s), None)
+    return job, [t or "" for *_, t in rs]
+
+
+def _either(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
+
+
+def review(con, v: dict, cause_ids: list[int], missing: list[str]) -> str:
+    """Check whom `v` names; drop names that are only a cut mark, cap v's confidence by the rules,
+    add what is missing to `missing`. Returns the summary's words for the culprit: whom the text
+    shows and, in brackets, what it lacks."""
+    r = rules()
+    kind = v.get("kind")
+    if kind in r.exempt:
+        return who(v)
+    caps: list[tuple[float, str]] = []
+    cut = []
+    for c in r.cut_cols:
+        val = v.get(c)
+        if val and r.cut.search(str(val)):
+            cut.append(c)
+            if not re.search(r"\w", r.cut.sub("", str(val))):
+                v[c] = None   # only the mark: it names nobody
+            caps.append((r.cut_cap, f"the {LABEL[c]}'s name: the text is cut where it names it ({val!r})"))
+    job, texts = (None, [])
+    if kind in r.scheduler_kinds:
+        job, texts = _job(con, cause_ids)
+        if any(r.requeue.search(t) for t in texts):
+            caps.append((r.requeue_cap, "why the job was requeued (a node failure, a preemption, scontrol requeue): "
+                                        "slurmctld's log / sacct -D of the job"))
+        elif any(r.cut.search(t) for t in texts) and not cut:
+            caps.append((r.cut_cap, "the scheduler's whole line: it is cut"))
+    have = {c for c in LABEL if c != "job" and v.get(c) not in (None, "")}
+    if job:
+        have.add("job")
+    named = bool(have & set(r.nobody_cols)) or (kind in r.scheduler_kinds and "job" in have)
+    if not named:
+        caps.append((r.nobody_cap, "who: no line names the rank, host, pod, pid or GPU that failed"))
+    for cap, what in caps:
+        if v.get("confidence") is not None and v["confidence"] > cap:
+            v["confidence"] = cap
+        if what not in missing:
+            missing.append(what)
+    lacks = [_either([LABEL[c] for c in g]) for g in r.wants.get(kind, r.wants["default"]) if not set(g) & have]
+    words = who(v) if named or v.get("local_rank") is not None else "nobody named"
+    if job:
+        words = f"{job} {words.replace('node ', 'on node ', 1)}" if words != "the job" else job
+    if cut:
+        words += " (" + ", ".join(f"{LABEL[c]} cut off" for c in cut) + " in the text)"
+    elif lacks:
+        words += f" (no {' and no '.join(lacks)} in the text)"
+    return words
