@@ -93,7 +93,7 @@ def _rate(size: int, lines: int, r: measure.Run) -> dict:
 
 def bench_ingest(corpus: Path, store_dir: Path, lnav: str) -> dict:
     """wc -l, lnav and `ranktrace ingest` on the files of corpus, in this order;
-    the store goes in store_dir/inc.duckdb (store_dir holds nothing else, so
+    the store is store_dir (a store is a directory, so
     its size is the store's, whatever files the store keeps beside it)."""
     files = corpus_files(corpus)
     size = sum(p.stat().st_size for p in files)
@@ -108,10 +108,11 @@ def bench_ingest(corpus: Path, store_dir: Path, lnav: str) -> dict:
     ln, ln_files, ln_lines = measure.lnav_index(lnav, files, home)
     # a fresh store: ingest skips the files a kept store holds already (run_all --keep, twice)
     shutil.rmtree(store_dir, ignore_errors=True)
-    store_dir.mkdir(parents=True)
-    db = store_dir / "inc.duckdb"
+    store_dir.parent.mkdir(parents=True, exist_ok=True)
+    db = store_dir    # a store is a directory
     ing = measure.run([ranktrace_exe(), "ingest", str(corpus), "--db", str(db), "-q"]).check()
-    con = duckdb.connect(str(db), read_only=True)
+    from ranktrace.store import connect
+    con = connect(db)
     rt_files, rt_lines, events = con.execute(
         "SELECT count(*), sum(lines_read), (SELECT count(*) FROM events) FROM files").fetchone()
     con.close()

@@ -1,7 +1,7 @@
 """What readers of a store wait for: diagnose, the TUI's first screen, the
 README's queries; and the store's size against its input.
 
-    python benchmarks/bench_readers.py STORE.duckdb [--input-bytes N]
+    python benchmarks/bench_readers.py STORE [--input-bytes N]
 
 Every figure comes with a peer measured in the same run, for a ratio that
 survives a noisy machine:
@@ -35,9 +35,7 @@ def make_tiny_store(work: Path) -> Path:
     """A store of 0.2 MB of the benchmark's corpus: the TUI's peer."""
     corpus = work / "tiny-corpus"
     bench_ingest.generate(corpus, 0.2)
-    d = work / "tiny-store"
-    d.mkdir(parents=True, exist_ok=True)
-    db = d / "inc.duckdb"
+    db = work / "tiny-store"
     measure.run([bench_ingest.ranktrace_exe(), "ingest", str(corpus), "--db", str(db), "-q"]).check()
     return db
 
@@ -57,7 +55,7 @@ def bench_readers(db: Path, work: Path, *, input_bytes: int | None = None, readm
     tiny_db = tiny_db or make_tiny_store(work)
     rounds = []
     for _ in range(max(1, repeat)):
-        scan = measure.time_queries(db, [SCAN_SQL], cwd=work)[0]
+        scan = measure.time_queries(db, [SCAN_SQL])[0]
         diag = measure.run([exe, "diagnose", "--db", str(db)]).check()
         tui_s, tui_screen = tui_first_screen(db, work)
         tiny_s, _ = tui_first_screen(tiny_db, work)
@@ -66,19 +64,21 @@ def bench_readers(db: Path, work: Path, *, input_bytes: int | None = None, readm
     scan, diag = best["scan"], best["diag"]
     best_tui = min(rounds, key=lambda r: r["tui_s"])
     tui_s, tui_screen, tiny_s = best_tui["tui_s"], best_tui["tui_screen"], best_tui["tiny_s"]
+    store_bytes = bench_ingest.dir_bytes(db)
     queries, export_dir = measure.readme_queries(readme)
+    # The README's queries as `cd STORE && duckdb ranktrace.duckdb` runs them: in the store's
+    # directory, where the README's export (ds/) is written too.
     export = None
     if export_dir:
-        export = measure.run([exe, "export", "parquet", "--db", str(db), "--overwrite", export_dir], cwd=work).check()
-    timed = measure.time_queries(db, [q for _, q in queries], cwd=work)
-    floor = measure.run([exe, "sql", "SELECT 1", "--db", str(db)], cwd=work).check()
+        export = measure.run([exe, "export", "parquet", "--db", ".", "--overwrite", export_dir], cwd=db).check()
+    timed = measure.time_queries(db, [q for _, q in queries])
+    floor = measure.run([exe, "sql", "SELECT 1", "--db", str(db)], cwd=db).check()
     qres = []
     for (name, sql), t in zip(queries, timed):
         files = ["--allow-files"] if "read_" in sql else []   # the Parquet query reads the export
-        cli = measure.run([exe, "sql", sql, "--db", str(db), *files], cwd=work).check()
+        cli = measure.run([exe, "sql", sql, "--db", ".", *files], cwd=db).check()
         qres.append({"name": name, "sql": sql, "s": t["s"], "rows": t["rows"], "first_row": t["first"],
                      "cli_s": cli.wall_s, "vs_scan": t["s"] / scan["s"], "cli_vs_cli_floor": cli.wall_s / floor.wall_s})
-    store_bytes = bench_ingest.dir_bytes(db.parent)
     verdict = next((ln for ln in diag.stdout.splitlines() if ln.startswith("VERDICT")), diag.stdout[:200])
     res = {
         "store": {"path": str(db), "bytes": store_bytes, "input_bytes": input_bytes,

@@ -243,9 +243,10 @@ print(json.dumps(res))
 """
 
 
-def time_queries(db: Path, queries: list[str], cwd: Path) -> list[dict]:
-    """Each query on a fresh read-only DuckDB connection to db (as `duckdb
-    inc.duckdb` would: nothing else set), in one child process, timed from
-    connect to the last row fetched."""
-    r = run([sys.executable, "-c", _TIME_QUERIES, str(db), json.dumps(queries)], cwd=cwd).check()
+def time_queries(store: Path, queries: list[str]) -> list[dict]:
+    """Each query on a fresh read-only DuckDB connection to the store's
+    DuckDB file in the store's directory (as `cd STORE && duckdb
+    ranktrace.duckdb` would: nothing else set), in one child process, timed
+    from connect to the last row fetched."""
+    r = run([sys.executable, "-c", _TIME_QUERIES, "ranktrace.duckdb", json.dumps(queries)], cwd=store).check()
     return json.loads(r.stdout)

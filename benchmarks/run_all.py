@@ -85,7 +85,7 @@ def run(sizes: list[float], store_mb: float, work: Path, keep: bool, seed: int) 
         if mb in sizes:
             report["ingest"].append(res)
         if mb == store_mb:
-            reader_store = (store_dir / "inc.duckdb", res["corpus"]["bytes"])
+            reader_store = (store_dir, res["corpus"]["bytes"])
         elif not keep:
             shutil.rmtree(store_dir, ignore_errors=True)
         if not keep:

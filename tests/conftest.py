@@ -12,6 +12,7 @@ from ranktrace.formats import load_catalog
 from ranktrace.ingest.pipeline import ingest
 
 from rt_testlib import REPO, SHAPES, write  # noqa: F401  (re-exported for fixtures)
+from ranktrace.store import connect as store_connect
 
 
 @pytest.fixture(scope="session")
@@ -29,7 +30,7 @@ def ingest_to(tmp_path, catalog):
     def run(paths, db=None, **kw):
         db = db or str(tmp_path / "store.duckdb")
         summary = ingest([str(p) for p in paths], db, catalog, **kw)
-        con = duckdb.connect(db, read_only=True)
+        con = store_connect(db)
         cons.append(con)
         return summary, con
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from ranktrace.store import connect as store_connect
 
 REPO = Path(__file__).resolve().parent.parent
 SHAPES = Path(os.environ.get("RANKTRACE_SHAPES", REPO.parent / "shared" / "real_log_shapes"))
@@ -31,7 +32,7 @@ def split_by_host(bundle: Path, db: str, out: Path, groups: list[list[str]]) -> 
     import shutil
 
     import duckdb
-    con = duckdb.connect(db, read_only=True)
+    con = store_connect(db)
     host_of = dict(con.execute("SELECT path, host FROM files").fetchall())
     con.close()
     group_of = {h: i for i, g in enumerate(groups) for h in g}
@@ -45,30 +46,47 @@ def split_by_host(bundle: Path, db: str, out: Path, groups: list[list[str]]) -> 
 
 
 def store_differences(a_db: str, b_db: str, ignored: dict[str, set[str]]) -> dict[str, tuple[int, int, int, int]]:
-    """The tables of two stores that differ: (rows in a, rows in b, a EXCEPT
-    ALL b, b EXCEPT ALL a), leaving out the `ignored` columns of a table; a
-    table in one store only is (-1, -1, -1, -1). Empty: the stores are equal."""
-    import duckdb
-    con = duckdb.connect()
-    con.execute("SET TimeZone = 'UTC'")
-    con.execute("SET enable_progress_bar = false")
-    con.execute(f"ATTACH '{a_db}' AS a (READ_ONLY)")
-    con.execute(f"ATTACH '{b_db}' AS b (READ_ONLY)")
+    """The tables and views of two stores that differ: (rows in a, rows in
+    b, a EXCEPT ALL b, b EXCEPT ALL a), leaving out the `ignored` columns of a
+    table (and table lines_files: where each store keeps its lines files); a
+    table in one store only is (-1, -1, -1, -1). Empty: the stores are equal.
+    Each store's relations are first copied out through a connection of its
+    own (its views read its own lines files, by paths relative to it: two
+    stores cannot be attached to one connection)."""
+    import tempfile
 
-    def tables(s):
-        return {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables "
-                                          "WHERE table_catalog = ? AND table_schema = 'main'", [s]).fetchall()}
-    ta, tb = tables("a"), tables("b")
-    out = {t: (-1, -1, -1, -1) for t in ta ^ tb}
-    for t in sorted(ta & tb):
-        cols = [r[0] for r in con.execute(
-            "SELECT column_name FROM information_schema.columns WHERE table_catalog = 'a' AND table_name = ? "
-            "ORDER BY ordinal_position", [t]).fetchall() if r[0] not in ignored.get(t, ())]
-        sel = ", ".join(f'"{c}"' for c in cols)
-        n = [con.execute(f'SELECT count(*) FROM {s}."{t}"').fetchone()[0] for s in ("a", "b")]
-        d = [con.execute(f'SELECT count(*) FROM (SELECT {sel} FROM {x}."{t}" EXCEPT ALL SELECT {sel} FROM {y}."{t}")'
-                         ).fetchone()[0] for x, y in (("a", "b"), ("b", "a"))]
-        if n[0] != n[1] or any(d):
-            out[t] = (*n, *d)
-    con.close()
+    import duckdb
+    with tempfile.TemporaryDirectory(prefix="rt-store-diff-") as tmp:
+        rels = [_dump_relations(db, Path(tmp) / s) for s, db in (("a", a_db), ("b", b_db))]
+        con = duckdb.connect()
+        con.execute("SET TimeZone = 'UTC'")
+        con.execute("SET enable_progress_bar = false")
+        ta, tb = set(rels[0]), set(rels[1])
+        out = {t: (-1, -1, -1, -1) for t in ta ^ tb}
+        for t in sorted(ta & tb):
+            cols = [c for c in rels[0][t] if c not in ignored.get(t, ())]
+            sel = ", ".join(f'"{c}"' for c in cols)
+            src = {s: f"read_parquet('{tmp}/{s}/{t}.parquet')" for s in ("a", "b")}
+            n = [con.execute(f"SELECT count(*) FROM {src[s]}").fetchone()[0] for s in ("a", "b")]
+            d = [con.execute(f"SELECT count(*) FROM (SELECT {sel} FROM {src[x]} EXCEPT ALL SELECT {sel} FROM {src[y]})"
+                             ).fetchone()[0] for x, y in (("a", "b"), ("b", "a"))]
+            if n[0] != n[1] or any(d):
+                out[t] = (*n, *d)
+        con.close()
     return out
+
+
+def _dump_relations(db: str, out: Path) -> dict[str, list[str]]:
+    """Every table and view of store `db` (but lines_files) as out/<name>.parquet; their columns."""
+    out.mkdir(parents=True)
+    con = store_connect(db)
+    con.execute("SET enable_progress_bar = false")
+    cols: dict[str, list[str]] = {}
+    for (t,) in con.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' "
+                            "AND table_name <> 'lines_files' ORDER BY 1").fetchall():
+        cols[t] = [r[0] for r in con.execute("SELECT column_name FROM information_schema.columns "
+                                             "WHERE table_schema = 'main' AND table_name = ? ORDER BY ordinal_position",
+                                             [t]).fetchall()]
+        con.execute(f"COPY (SELECT * FROM \"{t}\") TO '{out}/{t}.parquet' (FORMAT parquet)")
+    con.close()
+    return cols

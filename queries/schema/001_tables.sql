@@ -59,31 +59,28 @@ CREATE TABLE IF NOT EXISTS event_classes (
     role        VARCHAR NOT NULL     -- cause|symptom|lifecycle|info
 );
 
--- A line's own columns. Its message is not stored again: it is a span of
--- raw, substr(raw, message_at, message_len), which view event_rows
--- (002_views.sql) gives back as column `message` (a store of schema 4 keeps
--- its lines' messages as text, in `message`). Storing the message's text cost
--- a third of DuckDB's insert; readers cut it only on the lines their marks
--- let through (has_mark, ranktrace/marks.py), which costs them nothing measurable.
-CREATE TABLE IF NOT EXISTS event_lines (
-    -- No PRIMARY KEY: its index doubles the cost of every insert, and the id
-    -- is unique by construction (file_id is unique in files, line in a file).
-    event_id    BIGINT NOT NULL,     -- file_id << 32 | line: stable across stores
-    file_id     BIGINT NOT NULL,
-    line        BIGINT NOT NULL,     -- 1-based first line
-    end_line    BIGINT NOT NULL,     -- last line (= line for one-line events)
-    byte_offset BIGINT,
-    ts          TIMESTAMP,           -- UTC
-    ts_text     VARCHAR,             -- the time as written in the log (kept when implausible: ts_kind interpolated)
-    rank        INTEGER,
-    local_rank  INTEGER,
-    task        INTEGER,             -- the srun task (srun --label N:); under torchrun a node's agent
-    pid         BIGINT,
-    tid         BIGINT,
-    message_at  INTEGER,             -- where the message starts in raw (1-based, characters)
-    message_len INTEGER,             -- its length in characters
-    message     VARCHAR,             -- NULL but in lines of schema 4 stores (their message's text)
-    raw         VARCHAR NOT NULL,    -- the original line or block
-    marks       INTEGER,             -- prefilter bits (parsers/marks.toml): which text tests the line may pass; NULL: unknown (may pass all)
-    class_id    BIGINT NOT NULL      -- its row of event_classes
+-- A line's own columns are view `event_lines` (made by ranktrace.store over the Parquet files
+-- of the store's parts, which the engine's parser threads wrote: storing a DuckDB row per line
+-- was the largest cost of ingest). Its columns, in order:
+--   event_id    BIGINT     file_id << 32 | line: stable across stores
+--   file_id     BIGINT
+--   line        BIGINT     1-based first line
+--   end_line    BIGINT     last line (= line for one-line events)
+--   byte_offset BIGINT
+--   ts          TIMESTAMP  UTC (a year-less time in the year the store inferred)
+--   ts_text     VARCHAR    the time as written in the log (kept when implausible: ts_kind interpolated)
+--   rank, local_rank, task INTEGER (task: the srun task of `srun --label N:`); pid, tid BIGINT
+--   message_at, message_len INTEGER  where the message is in raw (1-based, characters): view
+--               event_rows cuts it, substr(raw, message_at, message_len)
+--   raw         VARCHAR    the original line or block
+--   marks       INTEGER    prefilter bits (parsers/marks.toml): which text tests the line may pass
+--   year_placeholder BOOLEAN  its time had no year (or came from a line without one): ts is in
+--               the year ranktrace inferred for the store
+--   class_id    BIGINT     its row of event_classes
+-- The lines files the view reads, relative to the store's directory, in order.
+CREATE TABLE IF NOT EXISTS lines_files (
+    path        VARCHAR PRIMARY KEY,  -- parts/<part>/event_lines-N.parquet
+    part        VARCHAR NOT NULL,     -- the part it came with
+    lines       BIGINT NOT NULL,      -- its rows
+    seq         BIGINT NOT NULL       -- its place in the view
 );

@@ -13,17 +13,17 @@ from . import __version__
 
 # store.DEFAULT_DB (tests/unit/test_cli_startup.py): not imported from there, as
 # the store module imports duckdb, which `formats` and --help do without.
-DEFAULT_DB = "ranktrace.duckdb"
+DEFAULT_DB = "ranktrace.store"
 
 EPILOG = """\
 examples:
   ranktrace demo                              a bundled incident, end to end
-  ranktrace ingest incident.tar.gz --db inc.duckdb
-  ranktrace diagnose --db inc.duckdb
-  ranktrace sql "SELECT rank, max(ats) FROM events_aligned GROUP BY rank" --db inc.duckdb
+  ranktrace ingest incident.tar.gz --db inc
+  ranktrace diagnose --db inc
+  ranktrace sql "SELECT rank, max(ats) FROM events_aligned GROUP BY rank" --db inc
   ranktrace formats explain "[rank3]:[E1108 10:52:31.5 ProcessGroupNCCL.cpp:616] ..."
 
-The store is a plain DuckDB file: `duckdb inc.duckdb` works too (schema in README).
+A store is a directory: `cd inc && duckdb ranktrace.duckdb` works too (schema in README).
 """
 
 
@@ -255,10 +255,10 @@ def _check_file(cat, path: str) -> int:
     import tempfile
     from .ingest.pipeline import ingest
     with tempfile.TemporaryDirectory() as td:
-        db = os.path.join(td, "check.duckdb")
+        db = os.path.join(td, "check.store")
         s = ingest([path], db, cat, warn=_err)
-        import duckdb
-        con = duckdb.connect(db, read_only=True)
+        from .store import connect
+        con = connect(db)
         rows = con.execute("SELECT format, count(*) FROM events GROUP BY 1 ORDER BY 2 DESC").fetchall()
         raw = con.execute("SELECT file, line, raw FROM events WHERE format = 'raw' ORDER BY file, line LIMIT 20"
                           ).fetchall()
@@ -304,7 +304,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="files parsed at once (default: the number of cores, at most 4)")
     sp.add_argument("-q", "--quiet", action="store_true", help="no progress, no summary")
     sp.add_argument("--part", metavar="DIR", help="write a part (Parquet, one directory per part) into DIR "
-                    "instead of a store; `ranktrace merge DIR --db FILE` merges parts")
+                    "instead of a store; `ranktrace merge DIR --db STORE` merges parts")
     sp.set_defaults(func=cmd_ingest)
 
     sp = sub.add_parser("sql", help="run a read-only SQL query on the store",

@@ -1,19 +1,29 @@
 """merge: parts (ingest/parts.py) into a store, without parsing again.
 
-All parts go in with one transaction (a killed merge leaves the store as it
-was) and one INSERT per table, DuckDB reading the parts' Parquet files
-straight into the tables: no row passes through Python. A file the store has already (same sha256 and
+A part's lines stay the Parquet files the engine wrote: merge places them in
+the store's directory (STORE/parts/<part>/: a hard link, or a copy from
+another file system; nothing to do for the part an ingest wrote there) and
+registers them under view event_lines. Its other tables (files, classes,
+facts: a few rows per thousand lines) go into the store's DuckDB tables. All
+parts go in with one transaction (a killed merge leaves the store as it was;
+files placed for it are unregistered, and removed) and one INSERT per table,
+DuckDB reading the parts' Parquet files straight into the tables: no row
+passes through Python. A file the store has already (same sha256 and
 the same path or source, as ingest decides) adds nothing, so merging twice,
 or merging parts that share a file (a job's output on a shared file system,
 ingested on every node), stores each file once: the first part in name
 order keeps it. A file id taken already moves to the next free one, as
-ingest does, and its events' ids with it. The merge ends as ingest does:
-year-less times get their year, the summaries are rebuilt.
+ingest does, and its events' ids with it: those two, rare, are the only
+cases where a part's lines are written again (DuckDB copies them without the
+duplicate files, with the new ids). The merge ends as ingest does: year-less
+times get their year, the summaries are rebuilt.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +52,10 @@ class Part:
 
     def table(self, table: str) -> Path:
         return self.path / self.manifest["tables"][table]
+
+    def lines(self) -> dict[str, Path]:
+        """The part's lines files, by name (event_lines-N)."""
+        return {k: self.path / f for k, f in sorted((self.manifest.get("lines") or {}).items())}
 
 
 @dataclass
@@ -103,11 +117,12 @@ def check_part(part: Part, cat: Catalog, fingerprint: str | None = None) -> None
                         f"than this merge's ({fingerprint}): merge with the same --formats directories and "
                         f"parsers/ as the ingest, or {redo}")
     tables = m.get("tables") or {}
-    missing = [t for t in ("files", *store.EVENT_TABLES, *cat.fact_tables) if t not in tables]
+    missing = [t for t in ("files", "event_classes", *cat.fact_tables) if t not in tables]
     if missing:
         raise PartError(f"{part.path}: the manifest lists no file for {missing}: the part is damaged; {redo}")
+    lines = part.lines()
     for t, n in sorted((m.get("counts") or {}).items()):
-        f = part.table(t)
+        f = lines[t] if t in lines else part.table(t)
         try:
             have = pq.ParquetFile(f).metadata.num_rows
         except (OSError, ValueError) as exc:
@@ -127,15 +142,21 @@ def merge(dirs: list[str], db: str, cat: Catalog) -> MergeSummary:
     con = store.open_store(db, cat)
     try:
         con.execute(f"SET memory_limit = '{MERGE_DUCKDB_MEMORY}'")
-        con.execute("SET preserve_insertion_order = false")
-        con.execute("SET enable_progress_bar = false")
-        _merge_parts(con, parts, cat, out)
-        out.reference_year = store.infer_years(con)
-        store.refresh_summaries(con)
+        merge_into(con, parts, cat, out)
     finally:
         con.close()
     out.seconds = time.perf_counter() - t0
     return out
+
+
+def merge_into(con, parts: list[Part], cat: Catalog, out: MergeSummary) -> None:
+    """Parts (checked) into the store of `con`, then year inference and the
+    summaries: what `merge` and `ingest` end with."""
+    con.execute("SET preserve_insertion_order = false")
+    con.execute("SET enable_progress_bar = false")
+    _merge_parts(con, parts, cat, out)
+    out.reference_year = store.infer_years(con)
+    store.refresh_summaries(con)
 
 
 def _claim(part: int, rows: list[tuple], keys: set, ids: set) -> tuple[list[tuple[int, int, int]], int]:
@@ -164,6 +185,7 @@ def _merge_parts(con, parts: list[Part], cat: Catalog, out: MergeSummary) -> Non
         keys |= {(sha, path), (sha, source)}
         ids.add(fid)
     mapping: list[tuple[int, int, int]] = []
+    whole: set[int] = set()     # parts whose files all go in under their own ids: lines kept as they are
     for i, part in enumerate(parts):
         rows = con.execute(f"SELECT file_id, sha256, path, source FROM read_parquet({sql_str(part.table('files'))})"
                            ).fetchall()
@@ -172,29 +194,29 @@ def _merge_parts(con, parts: list[Part], cat: Catalog, out: MergeSummary) -> Non
         mapping += m
         if m:
             out.parts.append(part.name)
+        if not dups and all(old == new for _, old, new in m):
+            whole.add(i)
     if not mapping:
         return
     used = sorted({i for i, _, _ in mapping})
+    con.execute("CREATE OR REPLACE TEMP TABLE _part_ids (part INTEGER, old BIGINT, new BIGINT, "
+                "PRIMARY KEY (part, old))")
+    con.executemany("INSERT INTO _part_ids VALUES (?, ?, ?)", mapping)
+    placed = _place_lines(con, parts, used, whole)
     con.begin()
     try:
-        con.execute("CREATE OR REPLACE TEMP TABLE _part_ids (part INTEGER, old BIGINT, new BIGINT, "
-                    "PRIMARY KEY (part, old))")
-        con.executemany("INSERT INTO _part_ids VALUES (?, ?, ?)", mapping)
-        for table in ("files", *store.EVENT_TABLES, *sorted(cat.fact_tables)):
+        for table in ("files", "event_classes", *sorted(cat.fact_tables)):
             # Which part a row comes from: its file's name, read_parquet(filename = true).
             names = ", ".join(f"({i}, {sql_str(parts[i].table(table))})" for i in used)
             files = ", ".join(sql_str(parts[i].table(table)) for i in used)
-            # ids that hold the file id (file_id << 32 | n) move with it
-            moved = {"files": [], "event_classes": ["class_id"], "event_lines": ["event_id", "class_id"]}.get(
-                table, ["event_id"])
-            ids = "".join(f", (m.new << 32) | (t.{c} & 4294967295) AS {c}" for c in moved)
             n = con.execute(
-                f'INSERT INTO "{table}" BY NAME SELECT t.* EXCLUDE (filename) REPLACE (m.new AS file_id{ids}) '
+                f'INSERT INTO "{table}" BY NAME SELECT t.* EXCLUDE (filename) REPLACE ({_moved(table)}) '
                 f"FROM read_parquet([{files}], filename = true) t "
                 f"JOIN (VALUES {names}) p(part, name) ON t.filename = p.name "
                 f"JOIN _part_ids m ON m.part = p.part AND m.old = t.file_id").fetchone()[0]
-            if table == "event_lines":
-                out.events += n
+        for name, lines in placed:
+            store.register_lines(con, name, lines)
+            out.events += sum(n for _, n in lines)
         for i in used:
             fallback = parts[i].manifest.get("fallback_time")
             if fallback:
@@ -203,7 +225,69 @@ def _merge_parts(con, parts: list[Part], cat: Catalog, out: MergeSummary) -> Non
         con.execute("DROP TABLE _part_ids")
     except BaseException:
         con.rollback()
+        for name, _ in placed:
+            if not any(parts[i].path.resolve() == (store.store_dir_of(con) / store.PARTS / name).resolve()
+                       for i in used):
+                shutil.rmtree(store.store_dir_of(con) / store.PARTS / name, ignore_errors=True)
+        store.make_lines_view(con)
         raise
     con.commit()
     out.files = len(mapping)
     out.renumbered = sum(1 for _, old, new in mapping if old != new)
+
+
+def _moved(table: str) -> str:
+    """The REPLACE list that moves a row of `table` to its file's new id (ids
+    that hold the file id, file_id << 32 | n, move with it)."""
+    moved = {"files": [], "event_classes": ["class_id"], "event_lines": ["event_id", "class_id"]}.get(
+        table, ["event_id"])
+    return "m.new AS file_id" + "".join(f", (m.new << 32) | (t.{c} & 4294967295) AS {c}" for c in moved)
+
+
+def _place_lines(con, parts: list[Part], used: list[int], whole: set[int]) -> list[tuple[str, list[tuple[str, int]]]]:
+    """The lines files of the parts `used`, in the store's directory (its
+    parts/<part name>/): where they are already (the part an ingest wrote
+    there), hard-linked or copied, or (a part with files the store has, or
+    whose ids were taken) written again by DuckDB without those files and
+    with the new ids. (part name, [(path relative to the store, lines)])."""
+    root = store.store_dir_of(con)
+    placed = []
+    for i in used:
+        part = parts[i]
+        dest = root / store.PARTS / part.name
+        here = dest.exists() and part.path.resolve() == dest.resolve()
+        if not here:
+            if dest.exists():
+                shutil.rmtree(dest)   # left by a merge that failed (its lines were never registered)
+            dest.mkdir(parents=True)
+        lines = []
+        for name, src in part.lines().items():
+            target = dest / src.name
+            if i in whole:
+                if not here:
+                    _link_or_copy(src, target)
+                n = part.manifest["counts"][name]
+            else:
+                tmp = target.with_suffix(".tmp")
+                con.execute(f"COPY (SELECT t.* EXCLUDE (filename) REPLACE ({_moved('event_lines')}) "
+                            f"FROM read_parquet({sql_str(src)}, filename = true) t "
+                            f"JOIN _part_ids m ON m.part = {i} AND m.old = t.file_id ORDER BY t.event_id) "
+                            f"TO {sql_str(tmp)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 122880)")
+                n = con.execute(f"SELECT count(*) FROM read_parquet({sql_str(tmp)})").fetchone()[0]
+                os.replace(tmp, target)
+            if n:
+                lines.append((f"{store.PARTS}/{part.name}/{src.name}", n))
+        if not here:
+            for f in part.path.iterdir():   # the rest of the part: it stays a part inside the store
+                if f.is_file() and not f.name.startswith("event_lines-"):
+                    _link_or_copy(f, dest / f.name)
+        placed.append((part.name, lines))
+    return placed
+
+
+def _link_or_copy(src: Path, dst: Path) -> None:
+    """`src` at `dst`: a hard link (no bytes copied) where both are on one file system."""
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copyfile(src, dst)

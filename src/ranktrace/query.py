@@ -4,8 +4,9 @@ What user SQL may touch (`ranktrace sql` and the TUI's console): the store,
 read-only, and nothing else. Two locks, both needed:
 
 - DuckDB's own settings on the connection, then locked (`lock_configuration`):
-  the store opened `read_only`; `enable_external_access = false` (no file, no
-  URL, no ATTACH, COPY, EXPORT, INSTALL or LOAD, no persistent secret);
+  the store opened `read_only`; `enable_external_access = false` (no file but
+  the store's own lines files, its `allowed_directories`; no URL, no ATTACH,
+  COPY, EXPORT, INSTALL or LOAD, no persistent secret);
   extension auto-install and auto-load off. A locked setting cannot be SET,
   RESET or PRAGMA'd back.
 - Only reading statements run: SELECT (with SHOW, DESCRIBE, SUMMARIZE, FROM,
@@ -80,6 +81,17 @@ def lock_down(con: duckdb.DuckDBPyConnection, allow_files: bool = False) -> duck
     settings are global to the database instance and locked: every cursor of
     `con` inherits them."""
     try:
+        if not allow_files:
+            # the store's own lines files (view event_lines) stay readable: each part's directory, as
+            # the view names it (relative) and as DuckDB finds it (in the store). A relative
+            # directory is also allowed under the working directory: the part names (a content
+            # hash each) make that another store's part at most.
+            from .store import PARTS, store_dir_of
+            root = store_dir_of(con)
+            parts = [r[0] for r in con.execute("SELECT DISTINCT part FROM lines_files ORDER BY 1").fetchall()]
+            allowed = [d for p in parts for d in (f"{PARTS}/{p}/", f"{root / PARTS / p}/")]
+            if allowed:
+                con.execute("SET allowed_directories = $1", [allowed])
         con.execute(f"SET enable_external_access = {'true' if allow_files else 'false'}")
         con.execute("SET autoinstall_known_extensions = false")
         con.execute("SET autoload_known_extensions = false")

@@ -1,11 +1,24 @@
-"""store: the DuckDB file. The only writer of the store.
+"""store: a directory: its parts' lines as Parquet, and one DuckDB file.
 
-Each input file goes in with one transaction: a store interrupted mid-ingest
-opens with every file either complete or absent.
+STORE/ranktrace.duckdb holds the tables (files, event_classes, facts, kinds,
+summaries, meta), the views, and table `lines_files`: the Parquet files of
+lines (STORE/parts/<part>/event_lines-N.parquet, written by the engine's
+parser threads: ingest/parts.py) that view `event_lines` reads, by paths
+relative to STORE. DuckDB resolves a relative path against its
+`file_search_path` (every ranktrace connection sets it to STORE) or the
+working directory, so `cd STORE && duckdb ranktrace.duckdb` reads a store
+wherever it was moved, and ranktrace reads it from anywhere.
+
+Lines are written once, by the parser threads, and never rewritten: what is
+decided over the whole store after they are written (the year of year-less
+times) is applied by the view. Ingest and merge are the only writers; a part's
+tables and its place in `lines_files` go in with one transaction, so a store
+interrupted mid-ingest opens with every file either complete or absent.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from pathlib import Path
@@ -21,13 +34,20 @@ if TYPE_CHECKING:  # pyarrow and polars are imported where used: readers (tui, s
 
     from .formats import Catalog
 
-DEFAULT_DB = "ranktrace.duckdb"
+DEFAULT_DB = "ranktrace.store"
+DB_FILE = "ranktrace.duckdb"       # the store's DuckDB file, inside its directory
+PARTS = "parts"                    # the store's parts, inside its directory
 # The tables behind view `events` (queries/schema): readers read the view, never these as facts.
 EVENT_TABLES = ("event_lines", "event_classes")
 FACT_SQL_TYPES = {"str": "VARCHAR", "int": "BIGINT", "float": "DOUBLE"}
 # 3: events is a view over event_rows and event_classes; 4: event_rows.marks; 5: table event_lines
-# keeps the message as a span of raw, view event_rows gives it back
-SCHEMA_VERSION = "5"
+# keeps the message as a span of raw, view event_rows gives it back; 6: a store is a directory,
+# its lines Parquet files of its parts (view event_lines)
+SCHEMA_VERSION = "6"
+# DuckDB's memory for a reader (diagnose, report, tui, export, sql): beyond it, it spills to a
+# directory of its own (spill_dir). 1.9 GB of diagnose on a store of 150k long Xid lines was all
+# DuckDB's; the process stays under 1 GB with this.
+READER_MEMORY = "512MB"
 # Year-less times are parsed in this leap year by the engine (crates/engine/src/timefmt.rs)
 # and moved to the inferred year after ingest.
 PLACEHOLDER_YEAR = 2000
@@ -75,20 +95,83 @@ def store_error(path: str | Path, exc: BaseException) -> StoreError:
     return StoreError(f"{p}: cannot open the store: {msg}")
 
 
-def _connect(path: str | Path, read_only: bool) -> duckdb.DuckDBPyConnection:
+def locate(path: str | Path) -> tuple[Path, Path]:
+    """(the store's directory, its DuckDB file) of a --db PATH: the
+    directory, or its ranktrace.duckdb."""
     p = Path(path)
-    if p.is_dir():
-        raise StoreError(f"{p}: is a directory; give --db a file name, e.g. --db {p / DEFAULT_DB}")
-    if read_only and not p.exists():
-        raise StoreMissing(f"{p}: no such store; create it with `ranktrace ingest PATH --db {p}`")
-    parent = p.parent if str(p.parent) else Path(".")
-    if not read_only and not parent.is_dir():
-        raise StoreError(f"{p}: directory {parent} does not exist; create it (mkdir -p {parent}) or "
-                         "choose another --db")
+    if p.name == DB_FILE and not p.is_dir():
+        return (p.parent if str(p.parent) else Path(".")), p
+    return p, p / DB_FILE
+
+
+def spill_dir(store_dir: Path) -> str:
+    """A directory DuckDB may spill to, this process's own (created by DuckDB
+    when it spills, removed when it closes): inside the store when it is
+    writable, else in the machine's temp directory. One per process and store:
+    DuckDB refuses a second connection to a database file with another
+    configuration."""
+    import os
+    import tempfile
+    if os.access(store_dir, os.W_OK):
+        return str(store_dir.resolve() / f".spill-{os.getpid()}")
+    tag = hashlib.sha256(str(store_dir.resolve()).encode()).hexdigest()[:12]
+    return str(Path(tempfile.gettempdir()) / f"ranktrace-spill-{os.getpid()}-{tag}")
+
+
+def _single_file_store(p: Path) -> StoreError:
+    """What a --db that is a file, not a store's directory, is told."""
+    version = None
     try:
-        return duckdb.connect(str(p), read_only=read_only)
+        with duckdb.connect(str(p), read_only=True) as con:
+            version = stored_version(con)
+    except duckdb.Error:
+        pass
+    if version is None:
+        return StoreError(f"{p}: is a file, not a ranktrace store (a store is a directory, made by "
+                          f"`ranktrace ingest PATH --db DIR`); give --db a directory")
+    return StoreError(f"{p}: a store of an older ranktrace (store schema version {version}, one DuckDB file); "
+                      f"this one keeps a store as a directory (schema {SCHEMA_VERSION}) and does not read it: "
+                      f"rebuild it from the logs, e.g. `ranktrace ingest LOGS --db {p.with_suffix('')}.store`")
+
+
+def _connect(path: str | Path, read_only: bool) -> duckdb.DuckDBPyConnection:
+    if str(path) == ":memory:":   # a store of no lines (ingest --part claims its files in one)
+        return duckdb.connect(":memory:")
+    store_dir, db = locate(path)
+    if store_dir.is_file():
+        raise _single_file_store(store_dir)
+    if read_only and not db.exists():
+        raise StoreMissing(f"{store_dir}: no such store; create it with `ranktrace ingest PATH --db {store_dir}`")
+    if not read_only:
+        parent = store_dir.parent if str(store_dir.parent) else Path(".")
+        if not parent.is_dir():
+            raise StoreError(f"{store_dir}: directory {parent} does not exist; create it (mkdir -p {parent}) or "
+                             "choose another --db")
+        try:
+            (store_dir / PARTS).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"{store_dir}: cannot create the store's directory: {exc.strerror or exc}") from None
+    # Relative paths (the lines files of view event_lines) are the store's, wherever it was moved.
+    # The same configuration for every connection of the process to the store (DuckDB refuses
+    # another): a reader's memory limit, which a writer raises or lowers with SET.
+    config = {"file_search_path": str(store_dir.resolve()), "memory_limit": READER_MEMORY,
+              "temp_directory": spill_dir(store_dir)}
+    try:
+        return duckdb.connect(str(db), read_only=read_only, config=config)
     except duckdb.Error as exc:
-        raise store_error(p, exc) from None
+        raise store_error(db, exc) from None
+
+
+def connect(path: str | Path, read_only: bool = True) -> duckdb.DuckDBPyConnection:
+    """A plain connection to a store's DuckDB file, with its search path (and,
+    read-only, a reader's memory limit): for tests and tools that open a
+    store without ranktrace's checks."""
+    return _connect(path, read_only)
+
+
+def store_dir_of(con: duckdb.DuckDBPyConnection) -> Path:
+    """The directory of the store `con` is connected to."""
+    return Path(con.execute("SELECT current_setting('file_search_path')").fetchone()[0].split(",")[0])
 
 
 def open_store(path: str | Path, cat: Catalog | None = None) -> duckdb.DuckDBPyConnection:
@@ -99,7 +182,7 @@ def open_store(path: str | Path, cat: Catalog | None = None) -> duckdb.DuckDBPyC
         con.close()
         raise
     con.execute("SET TimeZone = 'UTC'")
-    init_schema(con, cat)  # an older store is brought up to this version here
+    init_schema(con, cat)
     from . import marks
     marks.stamp(con)       # (a writer adds lines marked by this version)
     return con
@@ -136,16 +219,16 @@ def check_version(con: duckdb.DuckDBPyConnection, path: str | Path, *, writing: 
         raise StoreError(f"{path}: written by a newer ranktrace (store schema version {n}); ranktrace "
                          f"{__version__} reads schema versions up to {ours}: upgrade ranktrace to read it "
                          "(the store was left as it was)")
-    if n < ours and not writing:
+    if n < ours:
         raise StoreError(f"{path}: written by an older ranktrace (store schema version {n}; this one reads "
-                         f"version {ours}); bring it up to date by ingesting into it once more, e.g. "
-                         f"`ranktrace ingest LOGS --db {path}` (files already in it are skipped)")
+                         f"version {ours}, whose lines are Parquet parts); rebuild it from the logs into a new "
+                         f"store, e.g. `ranktrace ingest LOGS --db NEW.store` (the store was left as it was)")
 
 
 def open_readonly(path: str | Path) -> duckdb.DuckDBPyConnection:
     """A read-only connection to a ranktrace store; StoreError (with what to do)
     when it is missing, not a DuckDB file, not a store, or locked by a writer."""
-    p = Path(path)
+    p = locate(path)[0]
     con = _connect(p, read_only=True)
     try:
         # (a connection of this process may have locked the configuration, UTC already set: query.lock_down)
@@ -181,20 +264,10 @@ def init_schema(con: duckdb.DuckDBPyConnection, cat: Catalog | None) -> None:
 def _init_schema(con: duckdb.DuckDBPyConnection, cat: Catalog | None) -> None:
     con.execute("CREATE TABLE IF NOT EXISTS kinds (kind VARCHAR PRIMARY KEY, role VARCHAR, "
                 "severity VARCHAR, failure VARCHAR, description VARCHAR)")
-    # Schema 2 kept one wide row per event in table `events`; it becomes rows and classes.
-    wide = con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'events' "
-                       "AND schema_name = 'main' AND NOT temporary").fetchone()[0]
-    if wide:
-        con.execute("DROP VIEW IF EXISTS events_classified")
-        con.execute("ALTER TABLE events RENAME TO events_schema2")
-    _lines_table(con)
     for f in schema_files():
         if f.name == "002_views.sql":
-            _add_marks(con)   # (the views read it)
+            make_lines_view(con)   # (the views read it)
         con.execute(f.read_text())
-    if wide:
-        insert_events(con, "events_schema2")
-        con.execute("DROP TABLE events_schema2")
     con.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", [SCHEMA_VERSION])
     if cat is None:
         return
@@ -220,28 +293,135 @@ def _init_schema(con: duckdb.DuckDBPyConnection, cat: Catalog | None) -> None:
                 con.execute(f'ALTER TABLE "{table}" ADD COLUMN "{c}" {FACT_SQL_TYPES[t]}')
 
 
-def _lines_table(con: duckdb.DuckDBPyConnection) -> None:
-    """A store of schema 3 or 4 keeps its lines in table event_rows, each
-    with its message's text: the table becomes event_lines (with the
-    message's place in raw, NULL on those lines: their text stays), and
-    event_rows the view over it (002_views.sql)."""
-    old = con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'event_rows' "
-                      "AND schema_name = 'main' AND NOT temporary").fetchone()[0]
-    if old:
-        con.execute("DROP VIEW IF EXISTS events_classified")
-        con.execute("DROP VIEW IF EXISTS events")
-        con.execute("ALTER TABLE event_rows RENAME TO event_lines")
-        con.execute("ALTER TABLE event_lines ADD COLUMN message_at INTEGER")
-        con.execute("ALTER TABLE event_lines ADD COLUMN message_len INTEGER")
+# The columns of a lines file (crates/engine/src/out.rs event_schema) and their types as
+# DuckDB reads them; view event_lines gives the store's types (rank, local_rank and task
+# are INTEGER there, as in `files`).
+LINE_COLUMNS = (
+    ("event_id", "BIGINT"), ("file_id", "BIGINT"), ("line", "BIGINT"), ("end_line", "BIGINT"),
+    ("byte_offset", "BIGINT"), ("ts", "TIMESTAMP"), ("ts_text", "VARCHAR"), ("rank", "BIGINT"),
+    ("local_rank", "BIGINT"), ("task", "BIGINT"), ("pid", "BIGINT"), ("tid", "BIGINT"),
+    ("message_at", "INTEGER"), ("message_len", "INTEGER"), ("raw", "VARCHAR"), ("marks", "INTEGER"),
+    ("year_placeholder", "BOOLEAN"), ("class_id", "BIGINT"))
+_NARROW = {"rank": "INTEGER", "local_rank": "INTEGER", "task": "INTEGER"}
 
 
-def _add_marks(con: duckdb.DuckDBPyConnection) -> None:
-    """A store of schema 3 gets column event_lines.marks, NULL on its lines:
-    unknown, so every text test is run on them (marks.py)."""
-    has = con.execute("SELECT count(*) FROM duckdb_columns() WHERE table_name = 'event_lines' "
-                      "AND column_name = 'marks' AND NOT internal AND schema_name = 'main'").fetchone()[0]
-    if not has:
-        con.execute("ALTER TABLE event_lines ADD COLUMN marks INTEGER")
+def _year_exact(ref: float) -> str:
+    """ts as the year inference places it (infer_years): a line waiting for its
+    year takes, of the reference's year and its neighbours, the one that lands
+    it nearest the reference time. (Per line: three calendar shifts and
+    distances, ~0.15 us a line each time a query reads ts; _year_ts cuts it.)"""
+    from datetime import datetime, timezone
+    y = datetime.fromtimestamp(ref, timezone.utc).year
+    cand = {d: f"(ts + to_years({y + d} - year(ts)))" for d in (-1, 0, 1)}
+    dist = {d: f"abs(epoch({c}) - {ref!r})" for d, c in cand.items()}
+    return (f"CASE WHEN {dist[0]} <= least({dist[-1]}, {dist[1]}) THEN {cand[0]} "
+            f"WHEN {dist[-1]} <= {dist[1]} THEN {cand[-1]} ELSE {cand[1]} END")
+
+
+# Year-less times are in the placeholder year, give or take a day of zone (--tz).
+_PLACEHOLDER_SPAN = ("1999-12-30", "2001-01-03")
+
+
+@functools.lru_cache(maxsize=8)
+def _year_segments(ref: float) -> list[tuple[int, int, int]]:
+    """The placeholder year cut into spans of time (microseconds since the
+    epoch, [lo, hi)) over which _year_exact moves a time by one constant
+    number of microseconds: (lo, hi, shift). The shift changes only where the
+    year chosen changes (two cuts, found by bisection on _year_exact itself)
+    and around a 29 February (a calendar shift of years clamps it)."""
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    exact = _year_exact(ref)
+
+    def shift(us: int) -> int:
+        return con.execute(f"SELECT epoch_us(e) - $t FROM (SELECT {exact} AS e FROM "
+                           f"(SELECT make_timestamp($t) AS ts))", {"t": us}).fetchone()[0]
+
+    lo, hi = (con.execute(f"SELECT epoch_us(TIMESTAMP '{d}')").fetchone()[0] for d in _PLACEHOLDER_SPAN)
+    day = 86_400_000_000
+    cuts = {lo, hi}
+    for y in (PLACEHOLDER_YEAR - 1, PLACEHOLDER_YEAR, PLACEHOLDER_YEAR + 1):
+        for md in ("01-01", "02-28", "02-29", "03-01", "03-02"):
+            got = con.execute(f"SELECT epoch_us(TRY_CAST('{y}-{md}' AS TIMESTAMP))").fetchone()[0]
+            if got is not None and lo < got < hi:
+                cuts.add(got)
+    # where the year chosen changes: the shift jumps by about a year
+    points = sorted(cuts)
+    for a, b in zip(points, points[1:]):
+        while abs(shift(b - 1) - shift(a)) > 2 * day:
+            x, z = a, b - 1            # shift(x) is a's, shift(z) is not: bisect to the first that is not
+            while z - x > 1:
+                m = (x + z) // 2
+                if abs(shift(m) - shift(a)) > 2 * day:
+                    z = m
+                else:
+                    x = m
+            cuts.add(z)
+            a = z
+    points = sorted(cuts)
+    segs: list[tuple[int, int, int]] = []
+    for a, b in zip(points, points[1:]):
+        s_a, s_b = shift(a), shift(b - 1)
+        if s_a != s_b:
+            continue                   # (not constant: the exact rule there)
+        if segs and segs[-1][1] == a and segs[-1][2] == s_a:
+            segs[-1] = (segs[-1][0], b, s_a)   # one span per shift: fewer tests a line
+        else:
+            segs.append((a, b, s_a))
+    con.close()
+    return segs
+
+
+def _year_ts(ref: float) -> str:
+    """ts of a line as the year inference places it: a constant shift per span
+    of the placeholder year (_year_segments; one comparison and an add a line),
+    the exact rule elsewhere."""
+    segs = _year_segments(ref)
+    # spans in order and contiguous but where the exact rule holds: one upper bound a span
+    whens = []
+    prev = None
+    for lo, hi, sh in segs:
+        if prev is not None and lo != prev:
+            whens.append(f"WHEN ts < make_timestamp({lo}) THEN {_year_exact(ref)}")
+        elif prev is None:
+            whens.append(f"WHEN ts < make_timestamp({lo}) THEN {_year_exact(ref)}")
+        whens.append(f"WHEN ts < make_timestamp({hi}) THEN ts + to_microseconds({sh})")
+        prev = hi
+    return (f"CASE WHEN NOT year_placeholder OR ts IS NULL THEN ts {' '.join(whens)} "
+            f"ELSE {_year_exact(ref)} END")
+
+
+def make_lines_view(con: duckdb.DuckDBPyConnection) -> None:
+    """View event_lines over the store's lines files (table lines_files), in
+    their order; year-less times moved to the store's inferred year (meta
+    'year_reference', set by infer_years)."""
+    files = [r[0] for r in con.execute("SELECT path FROM lines_files ORDER BY seq").fetchall()]
+    ref = meta_value(con, "year_reference")
+    cols = []
+    for c, t in LINE_COLUMNS:
+        e = _year_ts(float(ref)) if c == "ts" and ref is not None else c
+        cols.append(f"CAST({e} AS {_NARROW[c]}) AS {c}" if c in _NARROW else (e if e == c else f"{e} AS {c}"))
+    if files:
+        src = "read_parquet([" + ", ".join(sql_literal(f) for f in files) + "])"
+    else:
+        src = "(SELECT " + ", ".join(f"CAST(NULL AS {t}) AS {c}" for c, t in LINE_COLUMNS) + " LIMIT 0)"
+    con.execute(f"CREATE OR REPLACE VIEW event_lines AS SELECT {', '.join(cols)} FROM {src}")
+
+
+def sql_literal(value) -> str:
+    """A string as an SQL literal."""
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+def register_lines(con: duckdb.DuckDBPyConnection, part: str, paths: list[tuple[str, int]]) -> None:
+    """Lines files (relative to the store, with their row counts) of part
+    `part` into view event_lines (in the caller's transaction)."""
+    if not paths:
+        return
+    con.execute("INSERT INTO lines_files SELECT unnest($1), $2, unnest($3), "
+                "coalesce((SELECT max(seq) FROM lines_files), 0) + generate_subscripts($1, 1)",
+                [[p for p, _ in paths], part, [n for _, n in paths]])
+    make_lines_view(con)
 
 
 def file_id_for(sha256: str, path: str) -> int:
@@ -273,13 +453,13 @@ def table_columns(con: duckdb.DuckDBPyConnection, table: str) -> list[str]:
 
 def insert_events(con: duckdb.DuckDBPyConnection, source: str) -> None:
     """Events given whole, with the columns of view `events` (by name; one
-    missing is NULL), from relation `source`, into event_lines and
-    event_classes: what tests make by hand, and the events of a schema 2
-    store. A file's new classes are numbered after those it has, in the order
-    of their first line (the engine's order: crates/engine/src/classes.rs).
-    Ingest does not come here: the engine hands over rows and classes."""
+    missing is NULL), from relation `source`, into event_classes and a lines
+    file of a part of their own: what tests make by hand. A file's new classes
+    are numbered after those it has, in the order of their first line (the
+    engine's order: crates/engine/src/classes.rs). Ingest does not come here:
+    the engine writes lines files and hands over classes."""
+    import uuid
     cls = [c for c in table_columns(con, "event_classes") if c != "class_id"]   # what a class is
-    own = [c for c in table_columns(con, "event_rows") if c != "class_id"]   # message as text, not its place
     same = " AND ".join(f'w."{c}" IS NOT DISTINCT FROM c."{c}"' for c in cls)
     cols = ", ".join(f'"{c}"' for c in cls)
     con.execute("CREATE OR REPLACE TEMP TABLE _wide_events AS SELECT * FROM events LIMIT 0")
@@ -292,8 +472,23 @@ def insert_events(con: duckdb.DuckDBPyConnection, source: str) -> None:
                 + row_number() OVER (PARTITION BY file_id ORDER BY first_line, {cols})) AS class_id, {cols}
         FROM c LEFT JOIN had USING (file_id)""")
     con.execute("INSERT INTO event_classes BY NAME SELECT * FROM _new_classes")
-    con.execute(f"INSERT INTO event_lines BY NAME SELECT {', '.join(f'w.{c}' for c in own)}, c.class_id "
-                f"FROM _wide_events w JOIN _new_classes c ON {same}")
+    # the message's place in raw (a test may give a message that is not in its raw: then all of raw)
+    at = "instr(coalesce(w.raw, w.message), w.message)"
+    own = {"message_at": f"CASE WHEN {at} > 0 THEN {at} ELSE 1 END",
+           "message_len": f"CASE WHEN {at} > 0 THEN length(w.message) ELSE length(coalesce(w.raw, w.message)) END",
+           "year_placeholder": (f"w.ts IS NOT NULL AND (w.ts_kind = 'year_inferred' OR (w.ts_kind = 'interpolated' "
+                                f"AND year(w.ts) = {PLACEHOLDER_YEAR}))"),
+           "class_id": "c.class_id", "marks": "w.marks"}
+    sel = ", ".join(f"CAST({own.get(c, 'w.' + c)} AS {t}) AS {c}" for c, t in LINE_COLUMNS)
+    part = f"given-{uuid.uuid4().hex[:16]}"
+    rel = f"{PARTS}/{part}/event_lines-0.parquet"
+    out = store_dir_of(con) / rel
+    out.parent.mkdir(parents=True, exist_ok=True)
+    # (the message is all of raw here: raw is the message when a test gives no raw)
+    con.execute(f"COPY (SELECT {sel.replace('w.raw', 'coalesce(w.raw, w.message)')} FROM _wide_events w "
+                f"JOIN _new_classes c ON {same} ORDER BY w.event_id) TO {sql_literal(out)} (FORMAT parquet)")
+    n = con.execute("SELECT count(*) FROM _wide_events").fetchone()[0]
+    register_lines(con, part, [(rel, n)])
     con.execute("DROP TABLE _wide_events")
     con.execute("DROP TABLE _new_classes")
 
@@ -310,25 +505,30 @@ def insert_rows(con: duckdb.DuckDBPyConnection, table: str, rows: list[list]) ->
 def refresh_summaries(con: duckdb.DuckDBPyConnection) -> None:
     """Tables derived from events that readers want without a scan (lanes),
     and the clock offsets behind view events_aligned (queries/store/clock.sql)."""
+    from .correlate.clock import forget_line_sets, store_line_sets
     for f in sorted((data_dir("queries") / "store").glob("*.sql")):
         con.execute(f.read_text())
+    forget_line_sets(con)   # selected anew by the clock estimate and the attempts below, then kept
     clock = store_clock_offsets(con)
-    store_attempts(con, clock)
+    if store_attempts(con, clock):
+        store_line_sets(con)   # what diagnose's filters select: readers need not scan every line for them
 
 
-def store_attempts(con: duckdb.DuckDBPyConnection, clock: list[dict]) -> None:
+def store_attempts(con: duckdb.DuckDBPyConnection, clock: list[dict]) -> bool:
     """Tables attempts and attempt_spans (ranktrace.correlate.attempts), behind view events_aligned's
     `attempt`. Like the clock, a help for SQL users: a failure is said in meta 'attempts_error' and
-    never fails the ingest (one attempt is assumed)."""
+    never fails the ingest (one attempt is assumed). True when the attempts were found."""
     db = con.execute("SELECT current_database()").fetchone()[0].replace('"', '""')
     con.execute("DELETE FROM meta WHERE key = 'attempts_error'")
     try:
         from .correlate.attempts import store_attempts as store
         store(con, clock, db)
+        return True
     except Exception as exc:
         con.execute("INSERT INTO meta VALUES ('attempts_error', ?)", [f"{type(exc).__name__}: {exc}"])
         con.execute(f'DELETE FROM "{db}".main.attempts')
         con.execute(f'DELETE FROM "{db}".main.attempt_spans')
+        return False
 
 
 def store_clock_offsets(con: duckdb.DuckDBPyConnection) -> list[dict]:
@@ -356,34 +556,52 @@ def store_clock_offsets(con: duckdb.DuckDBPyConnection) -> list[dict]:
     return clock
 
 
+def median_epoch(con: duckdb.DuckDBPyConnection, values: str) -> float | None:
+    """median(e) over `values` (a SELECT of one DOUBLE column e), as DuckDB's median gives it, in
+    bounded memory: median() holds every value at once (128 MiB for the 15 M times of a 1.5 GB run,
+    past an ingest's DuckDB limit), so the values are counted per second first, and only the one or
+    two seconds that hold the middle values are read again."""
+    buckets = con.execute(f"SELECT floor(e) AS s, count(*) AS c FROM ({values}) GROUP BY 1 ORDER BY 1").fetchall()
+    n = sum(c for _, c in buckets)
+    if not n:
+        return None
+
+    def nth(k: int) -> float:   # the k-th value (0-based) in order
+        before = 0
+        for sec, c in buckets:
+            if k < before + c:
+                return con.execute(f"SELECT e FROM ({values}) WHERE floor(e) = ? ORDER BY e LIMIT 1 OFFSET ?",
+                                   [sec, k - before]).fetchone()[0]
+            before += c
+        raise AssertionError("rank past the values")
+
+    lo, hi = (n - 1) // 2, n // 2
+    a = nth(lo)
+    return a if hi == lo else a + (nth(hi) - a) * 0.5   # DuckDB's interpolation between the two middle values
+
+
 def infer_years(con: duckdb.DuckDBPyConnection) -> int | None:
-    """Move year-less times to the year that puts them nearest the bundle's
+    """Place year-less times in the year that puts them nearest the bundle's
     fully dated events. Returns the reference year used (None: nothing to do).
 
     The reference is the median of the exactly/locally dated events; each
     year-less time takes, of the reference year and its neighbours, the year
     that lands it closest to that median (a December glog line in a January
-    bundle goes to the year before)."""
-    n = con.execute("SELECT count(*) FROM events WHERE ts_kind = 'year_inferred'").fetchone()[0]
+    bundle goes to the year before). The lines files keep the placeholder
+    year: view event_lines moves them (make_lines_view), from meta
+    'year_reference'."""
+    con.execute("DELETE FROM meta WHERE key = 'year_reference'")
+    make_lines_view(con)
+    n = con.execute("SELECT count(*) FROM event_lines WHERE year_placeholder").fetchone()[0]
     if not n:
         return None
-    ref = con.execute("SELECT median(epoch(ts)) FROM events WHERE ts_kind IN ('exact','local','envelope') "
-                      "AND ts IS NOT NULL").fetchone()[0]
+    ref = median_epoch(con, "SELECT epoch(ts) AS e FROM events WHERE ts_kind IN ('exact','local','envelope') "
+                            "AND ts IS NOT NULL")
     if ref is None:
         ref = con.execute("SELECT epoch(CAST(value AS TIMESTAMP)) FROM meta WHERE key = 'fallback_time'").fetchone()
         ref = ref[0] if ref else None
     if ref is None:
         return None
-    cand = {d: f"ts + to_years(r.y + ({d}) - year(ts))" for d in (-1, 0, 1)}
-    dist = {d: f"abs(epoch({c}) - $ref)" for d, c in cand.items()}
-    con.execute(f"""
-        UPDATE event_lines SET ts = CASE
-            WHEN {dist[0]} <= least({dist[-1]}, {dist[1]}) THEN {cand[0]}
-            WHEN {dist[-1]} <= {dist[1]} THEN {cand[-1]}
-            ELSE {cand[1]} END
-        FROM (SELECT year(to_timestamp($ref)) AS y) r, event_classes c
-        WHERE c.class_id = event_lines.class_id AND ts IS NOT NULL AND (c.ts_kind = 'year_inferred'
-              -- lines that inherited a year-less time from the line before
-              OR (c.ts_kind = 'interpolated' AND year(ts) = {PLACEHOLDER_YEAR}))
-    """, {"ref": ref})
+    con.execute("INSERT INTO meta VALUES ('year_reference', ?)", [repr(float(ref))])
+    make_lines_view(con)
     return int(con.execute("SELECT year(to_timestamp(?))", [ref]).fetchone()[0])

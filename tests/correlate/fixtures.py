@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import atexit
 import datetime as dt
 import itertools
+import shutil
+import tempfile
 
 import duckdb
 
 from ranktrace.correlate.util import ensure_kind_catalog
 from ranktrace.store import init_schema, insert_events
+from ranktrace.store import connect as store_connect
 
 T0 = dt.datetime(2026, 3, 2, 3, 0, 0)
 ROLE = {"progress": "info", "python_exception": "cause", "host_oom": "cause", "gpu_oom": "cause",
@@ -35,8 +39,12 @@ def ev(t: float | None, message: str, *, kind=None, host=None, rank=None, local_
 
 
 def store(events: list[dict], facts: dict[str, list[dict]] | None = None,
-          path: str = ":memory:") -> duckdb.DuckDBPyConnection:
-    con = duckdb.connect(path)
+          path: str | None = None) -> duckdb.DuckDBPyConnection:
+    """A store of `events` at `path` (a store's directory; None: a temporary one)."""
+    if path is None:
+        path = tempfile.mkdtemp(prefix="rt-fixture-")
+        atexit.register(shutil.rmtree, path, True)
+    con = store_connect(path, read_only=False)
     con.execute("SET TimeZone = 'UTC'")
     init_schema(con, None)
     cols = [r[0] for r in con.execute("SELECT column_name FROM information_schema.columns "

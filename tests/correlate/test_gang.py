@@ -11,6 +11,7 @@ from ranktrace.correlate import diagnose
 from ranktrace.ingest.pipeline import ingest
 
 from .fixtures import ev, steps, store
+from ranktrace.store import connect as store_connect
 
 REPO = Path(__file__).resolve().parents[2]
 BUNDLE = REPO / "sample_logs" / "k8s_gang_partial_restart"
@@ -64,7 +65,7 @@ def test_sample_bundle(tmp_path, catalog, monkeypatch):
     files = sorted(str(p.relative_to(BUNDLE.parent)) for p in BUNDLE.rglob("*")
                    if p.is_file() and p.name not in ("README.md", "expected_verdict.json"))
     ingest(files, str(tmp_path / "g.duckdb"), catalog)
-    con = duckdb.connect(str(tmp_path / "g.duckdb"), read_only=True)
+    con = store_connect(str(tmp_path / "g.duckdb"))
     try:
         d = diagnose(con)
     finally:

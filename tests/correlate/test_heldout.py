@@ -13,6 +13,7 @@ import duckdb
 
 from ranktrace.correlate import diagnose
 from ranktrace.ingest.pipeline import ingest
+from ranktrace.store import connect as store_connect
 
 HERE = Path(__file__).resolve().parent / "heldout"
 CASES = json.loads((HERE / "heldout.json").read_text())
@@ -29,7 +30,7 @@ def score(case: dict, tmp_path: Path, catalog, monkeypatch) -> dict:
     monkeypatch.chdir(HERE)
     db = str(tmp_path / (case["file"] + ".duckdb"))
     ingest([case["file"]], db, catalog)
-    con = duckdb.connect(db, read_only=True)
+    con = store_connect(db)
     try:
         v = diagnose(con)["verdict"]
     finally:

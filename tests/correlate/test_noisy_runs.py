@@ -20,6 +20,7 @@ from ranktrace.correlate.detectors.base import Finding
 from ranktrace.ingest.pipeline import ingest
 
 from .fixtures import T0, ev, steps, store
+from ranktrace.store import connect as store_connect
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -42,7 +43,7 @@ def test_long_noisy_run_names_the_real_failure(kw, tmp_path, catalog, monkeypatc
     monkeypatch.chdir(tmp_path)
     db = str(tmp_path / "s.duckdb")
     ingest(files, db, catalog)
-    con = duckdb.connect(db, read_only=True)
+    con = store_connect(db)
     try:
         n_warn = con.execute("SELECT count(*) FROM events WHERE role IN ('cause', 'symptom') AND ts < ?",
                              [dt.datetime.fromisoformat(truth["time"].rstrip("Z"))]).fetchone()[0]
@@ -100,7 +101,7 @@ def test_without_progress_lines_the_cascade_decides(tmp_path, catalog, monkeypat
     monkeypatch.chdir(tmp_path)
     db = str(tmp_path / "s.duckdb")
     ingest(files, db, catalog)
-    con = duckdb.connect(db, read_only=True)
+    con = store_connect(db)
     try:
         assert con.execute("SELECT count(*) FROM events WHERE kind = 'progress'").fetchone()[0] == 0
         d = diagnose(con)

@@ -13,6 +13,7 @@ import pytest
 
 from ranktrace.correlate import diagnose
 from ranktrace.ingest.pipeline import ingest
+from ranktrace.store import connect as store_connect
 
 REPO = Path(__file__).resolve().parents[2]
 TRUTH_FILES = {"truth.json", "expected_verdict.json", "README.md"}
@@ -30,7 +31,7 @@ def _diagnose_bundle(bundle: Path, tmp_path, catalog, monkeypatch) -> dict:
     db = str(tmp_path / "s.duckdb")
     monkeypatch.chdir(bundle.parent)
     ingest(_files(bundle), db, catalog)
-    con = duckdb.connect(db, read_only=True)
+    con = store_connect(db)
     try:
         return diagnose(con)
     finally:
@@ -110,7 +111,7 @@ def test_bundle_clock_within_uncertainty(bundle, tmp_path, catalog, monkeypatch)
     db = str(tmp_path / "s.duckdb")
     monkeypatch.chdir(bundle.parent)
     ingest(_files(bundle), db, catalog)
-    con = duckdb.connect(db, read_only=True)
+    con = store_connect(db)
     try:
         clock = {c["host"]: c for c in diagnose(con)["clock"]}
     finally:

@@ -8,6 +8,7 @@ from ranktrace.correlate import diagnose
 
 from .fixtures import ev as _ev
 from .fixtures import steps, store
+from ranktrace.store import connect as store_connect
 
 REAL = Path(__file__).resolve().parents[1] / "formats" / "data" / "slurm" / "topology" / "scontrol_show_topology.txt"
 
@@ -72,7 +73,7 @@ def test_sample_bundle(tmp_path, catalog, monkeypatch):
     files = sorted(str(p.relative_to(bundle.parent)) for p in bundle.rglob("*")
                    if p.is_file() and p.name not in ("README.md", "expected_verdict.json", "truth.json"))
     ingest(files, str(tmp_path / "t.duckdb"), catalog)
-    con = duckdb.connect(str(tmp_path / "t.duckdb"), read_only=True)
+    con = store_connect(str(tmp_path / "t.duckdb"))
     try:
         d = diagnose(con)
     finally:

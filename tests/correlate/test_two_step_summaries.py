@@ -15,6 +15,7 @@ from ranktrace.correlate.util import sql_file
 from ranktrace.ingest.pipeline import ingest
 
 from .test_sample_bundles import BUNDLES, _files
+from ranktrace.store import connect as store_connect
 
 CASES = ("slurm_torchrun_sigkill_skew", "torchrun_hang_skew", "k8s_exception_cri_skew", "slurm_time_limit")
 
@@ -95,7 +96,7 @@ def test_two_step_summaries_equal_their_one_step_definitions(name, tmp_path, cat
     db = str(tmp_path / "s.duckdb")
     monkeypatch.chdir(bundle.parent)
     ingest(_files(bundle), db, catalog)
-    con = duckdb.connect(db)
+    con = store_connect(db, read_only=False)
     try:
         assert con.execute("SELECT count(*) FROM lanes").fetchone()[0] > 0
         _same(con, "lanes", LANES_ONE_STEP)
@@ -119,7 +120,7 @@ def test_echoes_need_a_rank_in_two_files(tmp_path, catalog):
     b.write_text("[rank3]:step 1 loss 0.5\n")   # one rank: the more specific file, whose copy is kept
     db = str(tmp_path / "e.duckdb")
     ingest([str(a), str(b)], db, catalog)
-    con = duckdb.connect(db, read_only=True)
+    con = store_connect(db)
     try:
         got = con.execute("SELECT e.rank, e.file FROM echoes x JOIN events e USING (event_id)").fetchall()
     finally:

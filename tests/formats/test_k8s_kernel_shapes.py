@@ -16,6 +16,7 @@ import pytest
 from ranktrace.formats import load_catalog
 from ranktrace.ingest.pipeline import ingest
 from ranktrace.samples import check_sample
+from ranktrace.store import connect as store_connect
 
 HERE = Path(__file__).parent
 DATA = HERE / "data"
@@ -66,7 +67,7 @@ def _ingest(cat, tmp_path: Path, *files: Path):
         shutil.copy(f, src / f.name)
     db = str(tmp_path / "s.duckdb")
     ingest([str(src)], db, cat)
-    return duckdb.connect(db, read_only=True)
+    return store_connect(db)
 
 
 def _events(con, name: str) -> list[dict]:

@@ -8,6 +8,7 @@ import re
 import pytest
 
 from rt_testlib import SHAPES
+from ranktrace.store import connect as store_connect
 
 pytestmark = pytest.mark.skipif(not SHAPES.is_dir(), reason=f"{SHAPES} not present")
 
@@ -18,7 +19,7 @@ def shapes_store(tmp_path_factory, catalog):
     from ranktrace.ingest.pipeline import ingest
     db = tmp_path_factory.mktemp("shapes") / "shapes.duckdb"
     summary = ingest([str(SHAPES)], str(db), catalog)
-    con = duckdb.connect(str(db), read_only=True)
+    con = store_connect(str(db))
     yield summary, con
     con.close()
 

@@ -19,6 +19,7 @@ import pytest
 
 from ranktrace.formats import load_catalog
 from ranktrace.ingest.pipeline import ingest
+from ranktrace.store import connect as store_connect
 
 HERE = Path(__file__).parent
 DATA = HERE / "data" / "slurm"
@@ -40,7 +41,7 @@ def _store(tmp_path_factory, cat, paths):
     db = tmp_path_factory.mktemp("slurm") / "t.duckdb"
     summary = ingest([str(p) for p in paths], str(db), cat)
     assert not [f for f in summary.files if f.status == "failed"], summary.warnings
-    return duckdb.connect(str(db), read_only=True)
+    return store_connect(str(db))
 
 
 @pytest.fixture(scope="module")

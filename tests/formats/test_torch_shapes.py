@@ -21,6 +21,7 @@ import pytest
 
 from ranktrace.formats import load_catalog
 from ranktrace.ingest.pipeline import ingest
+from ranktrace.store import connect as store_connect
 
 HERE = Path(__file__).parent
 CAPTURES = HERE / "data" / "torch"
@@ -48,7 +49,7 @@ def catalog():
 def _ingest(paths: list[Path], tmp_path_factory, catalog, name: str) -> duckdb.DuckDBPyConnection:
     db = tmp_path_factory.mktemp(name) / "store.duckdb"
     ingest([str(p) for p in paths], str(db), catalog)
-    return duckdb.connect(str(db), read_only=True)
+    return store_connect(str(db))
 
 
 @pytest.fixture(scope="module")

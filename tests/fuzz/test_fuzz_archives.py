@@ -30,12 +30,13 @@ from fuzzlib import corpus, expected_lines, fuzz_settings, save_failure
 from ranktrace.formats import load_catalog
 from ranktrace.ingest import discover
 from ranktrace.ingest.pipeline import ingest
+from ranktrace.store import connect as store_connect
 
 CATALOG = load_catalog(check_samples=False)
 
 
 def stored(db: Path) -> dict[str, int]:
-    con = duckdb.connect(str(db), read_only=True)
+    con = store_connect(str(db))
     try:
         return dict(con.execute("SELECT path, lines_read FROM files").fetchall())
     finally:

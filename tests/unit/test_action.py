@@ -11,6 +11,7 @@ import duckdb
 
 from ranktrace.commands import action
 from rt_testlib import write
+from ranktrace.store import connect as store_connect
 
 DMESG = """\
 [Tue Dec  1 21:40:00 2026] NVRM: GPU at PCI:0000:3b:00: GPU-efbdfde9-5798-a6e7-4c46-12518fa15375
@@ -65,11 +66,11 @@ def test_hostless_log_needs_node_and_hostile_names_are_refused(tmp_path, ingest_
     # already keep such names out; the store is edited here to prove the guard itself)
     db = tmp_path / "b.duckdb"
     ingest_to([write(tmp_path / "gpu-a07" / "dmesg.txt", DMESG)], db=str(db))[1].close()
-    w = duckdb.connect(str(db))
+    w = store_connect(str(db), read_only=False)
     w.execute("UPDATE event_classes SET host = 'gpu;rm -rf ~' "
               "WHERE class_id IN (SELECT class_id FROM event_rows WHERE message LIKE '%Xid%')")
     w.close()
-    con2 = duckdb.connect(str(db), read_only=True)
+    con2 = store_connect(str(db))
     p2 = action.plan(con2)
     con2.close()
     assert p2["actions"] == []

@@ -26,22 +26,18 @@ def test_generated_corpus_is_fully_claimed(tmp_path, ingest_to):
     assert con.execute("SELECT count(*) FROM events WHERE format = 'torch_c10d'").fetchone()[0] > 0
 
 
-def test_store_benchmark_inserts_every_event_each_way(tmp_path, ingest_to):
+def test_store_benchmark_stores_every_line_each_way(tmp_path, ingest_to):
+    """bench_store.py: the store's lines written as DuckDB rows and as Parquet, each timed, every
+    line in both (its count printed), and the Parquet file smaller than the DuckDB one."""
     import re
     _summary, con = ingest_to([REPO / "sample_logs" / "torchrun_segfault"])
-    n = con.execute("SELECT count(*) FROM events").fetchone()[0]
+    n = con.execute("SELECT count(*) FROM event_lines").fetchone()[0]
     con.close()
     p = subprocess.run([sys.executable, str(REPO / "benchmarks" / "bench_store.py"), str(tmp_path / "store.duckdb")],
                        check=True, capture_output=True, text=True)
-    assert f"{n:,} rows" in p.stdout
-    rates = re.findall(r"^(one insert|writer|300k inserts)\s+[\d.]+ s wall\s+[\d.]+ s CPU\s+([\d.]+) M rows/s$",
-                       p.stdout, re.M)
-    assert [name for name, _ in rates] == ["one insert", "writer", "300k inserts"]
-    layouts = re.findall(r"^(wide|rows \+ classes|split|raw only|parquet wide|parquet narrow)\s+([\d.]+) s CPU\s+([\d.]+) MB/s per core\s+([\d.]+) MB$",
-                         p.stdout, re.M)
-    assert [name for name, *_ in layouts] == ["wide", "rows + classes", "split", "raw only", "parquet wide",
-                                              "parquet narrow"]
-    sizes = {name: float(mb) for name, _cpu, _rate, mb in layouts}
-    # The narrow layouts hold less than the wide one (the benchmark would be measuring nothing otherwise).
-    # (DuckDB files of a tiny store are all one block: <= there.)
-    assert sizes["raw only"] <= sizes["wide"] and sizes["parquet narrow"] < sizes["parquet wide"]
+    assert f"lines {n:,}," in p.stdout
+    ways = re.findall(r"^(duckdb rows|parquet \(pyarrow\))\s+([\d.]+) s CPU\s+([\d.]+) MB/s per core\s+([\d.]+) MB$",
+                      p.stdout, re.M)
+    assert [name for name, *_ in ways] == ["duckdb rows", "parquet (pyarrow)"]
+    sizes = {name: float(mb) for name, _cpu, _rate, mb in ways}
+    assert sizes["parquet (pyarrow)"] <= sizes["duckdb rows"]

@@ -6,6 +6,7 @@ thresholds: those belong to the real run on a quiet machine."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 import math
 import re
 import subprocess
@@ -17,6 +18,7 @@ from rt_testlib import REPO
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 import measure  # noqa: E402
+from ranktrace.store import connect as store_connect
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +88,7 @@ def test_readers_diagnose_tui_queries(quick):
     assert any(q["rows"] > 0 for q in rd["queries"])
     assert _positive(rd["cli_floor_s"])
     e = rd["export_parquet"]
-    assert e and _positive(e["s"]) and list((work / "readers" / e["dir"]).rglob("*.parquet"))
+    assert e and _positive(e["s"]) and list((Path(rd["store"]["path"]) / e["dir"]).rglob("*.parquet"))   # (written in the store, where the README runs it)
 
 
 def test_markdown_table_has_a_row_per_metric(quick):
@@ -167,18 +169,19 @@ def test_first_screen_times_the_command_in_a_terminal(tmp_path):
 def test_reader_layouts_keep_every_line_and_the_verdict(quick, tmp_path):
     """bench_store --readers: each layout copy holds the events of the store (same rows through
     view events) and diagnoses to the same verdict (readers() exits otherwise)."""
-    import duckdb
     import bench_store
     _, _, work = quick
-    store = next(work.rglob("inc.duckdb"))
+    store = next(p.parent for p in work.rglob("ranktrace.duckdb") if "tiny" not in str(p))
     got = bench_store.readers(store, tmp_path)
     assert [g["layout"] for g in got] == [n for n, _ in bench_store.READER_LAYOUTS]
     assert all(_positive(g["diagnose_cpu_s"]) for g in got)
-    assert (tmp_path / "rows_as_parquet" / "event_lines.parquet").stat().st_size > 0
-    src = duckdb.connect(str(store), read_only=True)
+    src = store_connect(str(store))
     want = src.execute("SELECT count(*), sum(hash(event_id, message, raw, ts)) FROM events").fetchone()
     src.close()
     for name, _ in bench_store.READER_LAYOUTS:
-        con = duckdb.connect(str(tmp_path / name.replace(" ", "_") / "inc.duckdb"), read_only=True)
+        con = store_connect(tmp_path / name.replace(" ", "_"))
         assert con.execute("SELECT count(*), sum(hash(event_id, message, raw, ts)) FROM events").fetchone() == want, name
         con.close()
+    lines_table = store_connect(tmp_path / "lines_in_duckdb")
+    assert lines_table.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'event_lines_table'").fetchone()[0] == 1
+    lines_table.close()

@@ -13,6 +13,7 @@ import pytest
 
 from ranktrace.cli import main
 from rt_testlib import REPO
+from ranktrace.store import connect as store_connect
 
 BUNDLE = REPO / "sample_logs" / "torchrun_exception_skew"
 DMESG = ("2026-11-29T17:29:00.000000+00:00 gpu-b01 kernel: eth0 link up\n"
@@ -34,7 +35,7 @@ def test_a_bogus_year_xid_is_no_hypothesis(tmp_path, capsys, year):
     (b / "gpu-b01-dmesg.log").write_text(DMESG.format(year=year))
     db = str(tmp_path / "s.duckdb")
     assert main(["ingest", str(b), "--db", db, "-q"]) == 0
-    con = duckdb.connect(db, read_only=True)
+    con = store_connect(db)
     row = con.execute("SELECT ts_kind, ts_text FROM events WHERE message LIKE '%Xid (PCI:%'").fetchone()
     con.close()
     assert row == ("interpolated", f"{year}-01-01T00:00:00.000000+00:00"), "flagged: the time as written is kept"

@@ -15,6 +15,7 @@ import zstandard
 
 from ranktrace.ingest import discover as disc
 from ranktrace.ingest.pipeline import ingest
+from ranktrace.store import connect as store_connect
 
 N_LINES = 20_000
 
@@ -26,7 +27,7 @@ def _text(n: int = N_LINES) -> bytes:
 
 
 def _count(db) -> int:
-    con = duckdb.connect(str(db), read_only=True)
+    con = store_connect(str(db))
     try:
         return con.execute("SELECT count(*) FROM events").fetchone()[0]
     finally:
@@ -105,7 +106,7 @@ def test_a_big_tar_zst_member_is_streamed_not_refused(tmp_path, catalog, monkeyp
     warned = []
     s = ingest([str(tmp_path / "a.tar.zst")], str(tmp_path / "s.duckdb"), catalog, warn=warned.append)
     assert warned == [] and sorted(f.status for f in s.files) == ["ingested"] * 3
-    con = duckdb.connect(str(tmp_path / "s.duckdb"), read_only=True)
+    con = store_connect(str(tmp_path / "s.duckdb"))
     assert con.execute("SELECT lines_read FROM files WHERE path LIKE '%!big.log'").fetchone()[0] == N_LINES
 
 

@@ -13,12 +13,13 @@ import zstandard
 
 from ranktrace.ingest import discover as disc
 from ranktrace.ingest.pipeline import ingest
+from ranktrace.store import connect as store_connect
 
 LINE = b"2026-03-02 03:17:41 ERROR boom\n"
 
 
 def _paths(db):
-    con = duckdb.connect(str(db), read_only=True)
+    con = store_connect(str(db))
     try:
         return sorted(r[0] for r in con.execute("SELECT DISTINCT file FROM events").fetchall())
     finally:
@@ -80,7 +81,7 @@ def test_large_tar_members_stream_from_the_archive(tmp_path, catalog, monkeypatc
     refs = list(disc.discover([str(tmp_path / "a.tar.gz")], print))
     assert not isinstance(refs[0].opener(), io.BytesIO)
     ingest([str(tmp_path / "a.tar.gz")], str(tmp_path / "s.duckdb"), catalog)
-    con = duckdb.connect(str(tmp_path / "s.duckdb"), read_only=True)
+    con = store_connect(str(tmp_path / "s.duckdb"))
     assert con.execute("SELECT count(*) FROM events").fetchone()[0] == 3000
 
 

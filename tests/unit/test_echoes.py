@@ -12,6 +12,7 @@ import duckdb
 import pytest
 
 from ranktrace.cli import main
+from ranktrace.store import connect as store_connect
 
 REPO = Path(__file__).resolve().parents[2]
 BUNDLE = REPO / "sample_logs" / "slurm_torchrun_sigkill_skew"
@@ -31,7 +32,7 @@ def tee_store(tmp_path_factory):
 
 
 def test_echoes_are_the_console_copies_of_per_rank_lines(tee_store):
-    con = duckdb.connect(tee_store, read_only=True)
+    con = store_connect(tee_store)
     rows = con.execute("""
         SELECT e.rank, k.rank, e.message, k.message, e.file, k.file, abs(epoch(e.ts) - epoch(k.ts))
         FROM echoes x JOIN events e ON e.event_id = x.event_id JOIN events k ON k.event_id = x.of_event_id
@@ -48,8 +49,8 @@ def test_echoes_do_not_depend_on_file_order(tee_store, tmp_path):
     files = sorted(str(p) for p in BUNDLE.rglob("*") if p.is_file() and p.name not in ANSWERS)
     other = _ingest(tmp_path / "rev.duckdb", files[::-1])
     q = "SELECT event_id, of_event_id FROM echoes ORDER BY 1"
-    a = duckdb.connect(tee_store, read_only=True)
-    b = duckdb.connect(other, read_only=True)
+    a = store_connect(tee_store)
+    b = store_connect(other)
     # event ids hang on the path as given: compare by (file suffix, line)
     key = ("SELECT regexp_extract(e.file, 'slurm_torchrun_sigkill_skew/.*'), e.line, "
            "regexp_extract(k.file, 'slurm_torchrun_sigkill_skew/.*'), k.line FROM echoes x "
@@ -79,7 +80,7 @@ def test_tui_lists_each_line_once(tee_store):
 def test_evidence_and_cascade_cite_no_echo(tee_store, capsys):
     assert main(["diagnose", "--db", tee_store, "--format", "json"]) == 0
     d = json.loads(capsys.readouterr().out)
-    con = duckdb.connect(tee_store, read_only=True)
+    con = store_connect(tee_store)
     echo_lines = set(con.execute("SELECT e.file, e.line FROM echoes x JOIN events e USING (event_id)").fetchall())
     con.close()
     cited = [(x["file"], x["line"]) for sec in ("evidence", "cascade") for x in d[sec]]

@@ -164,7 +164,8 @@ def _ingest(d: Path, db: str) -> duckdb.DuckDBPyConnection:
         ingest(files, db, load_catalog(check_samples=False))
     finally:
         os.chdir(old)
-    return duckdb.connect(db, read_only=True)
+    from ranktrace.store import connect   # a store is a directory (its lines as Parquet, one DuckDB file)
+    return connect(db)
 
 
 @pytest.fixture(scope="module")

@@ -8,10 +8,11 @@ import duckdb
 
 from ranktrace.ingest.discover import discover
 from ranktrace.ingest.pipeline import ingest
+from ranktrace.store import connect as store_connect
 
 
 def _events(db):
-    con = duckdb.connect(str(db), read_only=True)
+    con = store_connect(str(db))
     try:
         return con.execute("SELECT raw, ts FROM events ORDER BY line").fetchall()
     finally:
@@ -73,7 +74,7 @@ def test_implausible_years_are_flagged_and_not_used(tmp_path, catalog):
     times = [t for _, t in _events(tmp_path / "s.duckdb")]
     assert len(set(times)) == 1 and times[0].year == 2026
     assert any("outside 1990-2099" in p for p in s.files[0].problems)
-    con = duckdb.connect(str(tmp_path / "s.duckdb"), read_only=True)
+    con = store_connect(str(tmp_path / "s.duckdb"))
     flagged = con.execute("SELECT ts_kind, ts_text FROM events WHERE line > 1 ORDER BY line").fetchall()
     con.close()
     assert flagged == [("interpolated", "0001-01-01 00:00:00"), ("interpolated", "9999-12-31 23:59:59")], \

@@ -16,6 +16,7 @@ import pytest
 import zstandard
 
 from rt_testlib import write
+from ranktrace.store import connect as store_connect
 
 NCCL = "calefo8:55154:55833 [0] NCCL INFO proxy.cc:698 -> 6\n"
 TEXT = NCCL * 3 + "plain words\n"
@@ -35,7 +36,7 @@ def test_reingest_adds_nothing_and_new_files_add(tmp_path, catalog):
     assert [f.status for f in s1.files] == ["ingested"] and [f.status for f in s2.files] == ["duplicate"]
     write(tmp_path / "in" / "b.log", TEXT + "more\n")
     ingest([str(tmp_path / "in")], db, catalog)
-    con = duckdb.connect(db, read_only=True)
+    con = store_connect(db)
     assert counts(con) == (2, 9)
     assert con.execute("SELECT count(DISTINCT event_id) FROM events").fetchone()[0] == 9
 
@@ -139,46 +140,44 @@ def test_results_do_not_depend_on_input_order(tmp_path, catalog):
     ingest([str(a), str(b)], str(tmp_path / "1.duckdb"), catalog)
     ingest([str(b), str(a)], str(tmp_path / "2.duckdb"), catalog)
     q = "SELECT event_id, file, line, host, format FROM events ORDER BY event_id"
-    r1 = duckdb.connect(str(tmp_path / "1.duckdb"), read_only=True).execute(q).fetchall()
-    r2 = duckdb.connect(str(tmp_path / "2.duckdb"), read_only=True).execute(q).fetchall()
+    r1 = store_connect(str(tmp_path / "1.duckdb")).execute(q).fetchall()
+    r2 = store_connect(str(tmp_path / "2.duckdb")).execute(q).fetchall()
     assert r1 == r2 and len(r1) == 9
 
 
 # The CLI, with the writer committing every row group (not every COMMIT_ROWS
 # rows): a test-sized input then sees many commits before it is killed.
-_SMALL_COMMITS = ("import sys; from functools import partial; from ranktrace.ingest import pipeline, writer; "
-                  "pipeline.Writer = partial(writer.Writer, group_rows=writer.ROW_GROUP, "
-                  "commit_rows=writer.ROW_GROUP); from ranktrace.cli import main; sys.exit(main())")
-
-
-def test_killed_ingest_leaves_complete_files_only(tmp_path):
-    import duckdb
+def test_killed_ingest_leaves_the_store_as_it_was(tmp_path):
+    """An ingest killed while it parses (its part half-written under
+    parts/.incoming) or merges (one transaction) leaves the store as it was:
+    no file of it, no orphan line; the next ingest puts every file in."""
     d = tmp_path / "in"
     line = NCCL * 50
-    for i in range(60):
+    for i in range(20):
         write(d / f"node{i:02d}.log", line * 800)   # ~2 MB, 40 k lines each
-    stored = []
-    # Killed once the store has grown past a size: a kill before the first
-    # commit proves little, so a later kill is tried until one lands between.
-    for size_mb in (3, 8, 20, 40):
-        db = tmp_path / f"s{size_mb}.duckdb"
-        proc = subprocess.Popen([sys.executable, "-c", _SMALL_COMMITS, "ingest", str(d), "--db", str(db), "-q"])
-        deadline = time.time() + 120
-        while time.time() < deadline and proc.poll() is None:
-            if db.exists() and db.stat().st_size > size_mb << 20:
-                break
-            time.sleep(0.02)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-        con = duckdb.connect(str(db), read_only=True)
-        files = con.execute("SELECT file_id, events FROM files").fetchall()
-        per = dict(con.execute("SELECT file_id, count(*) FROM events GROUP BY 1").fetchall())
-        con.close()
-        assert {fid: n for fid, n in files} == per, "every stored file is complete, no orphan events"
-        stored.append(len(files))
-        if 0 < len(files) < 60:
+    db = tmp_path / "s.store"
+    write(tmp_path / "first" / "a.log", TEXT)
+    assert subprocess.run([sys.executable, "-m", "ranktrace.cli", "ingest", str(tmp_path / "first"), "--db", str(db),
+                           "-q"]).returncode == 0
+    proc = subprocess.Popen([sys.executable, "-m", "ranktrace.cli", "ingest", str(d), "--db", str(db), "-q"])
+    deadline = time.time() + 120
+    while time.time() < deadline and proc.poll() is None:
+        if any(f.stat().st_size for f in (db / "parts" / ".incoming").rglob("event_lines-*")):   # a row group out
             break
-    assert 0 < stored[-1] < 60, f"no kill landed between the first commit and the end: files stored {stored}"
+        time.sleep(0.02)
+    assert proc.poll() is None, "the ingest ended before it could be killed mid-parse"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    con = store_connect(str(db))
+    assert con.execute("SELECT count(*), sum(events) FROM files").fetchone() == (1, 4)
+    assert con.execute("SELECT count(*) FROM events").fetchone()[0] == 4
+    con.close()
+    assert subprocess.run([sys.executable, "-m", "ranktrace.cli", "ingest", str(d), "--db", str(db), "-q"]).returncode == 0
+    con = store_connect(str(db))
+    files = con.execute("SELECT file_id, events FROM files").fetchall()
+    per = dict(con.execute("SELECT file_id, count(*) FROM events GROUP BY 1").fetchall())
+    con.close()
+    assert len(files) == 21 and {fid: n for fid, n in files} == per
 
 
 def test_a_file_named_twice_goes_in_once_even_in_parallel(tmp_path, ingest_to):
@@ -195,80 +194,18 @@ def test_path_hints_of_a_file_named_directly(tmp_path, ingest_to):
 
 
 def test_a_block_longer_than_a_batch_stays_one_event(tmp_path, catalog):
-    from ranktrace.ingest.pipeline import ingest_file
+    from ranktrace.ingest import core
     from ranktrace.ingest.discover import discover
+    from ranktrace.ingest.pipeline import Claims, Parsed, parse_file
     from ranktrace import store
     tb = "Traceback (most recent call last):\n" + '  File "a.py", line 1, in f\n    x()\n' * 60 + "ValueError: boom\n"
     f = write(tmp_path / "in" / "tb.log", "before\n" + tb + "after\n")
-    con = store.open_store(str(tmp_path / "s.duckdb"), catalog)
+    con = store.open_store(str(tmp_path / "s.store"), catalog)
     ref = next(discover([str(f)], print))
-    r = ingest_file(con, ref, catalog, chunk_bytes=512)   # ~20 batches
-    assert r.status == "ingested"
-    rows = con.execute("SELECT line, end_line, message FROM events WHERE pattern = 'python_traceback.traceback'"
-                       ).fetchall()
+    msgs = list(parse_file(ref, catalog, Claims(con), chunk_bytes=512))   # ~20 batches
+    assert msgs[-1].result.status == "ingested"
+    events = core.events_table([(m.events, m.classes, m.facts) for m in msgs if isinstance(m, Parsed)])
+    rows = [(r["line"], r["end_line"], r["message"]) for r in events.to_pylist()
+            if r["pattern"] == "python_traceback.traceback"]
     assert rows == [(2, 123, "ValueError: boom")]
-    assert con.execute("SELECT count(*) FROM events").fetchone()[0] == 3
-
-
-def _nccl_file(catalog):
-    """fid -> (rows, classes, facts) of a file of 10 NCCL error lines, as the engine returns them."""
-    import pyarrow as pa
-
-    from ranktrace.ingest import core
-
-    def as_file(fid):
-        fp = core.file_parser(catalog, fid, f"{fid}.log", {})
-        fp.feed((NCCL * 10).encode(), True)
-        rows, classes, facts = core.whole(core.batches(fp))
-        return rows, classes, {t: pa.Table.from_batches(b) for t, b in facts.items()}
-    return as_file
-
-
-def test_a_file_failing_after_its_rows_went_in_leaves_nothing(tmp_path, catalog):
-    """The writer shares one transaction among files: a file that fails after
-    some of its batches were inserted has them taken out again, facts
-    included; the other files of the transaction stay, complete."""
-    from ranktrace import store
-    from ranktrace.ingest.writer import Writer
-    con = store.open_store(str(tmp_path / "s.duckdb"), catalog)
-    as_file = _nccl_file(catalog)
-
-    w = Writer(con, group_rows=15, row_group=8)
-    ev, classes, facts = as_file(1)
-    assert len(facts["nccl_error"]) == 10
-    w.add(1, ev, classes, facts)      # 10 rows: buffered
-    assert not w.in_txn and w.buffered == 10
-    ev2, classes2, facts2 = as_file(2)
-    w.add(2, ev2, classes2, facts2)   # 20 rows: two whole row groups inserted (the transaction is
-    assert w.in_txn and w.buffered == 4   # open), the last 4 rows of file 2 wait for the commit
-    w.done(1, None)                   # file 1 failed: its rows go
-    row = [2, "b.log", None, "nccl", None, None, 1, 10, 10, 0, None, "sha-b", None, None, None, None, None]
-    w.done(2, row)
-    w.close()
-    assert con.execute("SELECT DISTINCT file_id FROM events").fetchall() == [(2,)]
-    assert con.execute("SELECT DISTINCT file_id FROM event_classes").fetchall() == [(2,)]
-    assert con.execute("SELECT count(*) FROM event_rows").fetchone()[0] == 10
-    assert con.execute("SELECT count(*), min(file_id) FROM nccl_error").fetchone() == (10, 2)
-    assert con.execute("SELECT file_id, events FROM files").fetchall() == [(2, 10)]
-
-
-def test_two_parsers_writers_append_side_by_side_and_one_can_roll_back(tmp_path, catalog):
-    """ingest() gives every parser thread a Writer on a connection of its own:
-    their transactions append to the same tables at once without conflict,
-    and one that fails rolls back its own rows only."""
-    from ranktrace import store
-    from ranktrace.ingest.writer import Writer
-    con = store.open_store(str(tmp_path / "s.duckdb"), catalog)
-    as_file = _nccl_file(catalog)
-
-    a, b = Writer(con.cursor(), group_rows=8, row_group=8), Writer(con.cursor(), group_rows=8, row_group=8)
-    a.add(1, *as_file(1))
-    b.add(2, *as_file(2))
-    assert a.in_txn and b.in_txn          # both transactions hold inserted rows of the same tables
-    row = [1, "a.log", None, "nccl", None, None, 1, 10, 10, 0, None, "sha-a", None, None, None, None, None]
-    a.done(1, row)
-    a.close()                             # commits while b's transaction is open
-    b.abort()                             # b failed: its rows go, a's stay
-    assert con.execute("SELECT DISTINCT file_id FROM events").fetchall() == [(1,)]
-    assert con.execute("SELECT count(*) FROM event_rows").fetchone()[0] == 10
-    assert con.execute("SELECT count(*), min(file_id) FROM nccl_error").fetchone() == (10, 1)
+    assert events.num_rows == 3

@@ -20,6 +20,7 @@ from ranktrace.ingest.pipeline import ingest
 from ranktrace.merge import PartError, find_parts, merge
 from ranktrace import store
 from rt_testlib import REPO, split_by_host, store_differences, write
+from ranktrace.store import connect as store_connect
 
 BUNDLE = REPO / "sample_logs" / "slurm_torchrun_sigkill_skew"   # 4 nodes n1..n4, a 37 s clock skew on n2
 ANSWERS = ["README.md", "truth.json", "expected_verdict.json"]
@@ -65,7 +66,7 @@ def test_three_parts_merged_equal_a_direct_ingest(tmp_path, catalog, direct, par
     db = str(tmp_path / "merged.duckdb")
     s = merge([str(out)], db, catalog)
     assert (len(s.parts), s.duplicates, s.renumbered) == (3, 0, 0)
-    con = duckdb.connect(direct, read_only=True)
+    con = store_connect(direct)
     n_files, n_events, n_inferred = con.execute(
         "SELECT (SELECT count(*) FROM files), count(*), count(*) FILTER (ts_kind = 'year_inferred') FROM events"
     ).fetchone()
@@ -83,7 +84,7 @@ def test_merging_twice_adds_nothing(tmp_path, catalog, direct, parts):
     merge([str(out)], db, catalog)
     again = merge([str(out)], db, catalog)
     assert (again.files, again.events, again.parts) == (0, 0, [])
-    con = duckdb.connect(direct, read_only=True)
+    con = store_connect(direct)
     assert again.duplicates == con.execute("SELECT count(*) FROM files").fetchone()[0]
     con.close()
     assert table_differences(direct, db) == {}
@@ -94,7 +95,7 @@ def test_merge_into_a_store_that_has_some_files_adds_the_others(tmp_path, catalo
     db = str(tmp_path / "m.duckdb")
     ingest([str(dirs[1])], db, catalog, exclude=EXCLUDE)   # n2's files, directly
     s = merge([str(out)], db, catalog)
-    con = duckdb.connect(db, read_only=True)
+    con = store_connect(db)
     n2 = con.execute("SELECT count(*) FROM files WHERE host = 'n2'").fetchone()[0]
     con.close()
     assert n2 > 0 and s.duplicates == n2 and len(s.parts) == 2
@@ -106,7 +107,7 @@ def test_parts_are_read_by_duckdb_directly(catalog, direct, parts):
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
     # what the store's view `events` is: rows joined to their classes
-    ev = (f"read_parquet('{out}/*/event_lines.parquet') JOIN read_parquet('{out}/*/event_classes.parquet') "
+    ev = (f"read_parquet('{out}/*/event_lines-*.parquet') JOIN read_parquet('{out}/*/event_classes.parquet') "
           "USING (class_id)")
     events = con.execute(f"SELECT count(*), count(DISTINCT event_id) FROM {ev}").fetchone()
     kinds = dict(con.execute(f"DESCRIBE SELECT ts, raw, rank, kind FROM {ev}").fetchall()[i][:2] for i in range(4))
@@ -115,17 +116,19 @@ def test_parts_are_read_by_duckdb_directly(catalog, direct, parts):
     years = con.execute(f"SELECT DISTINCT year(ts) FROM {ev} WHERE ts_kind = 'year_inferred'").fetchall()
     # a line's message is cut out of its raw text as the store's view event_rows cuts it
     msgs = con.execute(f"SELECT hash(list(substr(raw, message_at, message_len) ORDER BY event_id)) FROM {ev}").fetchone()
-    d = duckdb.connect(direct, read_only=True)
+    d = store_connect(direct)
     want = d.execute("SELECT (SELECT count(*) FROM events), (SELECT count(*) FROM files)").fetchone()
     want_msgs = d.execute("SELECT hash(list(message ORDER BY event_id)) FROM events").fetchone()
     d.close()
     assert events == (want[0], want[0]) and files == want[1]
     assert msgs == want_msgs
-    assert kinds == {"ts": "TIMESTAMP", "raw": "VARCHAR", "rank": "INTEGER", "kind": "VARCHAR"}
+    # (an integer identity is a BIGINT in a part, as the engine writes it; view event_lines gives rank as INTEGER)
+    assert kinds == {"ts": "TIMESTAMP", "raw": "VARCHAR", "rank": "BIGINT", "kind": "VARCHAR"}
     assert years == [(PLACEHOLDER_YEAR,)]
     m = json.loads((Path(made[1]) / MANIFEST).read_text())
-    assert m["counts"]["event_lines"] == pq.ParquetFile(Path(made[1]) / "event_lines.parquet").metadata.num_rows > 0
-    assert 0 < m["counts"]["event_classes"] < m["counts"]["event_lines"]
+    lines = sum(pq.ParquetFile(Path(made[1]) / f).metadata.num_rows for f in m["lines"].values())
+    assert lines == sum(m["counts"][k] for k in m["lines"]) > 0
+    assert 0 < m["counts"]["event_classes"] < lines
     assert m["schema_version"] == store.SCHEMA_VERSION and len(m["catalog"]) == 32
 
 
@@ -167,7 +170,8 @@ def test_a_damaged_part_is_refused(tmp_path, catalog, parts):
     out, made, _ = parts
     bad = tmp_path / "bad"
     shutil.copytree(Path(made[0]), bad / "p")
-    pq.write_table(pq.read_table(bad / "p" / "event_lines.parquet").slice(0, 3), bad / "p" / "event_lines.parquet")
+    f = bad / "p" / "event_lines-0.parquet"
+    pq.write_table(pq.read_table(f).slice(0, 3), f)
     with pytest.raises(PartError, match="manifest says"):
         merge([str(bad)], str(tmp_path / "m.duckdb"), catalog)
     with pytest.raises(PartError, match="no part in it"):
@@ -184,7 +188,7 @@ def test_a_taken_file_id_is_renumbered_with_its_events(tmp_path, catalog):
     pb = Path(ingest([str(b.parent)], "u", catalog, part=str(out)).part)
     taken = pq.read_table(pa_ / "files.parquet")["file_id"][0].as_py()
     con = duckdb.connect()
-    for t, ids in (("files", []), ("event_lines", ["event_id", "class_id"]), ("event_classes", ["class_id"])):
+    for t, ids in (("files", []), ("event_lines-0", ["event_id", "class_id"]), ("event_classes", ["class_id"])):
         f = pb / f"{t}.parquet"
         ev = "".join(f", ({taken}::BIGINT << 32) | ({c} & 4294967295) AS {c}" for c in ids)
         con.execute(f"COPY (SELECT * REPLACE ({taken} AS file_id{ev}) FROM read_parquet('{f}')) "
@@ -192,7 +196,7 @@ def test_a_taken_file_id_is_renumbered_with_its_events(tmp_path, catalog):
         Path(f"{f}.new").replace(f)
     db = str(tmp_path / "m.duckdb")
     s = merge([str(out)], db, catalog)
-    m = duckdb.connect(db, read_only=True)
+    m = store_connect(db)
     rows = m.execute("SELECT f.path, f.file_id, e.event_id >> 32, e.line FROM files f JOIN events e USING (file_id) "
                      "ORDER BY 1, 4").fetchall()
     assert m.execute("SELECT count(*) FROM event_rows").fetchone()[0] == 3   # every row has its class
@@ -209,35 +213,45 @@ def one_class(fid: int) -> pa.Table:
 
 
 def test_part_writer_writes_row_groups_as_it_goes_and_drops_a_failed_file(tmp_path, catalog):
+    """Classes and facts leave in row groups as they come; a file that failed
+    leaves nothing in the part, in its tables or in the lines file the engine
+    wrote its lines into."""
+    from ranktrace.ingest import core
     con = store.open_store(":memory:", catalog)
-    w = PartWriter(tmp_path / "parts", catalog, con, host="nodeA", row_group=4)
-
-    def events(fid, n):
-        return pa.table({"event_id": [(fid << 32) | i for i in range(1, n + 1)], "file_id": [fid] * n,
-                         "line": list(range(1, n + 1)), "end_line": list(range(1, n + 1)), "raw": ["x"] * n,
-                         "class_id": [fid << 32] * n})
-    w.add(1, events(1, 6), one_class(1), {})
-    w.add(2, events(2, 3), one_class(2), {})           # 9 rows: two row groups out, one row buffered
-    assert w.counts["event_lines"] == 8
-    w.done(1, [1, "f1", None, "raw", None, None, 1, 6, 6, 6, None, "s1", None, None, None, None, None])
+    w = PartWriter(tmp_path / "parts", catalog, con, host="nodeA", row_group=1)
+    k, sink = w.lines_sink()
+    for fid, text in ((1, "2026-03-01T00:00:00Z a\n2026-03-01T00:00:01Z b\n"), (2, "c\nd\ne\n")):
+        p = core.file_parser(catalog, fid, f"f{fid}", {})
+        p.feed(text.encode(), True)
+        for n, classes, facts in core.batches(p, sink):
+            assert n > 0
+            w.lines(fid, k)
+            w.add(fid, classes, facts)
+    assert w.counts["event_classes"] >= 1      # written out already (row groups of 1)
+    w.done(1, [1, "f1", None, "raw", None, None, 1, 2, 2, 2, None, "s1", None, None, None, None, None])
     w.done(2, None)                      # file 2 failed: its rows, written out or not, go
     w.close()
     part = Path(w.path)
     assert part.parent == tmp_path / "parts" and part.name.startswith("nodeA-")
-    ev = pq.read_table(part / "event_lines.parquet")
-    assert sorted(set(ev["file_id"].to_pylist())) == [1] and len(ev) == 6
-    assert pq.read_table(part / "event_classes.parquet")["file_id"].to_pylist() == [1]
     m = json.loads((part / MANIFEST).read_text())
-    assert m["counts"]["event_lines"] == 6 and m["counts"]["files"] == 1 and m["host"] == "nodeA"
+    ev = pq.read_table(part / m["lines"]["event_lines-0"])
+    assert sorted(set(ev["file_id"].to_pylist())) == [1] and len(ev) == 2
+    assert set(pq.read_table(part / "event_classes.parquet")["file_id"].to_pylist()) == {1}
+    assert m["counts"]["event_lines-0"] == 2 and m["counts"]["files"] == 1 and m["host"] == "nodeA"
     assert pq.ParquetFile(part / "files.parquet").metadata.num_rows == 1
 
 
 def test_an_aborted_part_leaves_nothing_for_merge(tmp_path, catalog):
+    from ranktrace.ingest import core
     con = store.open_store(":memory:", catalog)
     w = PartWriter(tmp_path / "parts", catalog, con, host="nodeB", row_group=2)
-    w.add(1, pa.table({"event_id": [1 << 32 | 1] * 3, "file_id": [1] * 3, "line": [1] * 3,
-                       "end_line": [1] * 3, "raw": ["x"] * 3, "class_id": [1 << 32] * 3}), one_class(1), {})
-    assert w.counts["event_lines"] == 2      # a row group was written out already
+    k, sink = w.lines_sink()
+    p = core.file_parser(catalog, 1, "f1", {})
+    p.feed(b"x\ny\nz\n", True)
+    for _, classes, facts in core.batches(p, sink):
+        w.lines(1, k)
+        w.add(1, classes, facts)
+    assert sink.rows() == 3
     w.abort()
     assert [p.name for p in (tmp_path / "parts").iterdir()] == [".incoming"]
     assert list((tmp_path / "parts" / ".incoming").iterdir()) == []
@@ -271,7 +285,7 @@ def test_a_file_in_two_parts_is_stored_once(tmp_path, catalog, monkeypatch):
     assert (Path(p1).name[:3], Path(p2).name[:3]) == ("n1-", "n2-")
     db = str(tmp_path / "m.duckdb")
     s = merge([str(out)], db, catalog)
-    con = duckdb.connect(db, read_only=True)
+    con = store_connect(db)
     assert (s.files, s.duplicates, s.events) == (2, 1, 3)
     assert con.execute("SELECT file, count(*) FROM events GROUP BY 1 ORDER BY 1").fetchall() == [
         ("shared/own.log", 1), ("shared/slurm-7.out", 2)]

@@ -13,6 +13,7 @@ import pytest
 from ranktrace.cli import main
 from ranktrace.query import QueryRefused, check_statements, run_query
 from ranktrace.store import insert_events, open_store, refresh_summaries
+from ranktrace.store import connect as store_connect
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -86,7 +87,7 @@ def test_every_escape_fails_with_a_message(stores, tmp_path, capsys, name):
     assert "Traceback" not in err
     # nothing was written, the other store still has its rows
     assert set(p.name for p in tmp_path.iterdir()) == before
-    con = duckdb.connect(other, read_only=True)
+    con = store_connect(other)
     assert con.execute("SELECT count(*) FROM events").fetchone()[0] == 2
     con.close()
 

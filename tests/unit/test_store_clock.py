@@ -13,6 +13,7 @@ import duckdb
 import pytest
 
 from ranktrace.query import run_query
+from ranktrace.store import connect as store_connect
 
 REPO = Path(__file__).resolve().parents[2]
 ANSWERS = ["README.md", "truth.json", "expected_verdict.json"]
@@ -79,7 +80,7 @@ def test_diagnose_offsets_agree_with_the_store_and_pins_still_override(skewed, c
     assert main(["diagnose", "--db", db, "--format", "json", "--offset", "gpu-b03=30"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert {c["host"]: c["offset_s"] for c in d["clock"]}["gpu-b03"] == 30.0
-    con = duckdb.connect(db, read_only=True)
+    con = store_connect(db)
     assert con.execute("SELECT offset_s FROM clock_offsets WHERE host = 'gpu-b03'").fetchone()[0] == \
         pytest.approx(37.0, abs=0.5)                 # the pin is for that run only
     con.close()

@@ -1,7 +1,8 @@
-"""The store's layout (schema 3): view `events` over event_rows (what is each
-line's own) and event_classes (what many lines of a file share, stored once:
-crates/engine/src/classes.rs); stores of schema 2 (one wide `events` table)
-are brought to it by the first write."""
+"""The store's layout (schema 6): a directory whose lines are Parquet files of
+its parts (view event_lines), and one DuckDB file; view `events` over
+event_rows (what is each line's own) and event_classes (what many lines of a
+file share, stored once: crates/engine/src/classes.rs). Stores of older
+schemas are refused (tests/unit/test_store_open_errors.py)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ import duckdb
 import pytest
 
 from ranktrace.cli import main
-from ranktrace.store import SCHEMA_VERSION, open_store
 from rt_testlib import REPO
+from ranktrace.store import connect as store_connect
 
 BUNDLE = REPO / "sample_logs"   # every bundle: many formats, envelopes, identities
 
@@ -25,7 +26,7 @@ def fresh(tmp_path_factory):
 
 
 def _all(db, sql):
-    con = duckdb.connect(str(db), read_only=True)
+    con = store_connect(str(db))
     try:
         return con.execute(sql).fetchall()
     finally:
@@ -47,77 +48,44 @@ def test_classes_are_few_numbered_per_file_and_every_row_has_one(fresh):
     assert firsts and all(ks == list(range(len(ks))) for _, ks in firsts)
 
 
-def _drop_views(con) -> None:
-    for (v,) in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal AND schema_name = 'main' "
-                            "AND NOT temporary").fetchall():
-        con.execute(f'DROP VIEW "{v}"')
+def test_lines_are_the_parts_parquet_files_inside_the_store(fresh):
+    """No DuckDB row per line: event_lines is a view over the lines files of
+    the store's parts, named relative to the store, every one inside it."""
+    assert _all(fresh, "SELECT table_type FROM information_schema.tables WHERE table_name = 'event_lines'") == [("VIEW",)]
+    files = _all(fresh, "SELECT path, lines FROM lines_files ORDER BY seq")
+    assert files and all(not p.startswith("/") and (fresh / p).is_file() for p, _ in files)
+    assert sum(n for _, n in files) == _all(fresh, "SELECT count(*) FROM event_lines")[0][0]
+    assert _all(fresh, "SELECT count(*) FROM duckdb_tables() WHERE estimated_size > 100000") == [(0,)]
 
 
-def _as_schema2(db) -> None:
-    """Rewrite `db` as ranktrace wrote stores of schema 2: one wide table `events`."""
-    con = duckdb.connect(str(db))
-    con.execute("CREATE TABLE events_wide AS SELECT * FROM events")
-    _drop_views(con)
-    con.execute("DROP TABLE event_lines")
-    con.execute("DROP TABLE event_classes")
-    con.execute("ALTER TABLE events_wide RENAME TO events")
-    con.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
-    con.close()
+README_QUERY = """SELECT host, rank, max(ats) AS last_progress
+FROM events_aligned WHERE kind = 'progress' AND rank IS NOT NULL
+GROUP BY host, rank ORDER BY last_progress LIMIT 5"""
 
 
-def _refused_then_brought_up_to_date(old, version: str, fresh, capsys, catalog) -> None:
-    """A store of an older schema `version`: reading it is refused, naming the version;
-    a write brings it up to date, with the events of the same logs ingested today."""
+def test_a_moved_store_is_read_wherever_it_is(fresh, tmp_path, monkeypatch, capsys):
+    """A store is moved as one directory: ranktrace reads it from anywhere, and
+    `cd STORE && duckdb ranktrace.duckdb` runs the README's queries with
+    nothing else set; from elsewhere, plain DuckDB does not find its lines
+    (why ranktrace sets the search path)."""
+    import os
+    before = _all(fresh, README_QUERY)
+    assert before
+    moved = tmp_path / "elsewhere" / "inc.store"
+    moved.parent.mkdir()
+    shutil.copytree(fresh, moved)   # (a copy: the module's other tests read `fresh`)
     capsys.readouterr()
-    assert main(["diagnose", "--db", str(old)]) == 2
-    assert f"schema version {version}" in capsys.readouterr().err
-    open_store(old, catalog).close()
-    assert _all(old, "SELECT value FROM meta WHERE key = 'schema_version'") == [(SCHEMA_VERSION,)]
-    want = "SELECT * FROM events ORDER BY event_id"
-    assert _all(old, want) == _all(fresh, want)
-
-
-def test_a_schema_2_store_is_refused_to_read_and_rewritten_by_a_write(fresh, tmp_path, capsys, catalog):
-    old = tmp_path / "old.duckdb"
-    shutil.copy(fresh, old)
-    _as_schema2(old)
-    assert _all(old, "SELECT table_type FROM information_schema.tables WHERE table_name = 'events'") == [("BASE TABLE",)]
-    _refused_then_brought_up_to_date(old, "2", fresh, capsys, catalog)
-    assert _all(old, "SELECT table_type FROM information_schema.tables WHERE table_name = 'events'") == [("VIEW",)]
-    # the classes are numbered as the engine numbers them
-    ids = "SELECT event_id, class_id FROM event_rows ORDER BY event_id"
-    assert _all(old, ids) == _all(fresh, ids)
-    assert not _all(old, "SELECT table_name FROM duckdb_tables() WHERE table_name LIKE 'events%'")
-
-
-def _as_schema4(db) -> None:
-    """Rewrite `db` as ranktrace wrote stores of schema 4: table event_rows, every line's message as text."""
-    con = duckdb.connect(str(db))
-    _drop_views(con)
-    con.execute("UPDATE event_lines SET message = substr(raw, message_at, message_len)")
-    con.execute("ALTER TABLE event_lines DROP COLUMN message_at")
-    con.execute("ALTER TABLE event_lines DROP COLUMN message_len")
-    con.execute("ALTER TABLE event_lines RENAME TO event_rows")
-    # schema 4's views: those of today but view event_rows, then a table
-    views = (REPO / "queries" / "schema" / "002_views.sql").read_text()
-    at = views.index("CREATE OR REPLACE VIEW event_rows")
-    con.execute(views[:at] + views[views.index(";", at) + 1:])
-    con.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
+    assert main(["sql", README_QUERY, "--db", str(moved), "--format", "json"]) == 0
+    assert len(__import__("json").loads(capsys.readouterr().out)) == len(before)
+    monkeypatch.chdir(moved)
+    con = duckdb.connect("ranktrace.duckdb", read_only=True)
+    assert con.execute(README_QUERY).fetchall() == before
     con.close()
-
-
-def test_a_schema_4_store_keeps_its_messages_when_a_write_brings_it_up_to_date(fresh, tmp_path, capsys, catalog):
-    """Schema 5 stores a line's message as its place in raw; a schema 4 store's lines keep their
-    message text, and view event_rows gives both kinds of line their message."""
-    old = tmp_path / "old4.duckdb"
-    shutil.copy(fresh, old)
-    _as_schema4(old)
-    assert _all(old, "SELECT count(*) FROM event_rows WHERE message IS NOT NULL")[0][0] > 1000
-    _refused_then_brought_up_to_date(old, "4", fresh, capsys, catalog)
-    assert _all(old, "SELECT table_type FROM information_schema.tables WHERE table_name = 'event_rows'") == [("VIEW",)]
-    # the old lines kept their text; new lines (the fresh store's) hold only their place in raw
-    assert _all(old, "SELECT count(*) FROM event_lines WHERE message IS NULL") == [(0,)]
-    assert _all(fresh, "SELECT count(*) FROM event_lines WHERE message IS NOT NULL OR message_at IS NULL") == [(0,)]
+    monkeypatch.chdir(tmp_path)
+    con = duckdb.connect(os.path.join(moved, "ranktrace.duckdb"), read_only=True)
+    with pytest.raises(duckdb.Error, match="No files found|does not exist|IO Error"):
+        con.execute("SELECT count(*) FROM event_lines").fetchall()
+    con.close()
 
 
 def test_a_message_is_cut_out_of_raw_by_characters_not_bytes(tmp_path, catalog):
@@ -133,7 +101,7 @@ def test_a_message_is_cut_out_of_raw_by_characters_not_bytes(tmp_path, catalog):
     log = tmp_path / "u" / "utf8.log"
     log.parent.mkdir()
     log.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    db = tmp_path / "u.duckdb"
+    db = tmp_path / "u.store"
     assert main(["ingest", str(log.parent), "--db", str(db), "-q"]) == 0
     want = [line.split("kernel: ", 1)[1] for line in lines]
     assert [m for (m,) in _all(db, "SELECT message FROM events ORDER BY line")] == want

@@ -12,6 +12,7 @@ import pytest
 
 from ranktrace.cli import main
 from ranktrace.store import StoreError, open_readonly, open_store
+from ranktrace.store import connect as store_connect
 
 LOG = "2026-03-02T03:00:00Z step 1\n"
 
@@ -45,7 +46,7 @@ def test_not_a_duckdb_file(logfile, capsys, cmd):
     db.write_text("these are my notes, not a database\n")
     rc, err = _run(capsys, COMMANDS[cmd](str(db), logfile))
     assert rc == 2
-    assert "not a DuckDB database" in err and str(db) in err
+    assert "is a file, not a ranktrace store" in err and str(db) in err
     assert "Traceback" not in err
     assert db.read_text() == "these are my notes, not a database\n"   # left as it was
 
@@ -69,8 +70,8 @@ def locked_store(logfile):
     db = logfile / "busy.duckdb"
     open_store(db).close()
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import duckdb, sys, time\n"
-         f"c = duckdb.connect({str(db)!r})\nprint('held', flush=True)\nsys.stdin.read()"],
+        [sys.executable, "-c", "import duckdb, sys, time\nfrom ranktrace.store import connect\n"
+         f"c = connect({str(db)!r}, read_only=False)\nprint('held', flush=True)\nsys.stdin.read()"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert holder.stdout.readline().strip() == "held"
     yield db, holder.pid
@@ -91,25 +92,30 @@ def test_a_duckdb_file_that_is_not_a_store(tmp_path):
     import duckdb
     db = tmp_path / "plain.duckdb"
     duckdb.connect(str(db)).close()
-    with pytest.raises(StoreError, match="not a ranktrace store"):
+    with pytest.raises(StoreError, match="is a file, not a ranktrace store"):
         open_readonly(db)
+    # a store's directory whose DuckDB file has no store in it
+    (tmp_path / "d").mkdir()
+    duckdb.connect(str(tmp_path / "d" / "ranktrace.duckdb")).close()
+    with pytest.raises(StoreError, match="not a ranktrace store"):
+        open_readonly(tmp_path / "d")
 
 
-def test_a_directory_as_db(tmp_path, capsys):
+def test_a_directory_that_is_no_store_as_db(tmp_path, capsys):
     rc, err = _run(capsys, ["diagnose", "--db", str(tmp_path)])
-    assert rc == 2 and "is a directory" in err
+    assert rc == 2 and "no such store" in err
 
 
 def _set_version(db, v: str) -> None:
     import duckdb
-    con = duckdb.connect(str(db))
+    con = store_connect(str(db), read_only=False)
     con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", [v])
     con.close()
 
 
 def _version(db) -> str:
     import duckdb
-    con = duckdb.connect(str(db), read_only=True)
+    con = store_connect(str(db))
     try:
         return con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
     finally:
@@ -133,18 +139,32 @@ def test_a_store_of_a_newer_schema_is_refused_and_left_alone(logfile, capsys, cm
     assert _version(db) == newer
 
 
-def test_a_store_of_an_older_schema_is_brought_up_to_date_by_a_write(logfile, capsys):
+def test_a_store_of_an_older_schema_is_refused_and_left_alone(logfile, capsys):
+    """A store of an older schema is refused by every command, readers and
+    ingest alike (its lines are not where this version reads them), with the
+    command that rebuilds it, and is left as it was."""
     from ranktrace.store import SCHEMA_VERSION
     db = logfile / "old.duckdb"
     assert main(["ingest", str(logfile / "a.log"), "--db", str(db), "-q"]) == 0
     older = str(int(SCHEMA_VERSION) - 1)
     _set_version(db, older)
     capsys.readouterr()
-    rc, err = _run(capsys, ["diagnose", "--db", str(db)])
-    assert rc == 2 and f"schema version {older}" in err and "ranktrace ingest" in err
-    # ingesting the same logs again adds nothing and upgrades the store
-    assert main(["ingest", str(logfile / "a.log"), "--db", str(db), "-q"]) == 0
-    assert _version(db) == SCHEMA_VERSION
-    capsys.readouterr()
-    rc, err = _run(capsys, ["diagnose", "--db", str(db)])
-    assert rc != 2 and "schema version" not in err
+    for argv in (["diagnose", "--db", str(db)], ["ingest", str(logfile / "a.log"), "--db", str(db), "-q"]):
+        rc, err = _run(capsys, argv)
+        assert rc == 2 and f"schema version {older}" in err and "ranktrace ingest LOGS --db" in err, err
+    assert _version(db) == older
+
+
+def test_a_single_file_store_of_schema_5_is_refused(logfile, capsys):
+    """A store of the layout before parts (one DuckDB file, schema 5) is
+    refused with its version and the command that rebuilds it."""
+    import duckdb
+    db = logfile / "inc.duckdb"
+    con = duckdb.connect(str(db))
+    con.execute("CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
+    con.execute("INSERT INTO meta VALUES ('schema_version', '5')")
+    con.close()
+    for cmd in ("diagnose", "sql", "ingest"):
+        rc, err = _run(capsys, COMMANDS[cmd](str(db), logfile))
+        assert rc == 2 and "store schema version 5" in err and "rebuild it" in err, err
+        assert f"ranktrace ingest LOGS --db {logfile / 'inc'}.store" in err

@@ -16,6 +16,7 @@ pub mod fasttime;
 pub mod guard;
 pub mod identity;
 pub mod lines;
+pub mod lines_parquet;
 pub mod literals;
 pub mod marks;
 pub mod out;

@@ -6,6 +6,7 @@ use crate::classes;
 use crate::classify::{Class, FactRow, Val};
 use crate::compile::{Catalog, FType};
 use crate::events::{Event, Id};
+use crate::timefmt::TsKind;
 use arrow_array::builder::{Float64Builder, Int64Builder, StringBuilder, TimestampMicrosecondBuilder};
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, TimeUnit};
@@ -29,6 +30,9 @@ pub fn event_schema(cat: &Catalog) -> Arc<Schema> {
     f.push(Field::new("message_len", DataType::Int32, false));
     f.push(Field::new("raw", DataType::Utf8, false));
     f.push(Field::new("marks", DataType::Int32, false));
+    // Whether ts is still at the placeholder year (a year-less time, or one taken from it): the
+    // year is chosen over the whole store, after the lines are written (store.py: the view moves it).
+    f.push(Field::new("year_placeholder", DataType::Boolean, false));
     f.push(Field::new("class_id", DataType::Int64, false));
     Arc::new(Schema::new(f))
 }
@@ -69,6 +73,20 @@ fn message_chars(e: &Event) -> (i32, i32) {
     }
     let before = e.raw[..s].chars().count();
     (before as i32 + 1, e.raw[s..t].chars().count() as i32)
+}
+
+/// The first and last microsecond of the placeholder year (timefmt.rs parses year-less times in 2000).
+const PLACEHOLDER_YEAR_US: (i64, i64) = (946_684_800_000_000, 978_307_200_000_000);
+
+/// Whether an event's time waits for its year: a year-less time, or an
+/// interpolated one that a year-less line before it gave (the lines the
+/// store's year inference moves: store.py).
+fn year_placeholder(e: &Event) -> bool {
+    match (e.ts_kind, e.ts) {
+        (Some(TsKind::YearInferred), Some(_)) => true,
+        (Some(TsKind::Interpolated), Some(t)) => (PLACEHOLDER_YEAR_US.0..PLACEHOLDER_YEAR_US.1).contains(&t),
+        _ => false,
+    }
 }
 
 /// Events a bucket of `event_rows` keeps (one class each): a bucket holds
@@ -133,6 +151,7 @@ pub fn event_rows(cat: &Catalog, file_id: i64, events: &[Event], classes: &[Clas
     let raw_bytes = events.iter().map(|e| e.raw.len()).sum();
     cols.push(sized_text_col(events, raw_bytes, |_, e| Some(e.raw.as_str())));
     cols.push(Arc::new(arrow_array::Int32Array::from_iter_values(events.iter().map(|e| e.marks.unwrap_or_else(|| cat.marks.of(&e.raw, e.ascii))))));
+    cols.push(Arc::new(arrow_array::BooleanArray::from_iter(events.iter().map(|e| Some(year_placeholder(e))))));
     (cols, local)
 }
 

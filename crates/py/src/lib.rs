@@ -5,8 +5,9 @@ use arrow_pyarrow::ToPyArrow;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
-use ranktrace_engine::{compile, compile::Catalog, Envelopes, Output};
-use std::sync::Arc;
+use ranktrace_engine::lines_parquet::LinesWriter;
+use ranktrace_engine::{compile, compile::Catalog, out, Envelopes, Output};
+use std::sync::{Arc, Mutex};
 
 /// A compiled catalog (the JSON spec made by ranktrace.ingest.core).
 #[pyclass(frozen)]
@@ -22,6 +23,34 @@ impl Engine {
     }
 }
 
+/// A Parquet file of lines (table event_lines), written by the parser
+/// threads that hand it their batches (one sink per thread: the lock is
+/// never contended).
+#[pyclass(frozen)]
+struct LinesSink {
+    inner: Mutex<LinesWriter>,
+}
+
+#[pymethods]
+impl LinesSink {
+    #[new]
+    #[pyo3(signature = (engine, path, codec=None))]
+    fn new(engine: &Engine, path: std::path::PathBuf, codec: Option<&str>) -> PyResult<LinesSink> {
+        let w = LinesWriter::create(&path, out::event_schema(&engine.cat), codec).map_err(PyValueError::new_err)?;
+        Ok(LinesSink { inner: Mutex::new(w) })
+    }
+
+    /// Lines written so far.
+    fn rows(&self) -> u64 {
+        self.inner.lock().unwrap().rows()
+    }
+
+    /// Write the footer (the file is complete), without the GIL; the lines written.
+    fn close(&self, py: Python<'_>) -> PyResult<u64> {
+        py.detach(|| self.inner.lock().unwrap().close()).map_err(PyValueError::new_err)
+    }
+}
+
 /// The parse of one file, fed its bytes in chunks.
 #[pyclass]
 struct FileParser {
@@ -30,12 +59,18 @@ struct FileParser {
 
 type PyBatch<'py> = (Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyDict>);
 
-fn to_py<'py>(py: Python<'py>, out: Output) -> PyResult<PyBatch<'py>> {
+/// A batch for Python: the events as a record batch, or, when they went
+/// into a sink already, their count.
+fn to_py<'py>(py: Python<'py>, out: Output, written: Option<usize>) -> PyResult<PyBatch<'py>> {
     let facts = PyDict::new(py);
     for (table, batch) in out.facts {
         facts.set_item(table, batch.to_pyarrow(py)?)?;
     }
-    Ok((out.events.to_pyarrow(py)?, out.classes.to_pyarrow(py)?, facts))
+    let events = match written {
+        Some(n) => n.into_pyobject(py)?.into_any(),
+        None => out.events.to_pyarrow(py)?,
+    };
+    Ok((events, out.classes.to_pyarrow(py)?, facts))
 }
 
 #[pymethods]
@@ -61,11 +96,20 @@ impl FileParser {
     }
 
     /// The next parsed batch (at most 65,536 lines) of what was fed, without the GIL; None when none is left.
-    fn next_batch<'py>(&mut self, py: Python<'py>) -> PyResult<Option<PyBatch<'py>>> {
+    /// With a `sink`, the events are written into it here and the batch gives their count.
+    #[pyo3(signature = (sink=None))]
+    fn next_batch<'py>(&mut self, py: Python<'py>, sink: Option<&LinesSink>) -> PyResult<Option<PyBatch<'py>>> {
         let inner = &mut self.inner;
-        match py.detach(|| inner.next_batch()) {
+        let got = py.detach(|| -> Result<Option<(Output, Option<usize>)>, String> {
+            let Some(out) = inner.next_batch() else { return Ok(None) };
+            let Some(sink) = sink else { return Ok(Some((out, None))) };
+            sink.inner.lock().unwrap().write(&out.events)?;
+            let n = out.events.num_rows();
+            Ok(Some((out, Some(n))))
+        });
+        match got.map_err(PyValueError::new_err)? {
             None => Ok(None),
-            Some(out) => to_py(py, out).map(Some),
+            Some((out, written)) => to_py(py, out, written).map(Some),
         }
     }
 
@@ -102,5 +146,6 @@ impl FileParser {
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Engine>()?;
     m.add_class::<FileParser>()?;
+    m.add_class::<LinesSink>()?;
     Ok(())
 }

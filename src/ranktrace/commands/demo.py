@@ -43,7 +43,7 @@ def run(args) -> int:
               file=sys.stderr)
         return 2
     bundle = found[args.bundle]
-    db = args.db or str(Path(tempfile.mkdtemp(prefix="ranktrace-demo-")) / "demo.duckdb")
+    db = args.db or str(Path(tempfile.mkdtemp(prefix="ranktrace-demo-")) / "demo.store")
     readme = bundle / "README.md"
     print(f"== incident: {args.bundle}")
     if readme.exists():
@@ -66,8 +66,8 @@ def run(args) -> int:
     except ImportError:
         print("== (diagnose is not available in this build)")
     else:
-        import duckdb
-        con = duckdb.connect(db, read_only=True)
+        from ..store import open_readonly
+        con = open_readonly(db)
         try:
             from ..report.verdict import fold_echoes
             verdict = fold_echoes(con, diagnose(con))

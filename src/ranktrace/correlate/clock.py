@@ -108,8 +108,7 @@ def estimate_offsets(con: duckdb.DuckDBPyConnection, offsets: dict[str, float] |
     hosts = [r["host"] for r in rows(con, f"SELECT host FROM ({_host_lines(con)}) ORDER BY host")]
     anchors: dict[str, dict[str, dict[str, float]]] = {}   # class -> host -> akey -> t
     unc0: dict[str, float] = {}
-    anchor_views(con)
-    for r in rows(con, sql_file("align/anchors.sql")):
+    for r in anchor_rows(con):
         if r["t"] is None:
             continue
         anchors.setdefault(r["class"], {}).setdefault(r["host"], {}).setdefault(r["akey"], []).append(float(r["t"]))
@@ -245,9 +244,97 @@ def _hot_events(con: duckdb.DuckDBPyConnection) -> None:
     the whole view would give)."""
     from .identity import base_views, events_views
     where = sql_file("align/hot_events.sql").split("\nWHERE ", 1)[1]
-    con.execute("CREATE OR REPLACE TEMP TABLE hot_src AS SELECT * FROM events_keyed WHERE " + where)
+    line_set(con, "hot_src", "SELECT * FROM events_keyed WHERE " + where)
     base_views(con, "hot_src", "_h")
     events_views(con, "_h")
+
+
+# The lines of hot_events.sql's filter (thousands of rows among millions), kept in the store by the
+# ingest that found them (store.refresh_summaries, which runs the attempts, hence the filter): a reader
+# then does not scan every line again (with the lines as Parquet, that scan was a third of `diagnose`).
+# As for the groups (identity.groups_stamp), a stamp says what they were made of: the SQL that selected
+# them (with view events_keyed as this reader makes it) and the store's events; a reader whose SQL or
+# store differs selects them anew.
+LINE_SETS = ("hot_src",)
+
+
+def _line_set_stamp(con: duckdb.DuckDBPyConnection, sql: str) -> str:
+    import hashlib
+    view = con.execute("SELECT sql FROM duckdb_views() WHERE view_name = 'events_keyed' AND temporary").fetchall()
+    n_events = con.execute("SELECT count(*) FROM event_rows").fetchone()[0]
+    files = con.execute("SELECT count(*), sum(file_id), sum(events) FROM files").fetchone()
+    # the classes as they are (their host, kind, role: a store edited after its ingest selects anew)
+    classes = con.execute("SELECT count(*), sum(hash(c)) FROM event_classes c").fetchone()
+    return hashlib.sha256(f"{view}\0{sql}\0{n_events}\0{files}\0{classes}".encode()).hexdigest()
+
+
+def line_set(con: duckdb.DuckDBPyConnection, name: str, sql: str) -> None:
+    """Temp relation `name` (one of LINE_SETS): the rows of `sql`, read from the store when its ingest
+    kept them for the same SQL and events, else selected now (and its stamp noted for store_line_sets)."""
+    stamp = _line_set_stamp(con, sql)
+    if table_exists(con, f"{name}_stored"):
+        got = con.execute("SELECT value FROM main.meta WHERE key = ?", [f"{name}_stamp"]).fetchone()
+        if got and got[0] == stamp:
+            _drop_temp(con, name)
+            con.execute(f"CREATE TEMP VIEW {name} AS SELECT * FROM main.{name}_stored")
+            return
+    _drop_temp(con, name)
+    con.execute(f"CREATE TEMP TABLE {name} AS {sql}")
+    con.execute("CREATE TEMP TABLE IF NOT EXISTS line_set_stamps (name VARCHAR PRIMARY KEY, stamp VARCHAR)")
+    con.execute("INSERT OR REPLACE INTO line_set_stamps VALUES (?, ?)", [name, stamp])
+
+
+def _drop_temp(con: duckdb.DuckDBPyConnection, name: str) -> None:
+    for (kind,) in con.execute("SELECT 'VIEW' FROM duckdb_views() WHERE temporary AND view_name = ? UNION ALL "
+                               "SELECT 'TABLE' FROM duckdb_tables() WHERE temporary AND table_name = ?",
+                               [name, name]).fetchall():
+        con.execute(f"DROP {kind} temp.{name}")
+
+
+def forget_line_sets(con: duckdb.DuckDBPyConnection) -> None:
+    for name in (*LINE_SETS, "clock_anchors"):
+        con.execute(f"DROP TABLE IF EXISTS main.{name}_stored")
+        con.execute("DELETE FROM main.meta WHERE key = ?", [f"{name}_stamp"])
+
+
+# The anchors of the clock estimate (anchors.sql's rows: per host and key, a few thousand), kept in the
+# store by the ingest that found them: anchor_lines.sql keeps every progress line, and a long run whose
+# every rank prints its steps (15 M lines of 15.4 M in a 1.5 GB run) made them most of `diagnose`
+# (step numbers read from every line, then grouped). The stamp holds what they depend on: the store's
+# events, the two SQL files, view events_keyed and the code that resolves a line's host (this module and
+# identity.py), so that any change of the code reads the lines again. (Not every temporary view: those
+# of the attempts differ between an ingest, which finds the attempts after the clock, and a reader.)
+def _anchors_stamp(con: duckdb.DuckDBPyConnection) -> str:
+    import hashlib
+    from pathlib import Path
+    from . import identity
+    code = Path(identity.__file__).read_text() + "\0" + Path(__file__).read_text()
+    sql = sql_file("align/anchor_lines.sql") + "\0" + sql_file("align/anchors.sql")
+    return _line_set_stamp(con, f"{code}\0{sql}")   # (with view events_keyed: what anchor_lines.sql reads)
+
+
+def anchor_rows(con: duckdb.DuckDBPyConnection) -> list[dict]:
+    """anchors.sql's rows: from the store when its ingest kept them with the same stamp, else read from
+    the lines (anchor_views), and their stamp noted for store_line_sets."""
+    stamp = _anchors_stamp(con)
+    if table_exists(con, "clock_anchors_stored"):
+        got = con.execute("SELECT value FROM main.meta WHERE key = 'clock_anchors_stamp'").fetchone()
+        if got and got[0] == stamp:
+            return rows(con, "SELECT * FROM main.clock_anchors_stored ORDER BY ALL")
+    anchor_views(con)
+    con.execute("CREATE OR REPLACE TEMP TABLE clock_anchors AS " + sql_file("align/anchors.sql"))
+    con.execute("CREATE TEMP TABLE IF NOT EXISTS line_set_stamps (name VARCHAR PRIMARY KEY, stamp VARCHAR)")
+    con.execute("INSERT OR REPLACE INTO line_set_stamps VALUES ('clock_anchors', ?)", [stamp])
+    return rows(con, "SELECT * FROM clock_anchors ORDER BY ALL")
+
+
+def store_line_sets(con: duckdb.DuckDBPyConnection) -> None:
+    """Keep the line sets this connection just selected (temp tables of line_set) in the store."""
+    if not table_exists(con, "line_set_stamps"):
+        return
+    for name, stamp in con.execute("SELECT name, stamp FROM temp.line_set_stamps ORDER BY name").fetchall():
+        con.execute(f"CREATE OR REPLACE TABLE main.{name}_stored AS SELECT * FROM temp.{name}")
+        con.execute("INSERT OR REPLACE INTO main.meta VALUES (?, ?)", [f"{name}_stamp", stamp])
 
 
 def align(con: duckdb.DuckDBPyConnection, offsets: dict[str, float] | None = None) -> list[dict]:

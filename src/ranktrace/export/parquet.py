@@ -168,9 +168,12 @@ def _bounded(db: str | Path, spill: Path):
     `spill` removed afterwards. Its own DuckDB instance, because DuckDB keeps
     an instance's temp directory once it has spilled there (a RESET fails), so
     the caller's connection could not be given its own back."""
-    con = duckdb.connect(config={"temp_directory": str(spill)})
+    from ..store import locate
+    root, file = locate(db)
+    # (the store's lines files are relative to its directory: store.py)
+    con = duckdb.connect(config={"temp_directory": str(spill), "file_search_path": str(root.resolve())})
     try:
-        con.execute(f"ATTACH {_lit(Path(db))} AS {STORE} (READ_ONLY)")
+        con.execute(f"ATTACH {_lit(file)} AS {STORE} (READ_ONLY)")
         con.execute(f"USE {STORE}")
         con.execute("SET TimeZone = 'UTC'")
         for k, v in EXPORT_SETTINGS.items():

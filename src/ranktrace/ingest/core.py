@@ -219,10 +219,11 @@ def whole(outs) -> tuple[pa.Table | None, pa.Table | None, dict[str, list[pa.Rec
     return pa.Table.from_batches(rows), pa.Table.from_batches(classes), facts
 
 
-def batches(parser: _core.FileParser):
+def batches(parser: _core.FileParser, sink: _core.LinesSink | None = None):
     """The parsed batches of what was fed to `parser`, one at a time:
-    (event rows, the classes new to the file, facts)."""
-    while (out := parser.next_batch()) is not None:
+    (event rows, the classes new to the file, facts); with a `sink`, the
+    engine writes the rows into it and the batch gives their count."""
+    while (out := parser.next_batch(sink)) is not None:
         yield out
 
 

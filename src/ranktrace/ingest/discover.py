@@ -485,7 +485,8 @@ def discover(paths: list[str], warn: Callable[[str], None], *, hints: list[PathH
              stdin: BinaryIO | None = None, exclude: list[str] | None = None,
              own: list[str] | None = None) -> Iterator[FileRef]:
     """Yield a FileRef per input file, in a deterministic (sorted) order.
-    `own`: files never to read (the store being written and its WAL)."""
+    `own`: files never to read, or directories none of whose files to read
+    (the store being written)."""
     hints = load_path_hints() if hints is None else hints
     exclude = exclude or []
 
@@ -498,6 +499,11 @@ def discover(paths: list[str], warn: Callable[[str], None], *, hints: list[PathH
         return ref
 
     skip = {os.path.realpath(x) for x in (own or ())}
+    skip_dirs = tuple(s + os.sep for s in skip if os.path.isdir(s))
+
+    def owned(x) -> bool:
+        real = os.path.realpath(x)
+        return real in skip or real.startswith(skip_dirs)
     for arg in paths:
         if arg == "-":
             ref = _stream_ref(stdin or sys.stdin.buffer, "<stdin>", warn)
@@ -519,7 +525,7 @@ def discover(paths: list[str], warn: Callable[[str], None], *, hints: list[PathH
             continue
         if p.is_dir():
             files = sorted(x for x in _walk(p, warn) if x.is_file() and not x.is_symlink()
-                           and os.path.realpath(x) not in skip and not _is_answer(x))
+                           and not owned(x) and not _is_answer(x))
             for link in sorted(x for x in _walk(p, warn) if x.is_symlink()):
                 try:
                     target = link.resolve(strict=True)

@@ -1,18 +1,20 @@
-"""parts: the ingest of one node's logs as Parquet, merged into a store later.
+"""parts: what every ingest writes: its logs' lines and tables as Parquet.
 
-A part is a directory of Parquet files, one per table of the store:
-`event_lines.parquet` and `event_classes.parquet` (the store's view `events`
-is their join on class_id; a line's message is substr(raw, message_at,
-message_len)), `files.parquet` (the `files` rows) and
-`<fact table>.parquet`, with the store's column names and types (times UTC,
-TIMESTAMP without zone), plus `manifest.json` (versions, catalog
-fingerprint, host, row counts). DuckDB, Spark or Trino read parts directly:
-`read_parquet('parts/*/event_lines.parquet') JOIN
+A part is a directory of Parquet files: `event_lines-N.parquet`, the lines,
+one file per parser thread, written by the engine as it parses (the
+columns of crates/engine/src/out.rs event_schema; a line's message is
+substr(raw, message_at, message_len)); `event_classes.parquet` (the store's
+view `events` is lines joined to classes on class_id), `files.parquet` (the
+`files` rows) and `<fact table>.parquet`, with the store's column names and
+types (times UTC, TIMESTAMP without zone), plus `manifest.json` (versions,
+catalog fingerprint, host, row counts). DuckDB, Spark or Trino read parts
+directly: `read_parquet('parts/*/event_lines-*.parquet') JOIN
 read_parquet('parts/*/event_classes.parquet') USING (class_id)`.
 
-PartWriter has the Writer's interface (add, done, close, abort), so ingest()
-sends its batches here instead of into a store. Memory stays bounded: rows
-are written out in row groups as they come. A part is written under
+`ranktrace ingest --part DIR` writes one into DIR; `ranktrace ingest --db
+STORE` writes one into STORE/parts/ and merges it (merge.py), as a node's
+part is merged. Memory stays bounded: lines leave in row groups as they are
+parsed, and the other tables' rows as they come. A part is written under
 `DIR/.incoming/` and renamed into `DIR/<host>-<hash>` when complete, so a
 reader (or merge) never sees half a part and parts of many nodes never
 clash. The hash is of the part's content (the files' sha256 and paths, the
@@ -41,7 +43,7 @@ from .. import __version__, store
 from ..formats import Catalog, format_dirs
 from .rows import Pending, file_ids
 
-PART_FORMAT = 4                   # the layout of a part directory; bump on any change (2: event rows and classes; 3: marks; 4: event_lines, the message a span of raw)
+PART_FORMAT = 5                   # the layout of a part directory; bump on any change (2: event rows and classes; 3: marks; 4: event_lines, the message a span of raw; 5: lines written by the engine, a file per parser thread)
 MANIFEST = "manifest.json"
 INCOMING = ".incoming"            # parts being written (not matched by DIR/*/...)
 ROW_GROUP = 122_880               # rows per Parquet row group (DuckDB's row group)
@@ -81,9 +83,13 @@ def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "host"
 
 
+LINES = "event_lines"             # the lines' files: event_lines-N.parquet
+
+
 def table_schemas(con, cat: Catalog) -> dict[str, pa.Schema]:
-    """The Arrow schema of every table a part holds, from a store's DDL."""
-    tables = ["files", *store.EVENT_TABLES, *sorted(cat.fact_tables)]
+    """The Arrow schema of every table a part holds but the lines (the
+    engine's), from a store's DDL."""
+    tables = ["files", "event_classes", *sorted(cat.fact_tables)]
     return {t: con.sql(f'FROM "{t}" LIMIT 0').to_arrow_table().schema for t in tables}
 
 
@@ -122,10 +128,27 @@ class PartWriter:
         self.flushed: dict[str, set[int]] = {}  # table -> files with rows written out
         self.dirty: dict[str, set[int]] = {}    # table -> failed files whose rows are written out
         self.file_rows: list[list] = []
+        self.sinks: list = []                   # the lines files, one per parser thread (lines_sink)
+        self.lines_of: dict[int, int] = {}      # file id -> the lines file its lines went to
 
-    def add(self, file_id: int, events: pa.RecordBatch | pa.Table, classes: pa.RecordBatch | pa.Table,
-            facts: dict[str, pa.RecordBatch | pa.Table]) -> None:
-        for table, rows in [("event_lines", events), ("event_classes", classes), *facts.items()]:
+    def lines_sink(self):
+        """A lines file of its own for a parser thread (the engine writes
+        into it: ranktrace._core.LinesSink); its lines are tracked per file
+        by `lines`."""
+        from . import core
+        from .. import _core
+        k = len(self.sinks)
+        sink = _core.LinesSink(core.engine(self.cat), str(self.tmp / f"{LINES}-{k}.parquet"))
+        self.sinks.append(sink)
+        return k, sink
+
+    def lines(self, file_id: int, sink: int) -> None:
+        """Lines of file `file_id` went into lines file `sink`."""
+        self.lines_of[file_id] = sink
+
+    def add(self, file_id: int, classes: pa.RecordBatch | pa.Table, facts: dict[str, pa.RecordBatch | pa.Table]) -> None:
+        """A batch's new classes and its facts (its lines went into a sink)."""
+        for table, rows in [("event_classes", classes), *facts.items()]:
             if not rows.num_rows:
                 continue
             if table not in self.schemas:
@@ -145,6 +168,8 @@ class PartWriter:
         for table, fids in self.flushed.items():
             if file_id in fids:
                 self.dirty.setdefault(table, set()).add(file_id)
+        if file_id in self.lines_of:
+            self.dirty.setdefault(f"{LINES}-{self.lines_of[file_id]}", set()).add(file_id)
 
     def close(self) -> None:
         """Write what is left, the files rows and the manifest; then move the
@@ -157,6 +182,13 @@ class PartWriter:
                     self._writer(table)  # every table has its file, empty or not
             for w in self.writers.values():
                 w.close()
+            lines = {}
+            for k, sink in enumerate(self.sinks):
+                n, name = sink.close(), f"{LINES}-{k}"
+                if n:
+                    lines[name], self.counts[name] = f"{name}.parquet", n
+                else:
+                    (self.tmp / f"{name}.parquet").unlink()
             for table, fids in sorted(self.dirty.items()):
                 self._drop_files(table, fids)
             files = pa.Table.from_pylist(
@@ -164,7 +196,7 @@ class PartWriter:
                 schema=self.schemas["files"])
             pq.write_table(files, self.tmp / "files.parquet", compression="zstd")
             self.counts["files"] = len(files)
-            manifest = self._manifest(files)
+            manifest = self._manifest(files, lines)
             (self.tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
             final = self.parts_dir / manifest["name"]
             old = None
@@ -180,6 +212,12 @@ class PartWriter:
             raise
 
     def abort(self) -> None:
+        for sink in self.sinks:
+            try:
+                sink.close()
+            except Exception:
+                pass
+        self.sinks.clear()
         for w in self.writers.values():
             try:
                 w.close()
@@ -189,7 +227,7 @@ class PartWriter:
         self.pending.clear()
         shutil.rmtree(self.tmp, ignore_errors=True)
 
-    def _manifest(self, files: pa.Table) -> dict:
+    def _manifest(self, files: pa.Table, lines: dict[str, str]) -> dict:
         fingerprint = catalog_fingerprint(self.cat)
         h = hashlib.sha256(f"{PART_FORMAT}\0{store.SCHEMA_VERSION}\0{fingerprint}\0{self.host}\0".encode())
         for sha, path in sorted(zip(files["sha256"].to_pylist(), files["path"].to_pylist())):
@@ -205,6 +243,7 @@ class PartWriter:
             "fallback_time": fallback[0] if fallback else None,
             "counts": dict(sorted(self.counts.items())),
             "tables": {t: f"{t}.parquet" for t in self.schemas},
+            "lines": lines,
         }
 
     def _writer(self, table: str) -> pq.ParquetWriter:

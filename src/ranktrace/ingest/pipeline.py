@@ -1,9 +1,12 @@
 """pipeline: discover -> read -> (the engine: frame, sniff, peel, blocks,
-extract, timestamps, normalize, classify, facts) -> store.
+extract, timestamps, normalize, classify, facts, lines as Parquet) -> a part
+-> (merged into) the store.
 
-The per-line work is the compiled engine's (ingest/core.py, crates/engine):
-this module owns the I/O around it: opening inputs, handing their bytes to
-the engine in bounded chunks, and writing what it returns to the store.
+The per-line work is the compiled engine's (ingest/core.py, crates/engine),
+and so is writing the lines: each parser thread's engine writes them into a
+Parquet file of the part (parts.py). This module owns the I/O around it:
+opening inputs, handing their bytes to the engine in bounded chunks, and
+handing the rest of what it returns (classes, facts, files rows) to the part.
 """
 
 from __future__ import annotations
@@ -11,12 +14,14 @@ from __future__ import annotations
 import io
 import os
 import queue
+import shutil
 import threading
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Callable, Iterator
 
 import pyarrow as pa
@@ -26,7 +31,6 @@ from ..formats import Catalog
 from . import core, read
 from .discover import DATA_ERRORS, FileRef, InputError, discover, open_text_stream
 from .parts import PartWriter
-from .writer import Writer
 
 
 @dataclass
@@ -94,10 +98,11 @@ class Claims:
 
 @dataclass
 class Parsed:
-    """One batch of a file, parsed (what parse_file yields as it goes): the
-    engine's Arrow batches, as they came."""
+    """One batch of a file, parsed (what parse_file yields as it goes): its
+    events (a record batch, or their count when the engine wrote them into a
+    lines sink), and the engine's Arrow batches of classes and facts."""
     file_id: int
-    events: pa.RecordBatch
+    events: pa.RecordBatch | int
     classes: pa.RecordBatch
     facts: dict[str, pa.RecordBatch]
 
@@ -111,9 +116,11 @@ class Finished:
 
 
 def parse_file(ref: FileRef, cat: Catalog, claims: Claims, *, tz: str = "UTC", progress: Progress | None = None,
-               chunk_bytes: int = core.CHUNK_BYTES, max_line: int = core.MAX_LINE) -> Iterator[Parsed | Finished]:
+               chunk_bytes: int = core.CHUNK_BYTES, max_line: int = core.MAX_LINE,
+               sink=None) -> Iterator[Parsed | Finished]:
     """Read and parse one file: yields a Parsed per batch, then one Finished.
-    `claims` says whether the file is new, and gives its id.
+    `claims` says whether the file is new, and gives its id; `sink` (a
+    LinesSink) takes the events, written by the engine.
 
     Chunks are read one ahead, so the engine knows which is the last (a
     block still open at the end of a chunk waits for the next one)."""
@@ -134,8 +141,8 @@ def parse_file(ref: FileRef, cat: Catalog, claims: Claims, *, tz: str = "UTC", p
                 while True:
                     nxt = read.read_some(stream, chunk_bytes, damage) if pending else b""
                     parser.feed(pending, not nxt)
-                    for events, classes, facts in core.batches(parser):
-                        res.events += events.num_rows
+                    for events, classes, facts in core.batches(parser, sink):
+                        res.events += events if sink is not None else events.num_rows
                         yield Parsed(file_id, events, classes, facts)
                     stats = parser.stats()
                     progress.on_batch(stats["bytes"] - res.bytes, stats["lines"] - res.lines)
@@ -218,22 +225,6 @@ def _read_problems(ref: FileRef, stats: dict, damage: read.Damage, max_line: int
     return out
 
 
-def ingest_file(con, ref: FileRef, cat: Catalog, **kw) -> FileResult:
-    """One file into the store through `con`, in this thread."""
-    writer = Writer(con)
-    try:
-        for msg in parse_file(ref, cat, Claims(con), **kw):
-            if isinstance(msg, Parsed):
-                writer.add(msg.file_id, msg.events, msg.classes, msg.facts)
-            elif msg.file_id is not None:
-                writer.done(msg.file_id, msg.row)
-        writer.close()
-    except BaseException:
-        writer.abort()
-        raise
-    return msg.result
-
-
 class _Prepend:
     """A raw stream that first returns `head`, then the rest of `inner`."""
 
@@ -275,8 +266,8 @@ def _file_row(ref: FileRef, res: FileResult, file_id: int, sha: str, envs: list[
             datetime.now(timezone.utc).replace(tzinfo=None, microsecond=0)]
 
 
-# DuckDB caches what it writes up to this; 512 MB left a 300 MB ingest at 1.12 GB peak RSS,
-# 256 MB at 0.98 GB, no slower (inserts go out in whole row groups, writer.py).
+# DuckDB's memory while the parsers run (it only claims files and keeps meta then); the merge
+# that ends the ingest has merge.py's.
 INGEST_DUCKDB_MEMORY = "256MB"
 
 
@@ -297,40 +288,40 @@ class _Stopped(Exception):
 
 
 class _Shared:
-    """One writer that every parser thread writes through in turn: a part is
-    one Parquet file per table. The ingest closes or aborts it, once."""
+    """The part every parser thread writes through: its lines go into a file
+    of the thread's own (the engine writes them), the rest (classes, facts,
+    files rows) through the PartWriter, in turn."""
 
     def __init__(self, writer: PartWriter):
         self.writer, self.lock = writer, threading.Lock()
 
-    def add(self, *args) -> None:
+    def sink(self):
         with self.lock:
-            self.writer.add(*args)
+            return self.writer.lines_sink()
+
+    def add(self, file_id: int, sink: int, classes, facts) -> None:
+        with self.lock:
+            self.writer.lines(file_id, sink)
+            self.writer.add(file_id, classes, facts)
 
     def done(self, *args) -> None:
         with self.lock:
             self.writer.done(*args)
 
-    def close(self) -> None:
-        pass
-
-    def abort(self) -> None:
-        pass
-
 
 def ingest(paths: list[str], db: str, cat: Catalog, *, tz: str = "UTC", progress: Progress | None = None,
            warn: Callable[[str], None] | None = None, stdin=None, workers: int | None = None,
            exclude: list[str] | None = None, part: str | None = None) -> IngestSummary:
-    """`part`: write a part into that directory (parts.py) instead of the store `db`.
+    """Ingest `paths`: a part written into directory `part` (parts.py), or
+    into the store `db`'s parts/ and merged there (merge.py), as a node's part
+    is merged.
 
-    Files are parsed in `workers` threads (the engine and DuckDB release
-    the GIL), each taking the next input as it finishes one and writing its
-    batches itself, through a Writer and a DuckDB connection of its own:
-    inserting is as much work as parsing, and one writer thread for all
-    parsers kept the other core idle half of the time (512 MB: the writer
-    busy 11 CPU-s, the parsers 6). Appends of two transactions never
-    conflict in DuckDB, and each file is still in the store whole or not
-    at all. This thread reports each file as it finishes."""
+    Files are parsed in `workers` threads (the engine releases the GIL),
+    each taking the next input as it finishes one; each thread's engine
+    writes the lines it parses into a Parquet file of its own, as it parses
+    (storing a DuckDB row per line cost as much CPU as parsing). This thread
+    reports each file as it finishes."""
+    from .. import merge as merging
     workers = workers or min(4, os.cpu_count() or 1)
     warnings: list[str] = []
 
@@ -341,14 +332,7 @@ def ingest(paths: list[str], db: str, cat: Catalog, *, tz: str = "UTC", progress
 
     t0 = time.perf_counter()
     con = store.open_store(":memory:" if part else db, cat)  # a part claims its files in an empty store
-    # DuckDB would keep every block it writes cached (up to 80% of RAM);
-    # ingest reads little back, so its memory stays flat at any input size.
     con.execute(f"SET memory_limit = '{INGEST_DUCKDB_MEMORY}'")
-    con.execute("SET preserve_insertion_order = false")
-    # No DuckDB threads of its own while inserting: every parser inserts in
-    # its own thread, and two threads split every INSERT into two part-full
-    # row groups (writer.py).
-    con.execute("SET threads = 1")
     results: list[FileResult] = []
     claims = Claims(con)
     finished: queue.Queue = queue.Queue()   # Finished, an exception, or _PARSER_DONE
@@ -357,7 +341,7 @@ def ingest(paths: list[str], db: str, cat: Catalog, *, tz: str = "UTC", progress
     # discover() is consumed lazily (archive members are held in memory only
     # while in flight), by the parsers themselves: a parser that finishes a
     # file takes the next one at once.
-    own = [] if part else [db, f"{db}.wal"]
+    own = [] if part else [str(store.locate(db)[0])]
     refs = iter(discover(paths, _warn, stdin=stdin, exclude=exclude, own=own))
     refs_lock = threading.Lock()
 
@@ -368,34 +352,31 @@ def ingest(paths: list[str], db: str, cat: Catalog, *, tz: str = "UTC", progress
             progress.on_file(ref.path)
         return ref
 
-    shared = PartWriter(part, cat, con) if part else None
+    writer = PartWriter(part or store.locate(db)[0] / store.PARTS, cat, con)
+    shared = _Shared(writer)
 
     def parser() -> None:
-        cursor = None if shared else con.cursor()
-        writer = _Shared(shared) if shared else Writer(cursor)
         try:
+            k, sink = shared.sink()
             while not stop.is_set() and (ref := next_ref()) is not None:
-                for msg in parse_file(ref, cat, claims, tz=tz, progress=progress):
+                for msg in parse_file(ref, cat, claims, tz=tz, progress=progress, sink=sink):
                     if stop.is_set():
                         raise _Stopped
                     if isinstance(msg, Parsed):
-                        writer.add(msg.file_id, msg.events, msg.classes, msg.facts)
+                        shared.add(msg.file_id, k, msg.classes, msg.facts)
                         continue
                     if msg.file_id is not None:
-                        writer.done(msg.file_id, msg.row)
+                        shared.done(msg.file_id, msg.row)
                     finished.put(msg)
             if stop.is_set():
                 raise _Stopped
-            writer.close()
         except BaseException as exc:  # this thread re-raises it
-            writer.abort()
             if not isinstance(exc, _Stopped):
                 finished.put(exc)
         finally:
-            if cursor is not None:
-                cursor.close()
             finished.put(_PARSER_DONE)
 
+    year = None
     try:
         _remember_fallback_time(con, paths)
         with ThreadPoolExecutor(max_workers=workers) as pool:
@@ -415,19 +396,23 @@ def ingest(paths: list[str], db: str, cat: Catalog, *, tz: str = "UTC", progress
                         results.append(msg.result)
             finally:
                 stop.set()
-        if shared:
-            shared.close()
-        con.execute("RESET threads")
-        year = None if part else store.infer_years(con)  # a part's years and summaries: at merge
-        if not part:
-            store.refresh_summaries(con)
+        writer.close()
+        if not part:   # a part's years and summaries: at merge
+            made = merging.Part(Path(writer.path), merging._manifest(Path(writer.path)))
+            out = merging.MergeSummary()
+            # the parsers are done (their memory is free): the merge's limit, as `ranktrace merge` has it
+            # (the end-of-ingest summaries of a 1.5 GB run, 15 M lines, ran out of 256 MB)
+            con.execute(f"SET memory_limit = '{merging.MERGE_DUCKDB_MEMORY}'")
+            merging.merge_into(con, [made], cat, out)
+            if not out.parts:   # nothing new: the part is all duplicates (or empty)
+                shutil.rmtree(made.path, ignore_errors=True)
+            year = out.reference_year
     except BaseException:
-        if shared:
-            shared.abort()
+        writer.abort()
         raise
     finally:
         con.close()
-    return IngestSummary(results, warnings, time.perf_counter() - t0, year, part=getattr(shared, "path", None))
+    return IngestSummary(results, warnings, time.perf_counter() - t0, year, part=writer.path if part else None)
 
 
 def _remember_fallback_time(con, paths: list[str]) -> None:
