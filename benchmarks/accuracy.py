@@ -45,7 +45,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import duckdb
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -57,6 +56,7 @@ from ranktrace.correlate.detectors.base import query, signal_kind  # noqa: E402
 from ranktrace.correlate.util import ensure_kind_catalog  # noqa: E402
 from ranktrace.formats import load_catalog  # noqa: E402
 from ranktrace.ingest.pipeline import ingest  # noqa: E402
+from ranktrace.store import open_readonly  # noqa: E402
 
 TRUTH_FILES = {"truth.json", "expected_verdict.json", "README.md"}
 # the shared excerpts sit beside the checkout (/work/main -> /work/shared); a worktree one level
@@ -169,12 +169,12 @@ def score_incident(d: Path, cat, verbose: bool) -> dict | None:
     with tempfile.TemporaryDirectory() as td:
         db = os.path.join(td, "s.duckdb")
         ingest_incident(d, cat, db)
-        con = duckdb.connect(db, read_only=True)
+        con = open_readonly(db)
         t0 = time.perf_counter()
         out = diagnose(con)
         dt_s = time.perf_counter() - t0
         con.close()
-        con = duckdb.connect(db, read_only=True)
+        con = open_readonly(db)
         base = baseline(con)
         con.close()
     v = out["verdict"]
@@ -241,10 +241,10 @@ def _score_shape(e, x, ff, cat, verbose) -> dict:
         db = os.path.join(td, "s.duckdb")
         with _cwd(SHAPES):
             ingest([e["file"]], db, cat)
-        con = duckdb.connect(db, read_only=True)
+        con = open_readonly(db)
         d = diagnose(con)
         con.close()
-        con = duckdb.connect(db, read_only=True)
+        con = open_readonly(db)
         base = baseline(con)
         con.close()
     v = d["verdict"]
@@ -293,10 +293,10 @@ def score_excerpts(d: Path, manifest: str, cat, verbose: bool) -> list[dict]:
             db = os.path.join(td, "s.duckdb")
             with _cwd(d):
                 ingest([c["file"]], db, cat)
-            con = duckdb.connect(db, read_only=True)
+            con = open_readonly(db)
             v = diagnose(con)["verdict"]
             con.close()
-            con = duckdb.connect(db, read_only=True)
+            con = open_readonly(db)
             base = baseline(con)
             con.close()
         def loc(x):

@@ -23,7 +23,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-import duckdb
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -36,6 +35,7 @@ from longrun_score import culprit_ok, match, ref_shift  # noqa: E402
 from ranktrace.correlate import diagnose  # noqa: E402
 from ranktrace.correlate.choose import FEATURES, SIGNS, kind_class, load_weights  # noqa: E402
 from ranktrace.formats import load_catalog  # noqa: E402
+from ranktrace.store import open_readonly  # noqa: E402
 
 WEIGHTS = REPO / "queries" / "data" / "choice_weights.toml"
 L2 = 0.05
@@ -83,7 +83,7 @@ def collect(dirs: list[Path], out_path: Path) -> None:
                 db = os.path.join(td, "s.duckdb")
                 try:
                     ingest_incident(d, cat, db)
-                    con = duckdb.connect(db, read_only=True)
+                    con = open_readonly(db)
                     out = diagnose(con)
                     con.close()
                 except Exception as exc:   # one bad run must not stop the others

@@ -25,12 +25,12 @@ import tempfile
 import time
 from pathlib import Path
 
-import duckdb
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from ranktrace.correlate import diagnose  # noqa: E402
+from ranktrace.store import open_readonly  # noqa: E402
 
 import gen_longrun  # noqa: E402
 
@@ -95,7 +95,7 @@ def score(d: Path, cat, ingest_incident, verbose: bool = False) -> dict:
         t0 = time.perf_counter()
         ingest_incident(d, cat, db)
         t1 = time.perf_counter()
-        con = duckdb.connect(db, read_only=True)
+        con = open_readonly(db)
         out = diagnose(con)
         t2 = time.perf_counter()
         con.close()

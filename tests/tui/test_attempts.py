@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import duckdb
 import pytest
 
+from ranktrace.store import connect as store_connect
 from tui_helpers import ingest_relative, run_async, screen_text, settle
 
 pytestmark = pytest.mark.tui
@@ -46,7 +46,7 @@ def _store(stores, name: str) -> str:
 
 def store_attempts(db: str) -> list[tuple]:
     """(attempt, outcome, start epoch s) of the store's `attempts` table."""
-    con = duckdb.connect(db, read_only=True)
+    con = store_connect(db)
     try:
         return con.execute("SELECT attempt, outcome, epoch_us(start) / 1e6 FROM attempts ORDER BY attempt").fetchall()
     finally:
@@ -181,7 +181,7 @@ async def test_culprit_keys_step_through_its_events(stores):
         host, rank = tl.culprit
         assert rank is not None
         off = app.store.offsets.get(host, 0.0)
-        con = duckdb.connect(db, read_only=True)
+        con = store_connect(db)
         times = sorted({r[0] - off for r in con.execute(
             "SELECT epoch_us(ts) / 1e6 FROM events WHERE host = ? AND rank = ? AND ts IS NOT NULL",
             [host, rank]).fetchall()})
@@ -287,7 +287,7 @@ async def test_log_text_in_attempts_is_never_markup(stores):
 
 @run_async
 async def test_a_run_that_never_restarted_has_no_attempt_keys(make_app, incident):
-    con = duckdb.connect(incident.db, read_only=True)
+    con = store_connect(incident.db)
     n = con.execute("SELECT count(*) FROM attempts").fetchone()[0]
     con.close()
     assert n <= 1
