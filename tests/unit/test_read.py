@@ -81,6 +81,10 @@ def _parse_all(catalog, data: bytes, chunk: int):
     return events, {t: pa.Table.from_batches(v) for t, v in facts.items()}
 
 
+def _row_key(r: dict) -> tuple:
+    return tuple(str(r[k]) for k in sorted(r))
+
+
 def _sample_files():
     from rt_testlib import REPO
     shapes = REPO.parent / "shared" / "real_log_shapes"
@@ -107,7 +111,12 @@ def test_how_a_file_is_chunked_changes_nothing(catalog, chunk):
             assert ev[col].to_pylist() == whole_ev[col].to_pylist(), (f, col)
         assert sorted(facts) == sorted(whole_facts), f
         for t in whole_facts:
-            assert facts[t].to_pylist() == whole_facts[t].to_pylist(), (f, t)
+            got, want = facts[t].to_pylist(), whole_facts[t].to_pylist()
+            if t == "identity_found":
+                # a stream's basis row is written when the stream's value is settled, which is at a batch
+                # boundary when fed in chunks: the same rows, in another order (readers order by event_id)
+                got, want = sorted(got, key=_row_key), sorted(want, key=_row_key)
+            assert got == want, (f, t)
 
 
 INTERLEAVED = (  # found by fuzzing: a traceback frame, another rank's frame, the first one's caret line
