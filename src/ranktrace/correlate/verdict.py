@@ -440,13 +440,15 @@ def diagnose_scope(con: duckdb.DuckDBPyConnection, clock: list[dict]) -> dict:
             if quiet and best_kind != "killed":
                 v["time"] = iso(min(quiet))
         rank_level = best_kind in ("exception", "crash", "killed", "oom", "gpu_oom", "cuda_error", "hang")
-        if rank_level and v["rank"] is None and v["pid"] is None and v["pod"] is None:
-            # the job's ranks, not only those the logs tie to that host: the tie may be what is missing
+        if rank_level and v["rank"] is None and v["pod"] is None:
+            # the job's ranks, not only those the logs tie to that host: the tie may be what is missing;
+            # a pid alone (the kernel's OOM report) names the process, not which rank it ran
             n_ranks = con.execute("SELECT count(DISTINCT rank) FROM aligned_groups WHERE rank IS NOT NULL").fetchone()[0]
             if n_ranks > 1:
                 v["confidence"] = min(v["confidence"], 0.7)
-                missing.append("which rank it was: the logs name only the node/step "
-                               "(sacct MaxRSS per task, the kernel log's oom-kill line with the pid)")
+                missing.append(f"which rank pid {v['pid']} ran: no line ties the pid to a rank" if v["pid"] is not None
+                               else "which rank it was: the logs name only the node/step "
+                                    "(sacct MaxRSS per task, the kernel log's oom-kill line with the pid)")
         if best_kind in JOB_LEVEL:
             for k in ("rank", "local_rank", "pid", "gpu"):
                 v[k] = None
