@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 import tempfile
@@ -33,7 +32,7 @@ from accuracy import ingest_incident, located  # noqa: E402
 from longrun_score import culprit_ok, match, ref_shift  # noqa: E402
 
 from ranktrace.correlate import diagnose  # noqa: E402
-from ranktrace.correlate.choose import FEATURES, SIGNS, kind_class, load_weights  # noqa: E402
+from ranktrace.correlate.choose import FEATURES, SIGNS, kind_class, load_weights, probabilities, weighted  # noqa: E402
 from ranktrace.formats import load_catalog  # noqa: E402
 from ranktrace.store import open_readonly  # noqa: E402
 
@@ -100,12 +99,8 @@ def collect(dirs: list[Path], out_path: Path) -> None:
 
 
 def _probs(w: dict[str, float], hyps: list[dict]) -> list[float]:
-    """The candidates' probabilities (choose.rank's softmax with its option "none of them", score 0)."""
-    s = [w.get("bias", 0.0) + sum(w.get(k, 0.0) * h["features"].get(k, 0.0) for k in FEATURES) for h in hyps]
-    top = max(0.0, max(s))
-    e = [math.exp(x - top) for x in s]
-    z = sum(e) + math.exp(-top)
-    return [x / z for x in e]
+    """The candidates' probabilities, as choose.rank gives them."""
+    return probabilities([weighted(h["features"], w) for h in hyps], w.get("temperature", 1.0))
 
 
 def evaluate(w: dict[str, float], groups: list[dict]) -> dict:

@@ -150,18 +150,28 @@ def features(cands: list, node_failed: set[str], unc: dict[str | None, float],
     return out
 
 
+def weighted(f: dict[str, float], weights: dict[str, float]) -> float:
+    """A candidate's score: the bias plus its features, each times its weight."""
+    return weights.get("bias", 0.0) + sum(weights.get(k, 0.0) * f.get(k, 0.0) for k in FEATURES)
+
+
+def probabilities(scores: list[float], temperature: float = 1.0) -> list[float]:
+    """The softmax of the candidates' scores with one more option, score 0: the culprit is none of
+    them (its lines are not in the input, or no detector saw it); `bias` weighs every candidate
+    against it. The probabilities of the candidates (they sum to less than 1)."""
+    if not scores:
+        return []
+    t = temperature or 1.0
+    top = max(0.0, max(scores))
+    e = [math.exp((x - top) / t) for x in scores]
+    z = math.exp(-top / t) + sum(e)
+    return [x / z for x in e]
+
+
 def rank(cands: list, feats: list[dict[str, float]], weights: dict[str, float]) -> list[Scored]:
     """The candidates scored and ordered, most probable first (ties: the earlier, then the key)."""
-    temp = weights.get("temperature", 1.0) or 1.0
-    scored = [Scored(c, f, weights.get("bias", 0.0) + sum(weights.get(k, 0.0) * v for k, v in f.items()))
-              for c, f in zip(cands, feats)]
-    if not scored:
-        return []
-    # the softmax has one more option, score 0: the culprit is none of them (its lines are not in the
-    # input, or no detector saw it); `bias` weighs every candidate against it
-    top = max(0.0, max(s.score for s in scored))
-    z = math.exp(-top / temp) + sum(math.exp((s.score - top) / temp) for s in scored)
-    for s in scored:
-        s.probability = math.exp((s.score - top) / temp) / z
+    scored = [Scored(c, f, weighted(f, weights)) for c, f in zip(cands, feats)]
+    for s, p in zip(scored, probabilities([s.score for s in scored], weights.get("temperature", 1.0))):
+        s.probability = p
     return sorted(scored, key=lambda s: (-s.score, s.candidate.order_time is None,
                                          s.candidate.order_time or dt.datetime.max, str(s.candidate.key)))

@@ -28,9 +28,9 @@ from .detectors.base import SPECIFICITY, query
 from .controlplane import apply as _controlplane
 from .gang import gang as _gang
 from .impact import impact as _impact
+from .choose import calibrated, features, load_weights, rank
 from .naming import review as _review_names, who as _who
 from .stranded import apply as _stranded
-from .choose import calibrated, features, load_weights, rank
 from .survival import demote_survived, healthy_until
 from .topology import topology as _topology
 from .util import ensure_kind_catalog, iso, platforms, rows, short, sql_file
@@ -300,14 +300,14 @@ def _failure_seen(con, findings: list[Finding]) -> bool:
     survived: the job made steps after them (an attempt that trains on through noise has not failed)."""
     healthy = healthy_until(con)
     if healthy is None:
-        return bool(findings) or con.execute(
-            "SELECT count(*) FROM aligned_groups WHERE role IN ('cause', 'symptom') "
-            "OR (severity IN ('error', 'critical') AND role <> 'info')").fetchone()[0] > 0
-    if any((f.direct or f.time is None or f.time >= healthy) and not f.extra.get("survived") for f in findings):
+        if findings:
+            return True
+    elif any((f.direct or f.time is None or f.time >= healthy) and not f.extra.get("survived") for f in findings):
         return True
     return con.execute("SELECT count(*) FROM aligned_groups WHERE (role IN ('cause', 'symptom') "
                        "OR (severity IN ('error', 'critical') AND role <> 'info')) "
-                       "AND (last_ats IS NULL OR last_ats >= ?)", [healthy]).fetchone()[0] > 0
+                       "AND (CAST(? AS TIMESTAMP) IS NULL OR last_ats IS NULL OR last_ats >= ?)",
+                       [healthy, healthy]).fetchone()[0] > 0
 
 
 def diagnose(con: duckdb.DuckDBPyConnection, *, offsets: dict[str, float] | None = None) -> dict:
