@@ -4,7 +4,7 @@
 -- params: none (reads temp view aligned_groups: the lines of every rank, in groups, queries/align/event_groups.sql)
 -- returns: per rank (host, rank): first and last aligned time of any line, of progress, the last
 --   progress step (a line of kind progress, or of no kind at info level, that says `step N` /
---   `iter N`), the count of own cause / symptom lines, whether the rank (or its launcher)
+--   `iter N`), the count of own cause / symptom lines and the time of the last, whether the rank (or its launcher)
 --   wrote a terminal report. Absence is evidence: a rank that stops early and says nothing
 --   while its peers complain about a lost peer is the likely culprit.
 SELECT host, rank,
@@ -18,6 +18,7 @@ SELECT host, rank,
            AS last_event_id,
        CAST(coalesce(sum(n) FILTER (WHERE role = 'cause'), 0) AS BIGINT) AS n_cause,
        CAST(coalesce(sum(n) FILTER (WHERE role = 'symptom'), 0) AS BIGINT) AS n_symptom,
+       max(last_ats) FILTER (WHERE ts_ok AND role IN ('cause', 'symptom')) AS last_fail_ats,
        CAST(sum(n) AS BIGINT) AS n
 FROM aligned_groups WHERE rank IS NOT NULL
 GROUP BY host, rank

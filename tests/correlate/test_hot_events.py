@@ -39,6 +39,7 @@ PER_LINE = {
                max(ats) FILTER (WHERE ts_ok AND step IS NOT NULL) AS last_progress_ats, max(step) AS last_step,
                last(event_id ORDER BY ats, file DESC, line) FILTER (WHERE ts_ok AND ats IS NOT NULL) AS last_event_id,
                count(*) FILTER (WHERE role = 'cause') AS n_cause, count(*) FILTER (WHERE role = 'symptom') AS n_symptom,
+               max(ats) FILTER (WHERE ts_ok AND role IN ('cause', 'symptom')) AS last_fail_ats,
                count(*) AS n
         FROM ev GROUP BY host, rank ORDER BY rank, host""",
     "host_activity": """

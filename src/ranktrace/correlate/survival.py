@@ -110,6 +110,15 @@ def demote_survived(con, findings: list[Finding]) -> int:
     return n
 
 
+def training_stop(con) -> tuple[dt.datetime | None, dt.timedelta]:
+    """When the job (in scope) last made progress, and the slack of a step or two around it (a
+    synchronous job's ranks stop within one step of each other: the others block at the next
+    collective). (None, slack) without progress lines."""
+    spans = _spans(con)
+    stop = max((s["last_ats"] for s in spans), default=None)
+    return stop, dt.timedelta(seconds=max(5.0, 2 * (step_s(spans) or 0.0)))
+
+
 def healthy_until(con) -> dt.datetime | None:
     """The time up to which the job (in scope) was making progress, less the survival window: failure
     lines before it were survived (the job made steps after them); None when no progress is known.

@@ -106,12 +106,22 @@ def watchdog(con) -> list[Finding]:
 
 
 def silent_ranks(con) -> list[Finding]:
-    """Ranks with no cause/symptom line of their own while most peers report a lost peer."""
+    """Ranks with no cause/symptom line of their own while most peers report a lost peer. A line
+    written while the job still trained (a retried socket before the hang) is not a complaint about
+    this failure."""
+    from ..survival import training_stop
     rs = query(con, "rank_activity")
     if len(rs) < 2:
         return []
-    complaining = [r for r in rs if r["n_symptom"] > 0 or r["n_cause"] > 0]
-    silent = [r for r in rs if r["n_symptom"] == 0 and r["n_cause"] == 0]
+    stop, slack = training_stop(con)
+
+    def complained(r) -> bool:   # a complaint once training had stopped (or no progress to tell)
+        if r["n_symptom"] == 0 and r["n_cause"] == 0:
+            return False
+        return stop is None or r["last_fail_ats"] is None or r["last_fail_ats"] >= stop - slack
+
+    complaining = [r for r in rs if complained(r)]
+    silent = [r for r in rs if not complained(r)]
     if not complaining or not silent or len(complaining) < len(rs) / 2:
         return []
     out = []

@@ -5,8 +5,6 @@ working is a hang (see absence.silent_ranks + exits)."""
 
 from __future__ import annotations
 
-import datetime as dt
-
 from .base import Finding, query
 
 
@@ -14,15 +12,12 @@ def half_dead_nodes(con) -> list[Finding]:
     """Hosts that went quiet: no teardown, and no complaint or cause line the job did not train past
     (a long run's benign warnings before the freeze, and the kernel's stall report of the freeze
     itself, do not make a host a witness)."""
-    from ..survival import healthy_until, step_s
+    from ..survival import healthy_until, training_stop
     hs = [h for h in query(con, "host_activity") if h["last_ats"] is not None]
     if len(hs) < 2:
         return []
     healthy = healthy_until(con)
-    spans = query(con, "progress_spans")
-    # when training stopped, and the slack of a step or two (the others block at the next collective)
-    stop = max((s["last_ats"] for s in spans), default=None)
-    slack = dt.timedelta(seconds=max(5.0, 2 * (step_s(spans) or 0.0)))
+    stop, slack = training_stop(con)
 
     def quiet_host(h) -> bool:
         if h["n_teardown"] > 0:
