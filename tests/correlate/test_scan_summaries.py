@@ -1,14 +1,14 @@
 """The summaries' per-line text tests are decided by the engine as it parses (columns step, says_step,
 nranks, teardown of the lines: crates/engine/src/summary.rs). On every sample bundle and every real
 log shape, each line's columns are what the SQL that computed them before gave (queries/align/
-event_groups.sql and anchors.sql, verbatim, marks and prefilters included), and what ranktrace.store's
+event_groups.sql and anchors.sql, verbatim with their prefilters, but the mark 'summary', which was only
+a prefilter of these tests and is gone with them), and what ranktrace.store's
 SQL for hand-made stores (SCAN_SUMMARIES) gives."""
 
 from __future__ import annotations
 
 import pytest
 
-from ranktrace import marks
 from ranktrace.ingest.pipeline import ingest
 from ranktrace.store import connect as store_connect, scan_summaries
 from rt_testlib import SHAPES
@@ -17,19 +17,19 @@ from .test_sample_bundles import BUNDLES, _files
 
 # The expressions of event_groups.sql before the engine decided them (its CTEs c, m and e).
 PROGRESS_KIND = "(kind = 'progress' OR (kind IS NULL AND severity IN ('info', 'debug', 'notice')))"
-MAYBE_STEP = ("CASE WHEN (kind IS NULL OR kind = 'progress') AND has_mark(marks, 'summary') "
+MAYBE_STEP = ("CASE WHEN (kind IS NULL OR kind = 'progress') "
               "AND (message ILIKE '%tep%' OR message ILIKE '%iter%') THEN true END")
 OLD = {
     "step": (f"CASE WHEN ({MAYBE_STEP}) AND {PROGRESS_KIND} THEN TRY_CAST(regexp_extract(message, "
              r"'(?i)\b(?:global[_ ])?(?:step|iter|iteration)\s*[=:#]?\s*\[?(\d+)', 1) AS BIGINT) END"),
     "says_step": (f"coalesce(CASE WHEN ({MAYBE_STEP}) AND kind IS NULL THEN regexp_matches(message, "
                   r"'(?i)\b(?:step|iter|iteration)\s*[=:#]?\s*\d+') END, false)"),
-    "nranks": ("CASE WHEN has_mark(marks, 'summary') AND (message LIKE '%nranks %') "
+    "nranks": ("CASE WHEN (message LIKE '%nranks %') "
                "AND (raw LIKE '%nranks %' OR raw LIKE '%gres/gpu%' OR raw LIKE '%nvidia.com/gpu%' OR raw LIKE '%world_size%' "
                "OR raw LIKE '%WORLD_SIZE%' OR raw LIKE '%PET_NNODES%' OR raw LIKE '%NumNodes=%' "
                "OR raw LIKE '%#SBATCH%' OR raw LIKE '%TresPerNode=%' OR raw LIKE '%local_ranks=[%') "
                r"THEN TRY_CAST(regexp_extract(message, '\bnranks (\d+)', 1) AS INTEGER) END"),
-    "teardown": ("CASE WHEN has_mark(marks, 'summary') AND (message LIKE '%failed (exitcode:%' "
+    "teardown": ("CASE WHEN (message LIKE '%failed (exitcode:%' "
                  "OR message LIKE '%closing signal SIGTERM%') THEN true ELSE false END"),
 }
 ENGINE = {"step": "step", "says_step": "coalesce(says_step, false)", "nranks": "nranks", "teardown": "teardown"}
@@ -45,7 +45,6 @@ def _inputs() -> list[tuple[str, list[str], str]]:
 
 
 def _mismatches(con) -> dict[str, list]:
-    marks.define(con)
     sql = scan_summaries("message", "kind", "severity")
     sql["says_step"] = f"coalesce({sql['says_step']}, false)"
     sql["teardown"] = f"coalesce({sql['teardown']}, false)"

@@ -340,7 +340,7 @@ def kept_rows(con: duckdb.DuckDBPyConnection, name: str, sql: str) -> list[dict]
             return rows(con, f"SELECT * EXCLUDE (row_no) FROM main.{name}_stored ORDER BY row_no")
     _drop_temp(con, name)
     import pyarrow as pa
-    got = con.execute(sql).to_arrow_table()   # (in its order: row_no keeps it)
+    got = con.sql(sql).to_arrow_table()   # (in its order: row_no keeps it)
     got = got.append_column("row_no", pa.array(range(got.num_rows), pa.int64()))
     con.register("_kept_rows", got)
     try:
