@@ -4,13 +4,17 @@
 -- params: none (reads temp view aligned_groups: the lines of every host, in groups, queries/align/event_groups.sql)
 -- returns: per host: last aligned time of any line, of any job line (rank known or a launcher
 --   line), counts of cause/symptom/lifecycle lines, whether the host's launcher wrote a teardown
---   (worker_failed / failure_summary / sigterm_sent / task_exit). A host whose every line stops
---   while the others go on, with no teardown of its own, is a half-dead node.
+--   (worker_failed / failure_summary / sigterm_sent / task_exit), and the time of its last cause or
+--   symptom line (a kernel stall report aside). A host whose every line stops while the others go
+--   on, with no teardown of its own, is a half-dead node.
 SELECT host,
        min(first_ats) FILTER (WHERE ts_ok) AS first_ats,
        max(last_ats) FILTER (WHERE ts_ok) AS last_ats,
        CAST(coalesce(sum(n) FILTER (WHERE role = 'cause'), 0) AS BIGINT) AS n_cause,
        CAST(coalesce(sum(n) FILTER (WHERE role = 'symptom'), 0) AS BIGINT) AS n_symptom,
+       -- its last complaint or cause line, a kernel stall report left out (a frozen node's own last word)
+       max(last_ats) FILTER (WHERE ts_ok AND role IN ('cause', 'symptom') AND kind IS DISTINCT FROM 'kernel_hung_task')
+           AS last_fail_ats,
        CAST(sum(CASE WHEN kind IN ('worker_failed', 'failure_summary', 'sigterm_sent', 'task_exit', 'signal_received')
                      THEN n ELSE n_teardown_text END) AS BIGINT) AS n_teardown,
        count(DISTINCT rank) AS n_ranks,

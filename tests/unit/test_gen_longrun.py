@@ -194,7 +194,12 @@ def test_every_line_parsed_or_raw_for_a_reason(stores):
         for a in t["attempts"]:
             v = a.get("verdict")
             if v and v["rank"] is not None:
+                # on a line, or as the rank of the world's NCCL communicator (a communicator's rank is
+                # the process's rank in that communicator: no line identity; identity.world_comms)
                 n = con.execute("SELECT count(*) FROM events WHERE rank = ?", [v["rank"]]).fetchone()[0]
+                if n == 0 and "nccl_comm" in {r[0] for r in con.execute("SHOW TABLES").fetchall()}:
+                    n = con.execute("SELECT count(*) FROM nccl_comm WHERE rank = ? AND nranks = "
+                                    "(SELECT max(nranks) FROM nccl_comm)", [v["rank"]]).fetchone()[0]
                 assert n > 0, f"{key}: no line carries rank {v['rank']}"
             if v and t["layout"] != "k8s_cri":   # a pod's lines carry the pod, its node is in the journal
                 n = con.execute("SELECT count(*) FROM events WHERE host = ?", [v["host"]]).fetchone()[0]

@@ -132,7 +132,9 @@ def run_jobs(con: duckdb.DuckDBPyConnection) -> set[str] | None:
 
 
 def pid_signs(incarnations: list[dict]) -> list[Sign]:
-    """A rank whose lines change pid, the old process having stopped writing: its new process's first line."""
+    """A rank whose lines change pid, the old process having stopped writing: its new process's first line.
+    A process seen in one timed line only (the kernel's report of its death; its own lines untimed)
+    says when it ended, not when it began: no sign."""
     out: list[Sign] = []
     by_rank: dict[tuple, list[dict]] = {}
     for r in incarnations:
@@ -140,6 +142,8 @@ def pid_signs(incarnations: list[dict]) -> list[Sign]:
     for (host, rank), procs in by_rank.items():
         procs.sort(key=lambda r: r["first_ats"])
         for prev, nxt in zip(procs, procs[1:]):
+            if nxt["n"] < 2:
+                continue
             if nxt["first_ats"] >= prev["last_ats"] - dt.timedelta(seconds=1):
                 out.append(Sign(nxt["first_ats"], host, "pid", False, nxt["file"], nxt["line"],
                                 f"rank {rank} on {host or '?'} runs as a new process (pid {prev['pid']} -> {nxt['pid']})"))

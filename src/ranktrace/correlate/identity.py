@@ -65,8 +65,9 @@ def link_sources(con: duckdb.DuckDBPyConnection) -> list[str]:
               f" FROM (SELECT unnest(regexp_extract_all(raw, '{ENTRY_RE.replace(chr(39), chr(39)*2)}')) AS s"
               " FROM events_base WHERE has_mark(marks, 'hot') AND (raw LIKE '%exitcode%' AND raw LIKE '%local_rank%' AND raw LIKE '%host%')) x,"
               f" LATERAL (SELECT regexp_extract(s, '{ENTRY_RE}', ['host','rank','local_rank','exitcode','pid']) AS m)")
-    # NCCL comm init: rank + cuda device / bus id, host and pid from the event
-    if has_columns(con, "nccl_comm", "rank"):
+    # NCCL comm init: rank + cuda device / bus id, host and pid from the event; the world's
+    # communicator only (a sub-group's or a split's rank is the process's place in that group)
+    if world_comms(con):
         # one link per distinct (communicator rank, device, line identity), not per comm-init line
         # (hundreds of thousands with NCCL_DEBUG=INFO): the maps count distinct values only
         dev = "CAST(f.cuda_dev AS VARCHAR)" if has_columns(con, "nccl_comm", "cuda_dev") else "CAST(NULL AS VARCHAR)"
@@ -75,7 +76,7 @@ def link_sources(con: duckdb.DuckDBPyConnection) -> list[str]:
         keys = ", ".join(f"r.{c}" if c in own else f"c.{c}" for c in KEY_COLS)
         con.execute(f"CREATE OR REPLACE TEMP TABLE nccl_keys AS SELECT DISTINCT r.nccl_rank, r.nccl_dev, {keys} "
                     f"FROM (SELECT DISTINCT f.rank AS nccl_rank, {dev} AS nccl_dev, e.class_id, "
-                    f"{', '.join('e.' + c for c in own)} FROM nccl_comm f JOIN event_rows_keyed e USING (event_id) "
+                    f"{', '.join('e.' + c for c in own)} FROM nccl_world f JOIN event_rows_keyed e USING (event_id) "
                     "WHERE f.rank IS NOT NULL) r JOIN event_classes c USING (class_id)")
         base_views(con, "nccl_keys", "_n")
         qs.append(_sel("nccl_comm", host="host", rank="nccl_rank", pid="pid", gpu="coalesce(nccl_dev, gpu)") +
@@ -83,12 +84,30 @@ def link_sources(con: duckdb.DuckDBPyConnection) -> list[str]:
         if has_columns(con, "nccl_comm", "bus_id"):
             # the GPU's PCI id: what an Xid or an AER line of the same host names
             con.execute("CREATE OR REPLACE TEMP TABLE nccl_bus AS SELECT DISTINCT c.host, f.rank, "
-                        f"{nccl_bus_pci('f.bus_id')} AS gpu FROM nccl_comm f JOIN event_rows e USING (event_id) "
+                        f"{nccl_bus_pci('f.bus_id')} AS gpu FROM nccl_world f JOIN event_rows e USING (event_id) "
                         "JOIN event_classes c USING (class_id) WHERE f.rank IS NOT NULL AND f.bus_id IS NOT NULL")
             qs.append(_sel("nccl_busid", host="host", rank="rank", gpu="gpu") + " FROM nccl_bus WHERE gpu IS NOT NULL")
     if has_columns(con, "identity_found", "token"):
         qs.append(found_links(con))
     return qs
+
+
+def world_comms(con: duckdb.DuckDBPyConnection) -> bool:
+    """Temp view `nccl_world`: the rows of fact table nccl_comm that are a world communicator, the
+    largest one each host's processes joined (NCCL's `comm ... rank R nranks N` gives R within that
+    communicator: a process group of 2 or a ncclCommSplit child says `rank 0` for global rank 2).
+    False when the store has no NCCL communicator lines with ranks."""
+    if not has_columns(con, "nccl_comm", "rank"):
+        return False
+    if not has_columns(con, "nccl_comm", "nranks"):
+        con.execute("CREATE OR REPLACE TEMP VIEW nccl_world AS SELECT * FROM nccl_comm")
+        return True
+    con.execute("""
+        CREATE OR REPLACE TEMP VIEW nccl_world AS
+        SELECT f.* FROM nccl_comm f JOIN event_rows e USING (event_id) JOIN event_classes c USING (class_id)
+        QUALIFY f.nranks IS NOT DISTINCT FROM max(f.nranks) OVER (PARTITION BY c.host)
+    """)
+    return True
 
 
 def found_links(con) -> str:

@@ -28,10 +28,16 @@ def _spans(con) -> list[dict]:
     return query(con, "progress_spans")
 
 
+def step_s(spans: list[dict]) -> float | None:
+    """The job's typical interval between two progress lines of a rank (s), None when unknown."""
+    steps = [(s["last_ats"] - s["first_ats"]).total_seconds() / (s["n"] - 1) for s in spans if s["n"] > 2]
+    return statistics.median(steps) if steps else None
+
+
 def window_s(spans: list[dict]) -> float:
     """How long after a line progress must go on for the line to count as survived."""
-    steps = [(s["last_ats"] - s["first_ats"]).total_seconds() / (s["n"] - 1) for s in spans if s["n"] > 2]
-    return max(MIN_WINDOW_S, STEPS * statistics.median(steps)) if steps else MIN_WINDOW_S
+    step = step_s(spans)
+    return max(MIN_WINDOW_S, STEPS * step) if step is not None else MIN_WINDOW_S
 
 
 def last_progress(spans: list[dict], f: Finding) -> dt.datetime | None:
@@ -106,8 +112,15 @@ def demote_survived(con, findings: list[Finding]) -> int:
 
 def healthy_until(con) -> dt.datetime | None:
     """The time up to which the job (in scope) was making progress, less the survival window: failure
-    lines before it were survived (the job made steps after them); None when no progress is known."""
+    lines before it were survived (the job made steps after them); None when no progress is known.
+    When the logs end while the job still trains (its last progress is within a few steps of the
+    scope's last line), STEPS steps after a line are enough: nothing stopped, the logs did."""
     spans = _spans(con)
     if not spans:
         return None
-    return max(s["last_ats"] for s in spans) - dt.timedelta(seconds=window_s(spans))
+    last = max(s["last_ats"] for s in spans)
+    step = step_s(spans)
+    end = con.execute("SELECT max(last_ats) FROM aligned_groups WHERE ts_ok").fetchone()[0]
+    if step is not None and end is not None and (end - last).total_seconds() <= 2 * step:
+        return last - dt.timedelta(seconds=STEPS * step)
+    return last - dt.timedelta(seconds=window_s(spans))

@@ -31,7 +31,7 @@ from .impact import impact as _impact
 from .choose import calibrated, features, load_weights, rank
 from .naming import review as _review_names, who as _who
 from .stranded import apply as _stranded
-from .survival import demote_survived, healthy_until
+from .survival import demote_survived, healthy_until, window_s
 from .topology import topology as _topology
 from .util import ensure_kind_catalog, iso, platforms, rows, short, sql_file
 
@@ -112,6 +112,8 @@ class Candidate:
                     best = f.kind
                 elif f.kind in SUPERSEDES.get(best, ()):
                     best = f.kind
+            if best == "hang" and self.field("host") in node_failed:
+                return "node_failure"   # a stall report (soft lockup) of a host that went quiet: the node froze
             return best
         host = self.field("host")
         if host in node_failed:
@@ -372,7 +374,8 @@ def diagnose_scope(con: duckdb.DuckDBPyConnection, clock: list[dict]) -> dict:
 
     # one score per candidate (choose.py): the most probable is the culprit, its probability the confidence
     cand_list = list(cands.values())
-    lanes = [((r["host"], r["rank"]), r["first_ats"]) for r in query(con, "symptom_lanes")]
+    survive_s = window_s(query(con, "progress_spans"))
+    lanes = [((r["host"], r["rank"]), r["first_ats"]) for r in query(con, "symptom_lanes", {"window_s": survive_s})]
     scored = rank(cand_list, features(cand_list, node_failed, unc, lanes), load_weights())
     best: Candidate | None = scored[0].candidate if scored else None
     hyps = []

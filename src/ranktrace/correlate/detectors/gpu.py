@@ -8,6 +8,7 @@ import csv
 from functools import lru_cache
 
 from ...resources import data_dir
+from ..identity import world_comms
 from ..util import has_columns, rows
 from .base import Finding, query
 
@@ -46,11 +47,11 @@ def bus_key(pci: str | None) -> str | None:
 
 def _bus_ranks(con) -> dict[str, set[tuple]]:
     """bus_key -> the (rank, host) pairs whose NCCL communicator ran on that PCI device."""
-    if not has_columns(con, "nccl_comm", "bus_id", "rank"):
+    if not has_columns(con, "nccl_comm", "bus_id", "rank") or not world_comms(con):
         return {}
     out: dict[str, set[tuple]] = {}
     for r in rows(con, "SELECT DISTINCT ltrim(lower(f.bus_id), '0') AS k, f.rank, e.host "
-                       "FROM nccl_comm f JOIN aligned_events e USING (event_id)"):
+                       "FROM nccl_world f JOIN aligned_events e USING (event_id)"):
         out.setdefault(r["k"], set()).add((r["rank"], r["host"]))
     return out
 

@@ -5,15 +5,36 @@ working is a hang (see absence.silent_ranks + exits)."""
 
 from __future__ import annotations
 
+import datetime as dt
+
 from .base import Finding, query
 
 
 def half_dead_nodes(con) -> list[Finding]:
+    """Hosts that went quiet: no teardown, and no complaint or cause line the job did not train past
+    (a long run's benign warnings before the freeze, and the kernel's stall report of the freeze
+    itself, do not make a host a witness)."""
+    from ..survival import healthy_until, step_s
     hs = [h for h in query(con, "host_activity") if h["last_ats"] is not None]
     if len(hs) < 2:
         return []
-    tearing = [h for h in hs if h["n_teardown"] > 0 or h["n_symptom"] > 0]
-    quiet = [h for h in hs if h["n_teardown"] == 0 and h["n_symptom"] == 0 and h["n_cause"] == 0]
+    healthy = healthy_until(con)
+    spans = query(con, "progress_spans")
+    # when training stopped, and the slack of a step or two (the others block at the next collective)
+    stop = max((s["last_ats"] for s in spans), default=None)
+    slack = dt.timedelta(seconds=max(5.0, 2 * (step_s(spans) or 0.0)))
+
+    def quiet_host(h) -> bool:
+        if h["n_teardown"] > 0:
+            return False
+        last_fail = h["last_fail_ats"]
+        if last_fail is None or (healthy is not None and last_fail < healthy):
+            return True
+        # it complained while the job still trained, and wrote nothing once training had stopped
+        return stop is not None and last_fail < stop and h["last_ats"] <= stop + slack
+
+    quiet = [h for h in hs if quiet_host(h)]
+    tearing = [h for h in hs if (h["n_teardown"] > 0 or h["n_symptom"] > 0) and h not in quiet]
     if not tearing or not quiet or len(quiet) > len(hs) / 2:
         return []
     end_others = min(h["last_ats"] for h in tearing)
