@@ -69,6 +69,10 @@ def test_the_engine_decides_what_the_sql_did(tmp_path, catalog, monkeypatch):
         con = store_connect(db)
         try:
             assert _mismatches(con) == {}, name
+            # every NCCL communicator line says its size (detectors/gpu.py reads them by column nranks)
+            if con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'nccl_comm'").fetchone()[0]:
+                assert con.execute("SELECT count(*) FROM nccl_comm f JOIN event_rows r USING (event_id) "
+                                   "WHERE r.nranks IS NULL").fetchone()[0] == 0, name
             for c, n in zip(ENGINE, con.execute("SELECT count(step), count(says_step), count(nranks), "
                                                 "count(*) FILTER (WHERE teardown) FROM event_rows").fetchone()):
                 seen[c] += n
