@@ -1,9 +1,14 @@
 -- name: first_cause
 -- kind: detector
--- params: none (reads temp view aligned_events and temp table kind_catalog)
--- returns: one row per culprit (rank, else host+pid, else host, else pod, else pid, else file): its earliest
---   cause-role event on the aligned clock (event_id, ats, ts_ok, identity, kind, failure, file,
---   line, message) and n_causes, ordered by ats (events without a time last).
+-- params: $healthy = the time up to which the job trained on (survival.healthy_until; NULL: unknown)
+--   (reads temp view aligned_events and temp table kind_catalog)
+-- returns: per culprit (rank, else host+pid, else host, else pod, else pid, else file) and kind of
+--   failure: its earliest cause-role event on the aligned clock (event_id, ats, ts_ok, identity,
+--   kind, failure, file, line, message) and n_causes (of the culprit), and, when that one came
+--   before $healthy (a warning the job trained past), also its earliest from $healthy on (what it
+--   said when the job stopped); ordered by ats (events without a time last). Per kind: an untimed
+--   line takes the time of the line before it, so a retried socket's warning and the port error
+--   after it can share a time, and the first of them by line is not the only one that counts.
 -- The first per culprit is picked by an aggregate over keys (no text), then its row read again:
 -- a window over every cause with its text held them all at once (150k 2 KB Xid lines: more than
 -- a reader's 512 MB, and DuckDB's window does not spill), a stream of them holds none.
@@ -22,11 +27,19 @@ WITH c AS NOT MATERIALIZED (
       -- A time of year 0001/9999 (ats NULL), or one ingest ignored as implausible (the line
       -- inherits the line before's, its ts_text says what was written): not a cause to order.
       AND (e.ats IS NOT NULL OR e.ts IS NULL) AND NOT (e.ts_kind = 'interpolated' AND e.ts_text IS NOT NULL)
+), k AS (
+    -- the order: (ats, nulls last; file; line), as ORDER BY ats NULLS LAST, file, line
+    SELECT culprit, failure, event_id, ats, count(*) OVER (PARTITION BY culprit) AS n_causes,
+           struct_pack(n := ats IS NULL, a := coalesce(ats, TIMESTAMP '1970-01-01'), f := file, l := line) AS o
+    FROM c
+), f AS (
+    SELECT culprit, any_value(n_causes) AS n_causes, arg_min(event_id, o) AS first_id,
+           arg_min(event_id, o) FILTER (WHERE ats >= CAST($healthy AS TIMESTAMP)) AS late_id
+    FROM k GROUP BY culprit, failure
 ), w AS (
-    SELECT culprit, count(*) AS n_causes,
-           -- the first by (ats, nulls last; file; line), as ORDER BY ats NULLS LAST, file, line
-           arg_min(event_id, struct_pack(n := ats IS NULL, a := coalesce(ats, TIMESTAMP '1970-01-01'), f := file, l := line)) AS event_id
-    FROM c GROUP BY culprit
+    SELECT culprit, n_causes, first_id AS event_id FROM f
+    UNION
+    SELECT culprit, n_causes, late_id FROM f WHERE late_id IS NOT NULL
 )
 SELECT event_id, ats, ts_ok, ts_kind, program, format, host, rank, local_rank, pid, pod, container, gpu, job_id, kind,
        coalesce(failure, 'unknown') AS failure, file, line, message, raw, culprit, n_causes

@@ -602,12 +602,16 @@ def median_epoch(con: duckdb.DuckDBPyConnection, values: str) -> float | None:
     return a if hi == lo else a + (nth(hi) - a) * 0.5   # DuckDB's interpolation between the two middle values
 
 
+# the centre of the year window before a collection time: half a year, less a day of clock skew
+COLLECTED_BEFORE_S = 365.25 / 2 * 86400 - 86400
+
+
 def infer_years(con: duckdb.DuckDBPyConnection) -> int | None:
     """Place year-less times in the year that puts them nearest the bundle's
     fully dated events. Returns the reference year used (None: nothing to do).
 
-    The reference is the median of the exactly/locally dated events; each
-    year-less time takes, of the reference year and its neighbours, the year
+    The reference is the median of the exactly/locally dated events (else half a
+    year before the files' collection time); each year-less time takes, of the reference year and its neighbours, the year
     that lands it closest to that median (a December glog line in a January
     bundle goes to the year before). The lines files keep the placeholder
     year: view event_lines moves them (make_lines_view), from meta
@@ -620,8 +624,12 @@ def infer_years(con: duckdb.DuckDBPyConnection) -> int | None:
     ref = median_epoch(con, "SELECT epoch(ts) AS e FROM events WHERE ts_kind IN ('exact','local','envelope') "
                             "AND ts IS NOT NULL")
     if ref is None:
+        # no dated line: the files' collection time. Logs are written before they are collected, so
+        # the year window is centred half a year before it (a year-less time lands in the year up to
+        # a day after the collection, not in the next year for being nearer: March logs read in
+        # December are this year's)
         ref = con.execute("SELECT epoch(CAST(value AS TIMESTAMP)) FROM meta WHERE key = 'fallback_time'").fetchone()
-        ref = ref[0] if ref else None
+        ref = ref[0] - COLLECTED_BEFORE_S if ref and ref[0] is not None else None
     if ref is None:
         return None
     con.execute("INSERT INTO meta VALUES ('year_reference', ?)", [repr(float(ref))])

@@ -141,7 +141,7 @@ def test_every_detector_finds_in_hot_events_what_it_finds_in_all_events(con, nam
     text = sql_file(f"detect/{name}.sql")
     if sql_header(text).get("scope") == "all" or "aligned_events" not in text:
         pytest.skip("reads the whole view or only the groups")
-    params = {"window_s": 120.0} if "$window_s" in text else None
+    params = {k: v for k, v in {"window_s": 120.0, "healthy": None}.items() if f"${k}" in text} or None
     hot = query(con, name, params)   # what diagnose runs: the file over hot_events
     assert sorted(map(repr, (tuple(r.values()) for r in hot))) == sorted(map(repr, con.execute(text, params).fetchall()))
 

@@ -24,6 +24,18 @@ def test_without_any_dated_line_the_inputs_mtime_gives_the_year(tmp_path, ingest
     assert con.execute("SELECT year(ts) FROM events").fetchone()[0] == 2025
 
 
+def test_without_any_dated_line_a_time_is_never_placed_after_its_collection(tmp_path, ingest_to):
+    """March lines collected in December are that year's, not the next year's for being nearer."""
+    import os
+    f = write(tmp_path / "in" / "syslog", "Mar  2 07:56:01 node-5 kubelet[38510]: hello\n"
+                                          "Dec  3 23:00:00 node-5 kubelet[38510]: the day before\n")
+    stamp = 1_796_342_400  # 2026-12-04 00:00 UTC
+    os.utime(f, (stamp, stamp))
+    s, con = ingest_to([f])
+    assert [r[0] for r in con.execute("SELECT strftime(ts, '%Y-%m-%d') FROM events ORDER BY line").fetchall()] \
+        == ["2026-03-02", "2026-12-03"]
+
+
 def test_lines_interpolated_from_a_yearless_time_move_with_it(tmp_path, ingest_to):
     d = tmp_path / "bundle"
     write(d / "slurmd.log", "[2026-01-03T00:10:00.000] launch task StepId=7.0 request from UID:0\n")

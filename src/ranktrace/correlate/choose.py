@@ -22,6 +22,8 @@ The features are pure functions of the candidates and the clock (no SQL here), e
   explains   the share of the attempt's complaining ranks that complained after it failed
   victim     it complained itself (a collective timeout, a closed peer) before it failed: it waited on
              someone else, and its death (a watchdog's abort) is the cascade's
+  accused    others name it: peers' IB completion errors name its address, ranks' hang reports name
+             it, the scheduler names its node
 """
 
 from __future__ import annotations
@@ -38,13 +40,15 @@ from .detectors.base import SPECIFICITY
 from .util import data_dir
 
 FEATURES = ("evidence", "direct", "first", "lag", "specific", "absent", "survived", "support", "nobody",
-            "explains", "victim")
+            "explains", "victim", "accused")
 # what each feature may say, fixed by what it means (a fit may weigh it, never turn it around): an
 # earlier failure, stronger or more specific evidence argue for a candidate; lateness, survival,
 # second-hand evidence, naming nobody, having waited on someone else argue against it
 SIGNS = {"evidence": 1, "direct": 1, "first": 1, "lag": -1, "specific": 1, "absent": 1, "survived": -1,
-         "support": -1, "nobody": -1, "explains": 1, "victim": -1}
+         "support": -1, "nobody": -1, "explains": 1, "victim": -1, "accused": 1}
 ABSENCE = {"silent_ranks", "half_dead_nodes", "named_ranks"}
+# others name it (not its own line, not its launcher's account of it)
+ACCUSED = {"ib_peers", "named_ranks", "node_events"}
 # a launcher's or framework's account of someone else's death, or the first rank to complain
 SECOND_HAND = {"worker_exits", "task_exits", "first_symptom", "watchdog", "step_cancels"}
 MIN_ORDER_S = 1.0     # two first failures closer than this are simultaneous whatever the clock says
@@ -134,6 +138,7 @@ def features(cands: list, node_failed: set[str], unc: dict[str | None, float],
             f["lag"] = min(1.0, math.log1p(max(0.0, (t - t_any).total_seconds())) / math.log1p(LAG_SCALE_S))
         f["specific"] = 1.0 - SPECIFICITY.get(kind, len(SPECIFICITY)) / len(SPECIFICITY)
         f["absent"] = 1.0 if any(x.detector in ABSENCE or x.extra.get("absent") for x in fs) else 0.0
+        f["accused"] = 1.0 if any(x.detector in ACCUSED and not x.extra.get("survived") for x in fs) else 0.0
         f["survived"] = sum(1 for x in fs if x.extra.get("survived")) / len(fs) if fs else 0.0
         f["support"] = 1.0 if not c.direct and f["absent"] == 0.0 and all(x.detector in SECOND_HAND for x in fs) \
             else 0.0

@@ -31,6 +31,7 @@ from .impact import impact as _impact
 from .choose import calibrated, features, load_weights, rank
 from .naming import review as _review_names, who as _who
 from .stranded import apply as _stranded
+from .detectors.network import uncorroborated_port_errors
 from .survival import demote_survived, healthy_until, window_s
 from .topology import topology as _topology
 from .util import ensure_kind_catalog, iso, platforms, rows, short, sql_file
@@ -353,6 +354,7 @@ def diagnose_scope(con: duckdb.DuckDBPyConnection, clock: list[dict]) -> dict:
                 f.direct, f.score = False, 0.05
                 f.why += " (after the job had started: teardown)"
     demote_survived(con, findings)   # warnings followed by healthy progress are context (survival.py)
+    uncorroborated_port_errors(con, findings)   # a port error no failed work request followed (network.py)
     cands = _group(findings)
     node_failed = {f.host for f in findings if f.kind == "node_failure" and f.host}
     failure = _failure_seen(con, findings)

@@ -35,14 +35,25 @@ _SYMPTOM_TEXT = re.compile(r"(?i)connection (?:closed|reset|refused)|closed by p
 
 
 def first_cause(con) -> list[Finding]:
-    rs = query(con, "first_cause")
+    """Each culprit's first cause line, and its first once the job had stopped training when that
+    differs: the first of those (a warning the job trained past is not the failure's first) is the
+    strongest, the others weaker by how late they came."""
+    from ..survival import healthy_until
+    healthy = healthy_until(con)
+    rs = query(con, "first_cause", {"healthy": healthy})
     weak = [_weak_reason(r) for r in rs]
-    t0 = next((r["ats"] for r, w in zip(rs, weak) if r["ats"] is not None and w is None), None)
+
+    def past(r) -> bool:   # before the job's last healthy progress: it trained on after this line
+        return healthy is not None and r["ats"] is not None and r["ats"] < healthy
+
+    t0 = next((r["ats"] for r, w in zip(rs, weak) if r["ats"] is not None and w is None and not past(r)), None)
     out = []
     n_direct = 0
     for i, (r, w) in enumerate(zip(rs, weak)):
         lag = (r["ats"] - t0).total_seconds() if r["ats"] is not None and t0 is not None else None
-        if w is None:
+        if w is None and past(r):
+            score = DIRECT * 0.35
+        elif w is None:
             score = DIRECT if n_direct == 0 else (DIRECT * 0.8 if lag is not None and lag <= 1.0 else DIRECT * 0.35)
             n_direct += 1
         else:
@@ -56,7 +67,7 @@ def first_cause(con) -> list[Finding]:
             # host is a reporter; node_events names the node
             ident = dict.fromkeys(ident)
         who = (f"rank {r['rank']}" if r["rank"] is not None else "") + (f" on {r['host']}" if r["host"] else "")
-        first = w is None and n_direct == 1
+        first = w is None and not past(r) and n_direct == 1
         out.append(Finding(
             detector="first_cause", kind=r["failure"] if r["failure"] else "unknown", score=score,
             why=f"{'earliest' if first else 'a'} cause line"
