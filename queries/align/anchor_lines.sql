@@ -1,6 +1,7 @@
 -- name: anchor_lines
 -- kind: align
--- params: none (reads temp view events_keyed, made by ranktrace.correlate.identity)
+-- params: none (reads temp view events_keyed, made by ranktrace.correlate.identity, and temp table
+--   anchor_steps: the steps the clock reads, made by ranktrace.correlate.clock.anchor_views)
 -- returns: the lines anchors.sql may read: the union of its CTEs' filters on the columns that
 --   identity leaves as they are (time, kind, severity, text, marks; not host). ranktrace.correlate.clock
 --   makes temp table anchor_src of them once, and identity resolves only those rows (events_id_a:
@@ -9,6 +10,5 @@
 SELECT * FROM events_keyed
 WHERE ts IS NOT NULL AND ts_kind IN ('exact', 'local', 'year_inferred', 'envelope')
   AND (kind = 'rdzv_complete'
-       OR ((kind = 'progress' OR (kind IS NULL AND severity IN ('info', 'debug', 'notice')))
-           AND has_mark(marks, 'summary') AND (message ILIKE '%tep%' OR message ILIKE '%iter%'))
+       OR step IN (SELECT step FROM anchor_steps)
        OR (has_mark(marks, 'hot') AND (message LIKE '%SeqNum=%' AND message LIKE '%ran for %milliseconds%')))

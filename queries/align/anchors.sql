@@ -15,15 +15,11 @@ WITH timed AS (
     WHERE ts IS NOT NULL AND host IS NOT NULL
       AND ts_kind IN ('exact', 'local', 'year_inferred', 'envelope')
 ),
-progress AS (
-    SELECT host, rank,
-           TRY_CAST(regexp_extract(message, '(?i)\b(?:global[_ ])?(?:step|iter|iteration)\s*[=:#]?\s*\[?(\d+)', 1) AS BIGINT) AS n,
-           epoch(ts) AS t
+progress AS (   -- the step of a progress line (decided by the engine as it parsed: column step), of
+    -- the steps the clock reads (anchor_steps: all of them, or an even sample of a long run's)
+    SELECT host, rank, step AS n, epoch(ts) AS t
     FROM timed
-    WHERE (kind = 'progress' OR (kind IS NULL AND severity IN ('info', 'debug', 'notice')))
-      -- (exact and cheap: the regexp needs `tep` or `iter`, and no letter of them has another case-folding;
-      -- a line it does not match has no n, and progress_first keeps only lines with one)
-      AND has_mark(marks, 'summary') AND (message ILIKE '%tep%' OR message ILIKE '%iter%')
+    WHERE step IN (SELECT step FROM anchor_steps)
 ),
 progress_occ AS (   -- the k-th time a rank reached step n: a run that resumed from a checkpoint
     -- does steps again, and step n of one attempt must not meet step n of another (prints of one

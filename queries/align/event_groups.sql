@@ -24,42 +24,19 @@
 -- lines are first grouped by their class and their own identity (integers: no join, no text
 -- to hash per line), then those partial groups, a few per class, by the columns of the key.
 -- Every aggregate here combines from its parts (counts add, min of mins, arg_max by its key).
-WITH c AS (   -- what the per-line tests need of a line's class
-    SELECT class_id,
-           kind IS NULL OR kind = 'progress' AS step_kind,
-           kind = 'progress' OR (kind IS NULL AND severity IN ('info', 'debug', 'notice')) AS progress_kind,
-           kind IS NULL AS no_kind
-    FROM event_classes
-), m AS (
-    SELECT r.*, c.progress_kind, c.no_kind,
-           -- (the text tests on the lines the engine marked only: parsers/marks.toml)
-           CASE WHEN c.step_kind AND has_mark(r.marks, 'summary') AND (r.message ILIKE '%tep%' OR r.message ILIKE '%iter%')
-                THEN true END AS maybe_step
-    FROM event_rows_keyed r JOIN c USING (class_id)
-), e AS (
+WITH e AS (
+    -- The per-line text tests (a step written, `step N` said, `nranks N`, teardown) were decided by
+    -- the engine as it parsed (columns of the lines: crates/engine/src/summary.rs): no text is read here.
     SELECT class_id, rank, local_rank, pid, task, srun_lbl, srun_rank, attempt, ts, line, event_id,
            ts >= TIMESTAMP '1990-01-01' AND ts < TIMESTAMP '2100-01-01' AS sane,
-           -- The step regexps need `tep` or `iter` (in any case: no letter of them has another
-           -- case-folding than its ASCII pair): an exact prefilter, cheap on millions of lines.
-           -- (CASE keeps the order: cheap tests first. An extract that finds nothing gives ''
-           -- and TRY_CAST NULL: the same as testing the regexp first.)
-           CASE WHEN maybe_step AND progress_kind
-                THEN TRY_CAST(regexp_extract(message, '(?i)\b(?:global[_ ])?(?:step|iter|iteration)\s*[=:#]?\s*\[?(\d+)', 1) AS BIGINT)
-           END AS step,
-           CASE WHEN maybe_step AND no_kind
-                THEN regexp_matches(message, '(?i)\b(?:step|iter|iteration)\s*[=:#]?\s*\d+') END AS says_step,
-           -- allocation.sql's lines (raw says one of its words) whose message says `nranks N`
-           CASE WHEN has_mark(marks, 'summary') AND (message LIKE '%nranks %')
-                     AND (raw LIKE '%nranks %' OR raw LIKE '%gres/gpu%' OR raw LIKE '%nvidia.com/gpu%' OR raw LIKE '%world_size%'
-                          OR raw LIKE '%WORLD_SIZE%' OR raw LIKE '%PET_NNODES%' OR raw LIKE '%NumNodes=%'
-                          OR raw LIKE '%#SBATCH%' OR raw LIKE '%TresPerNode=%' OR raw LIKE '%local_ranks=[%')
-                THEN TRY_CAST(regexp_extract(message, '\bnranks (\d+)', 1) AS INTEGER) END AS nr,
-           CASE WHEN has_mark(marks, 'summary') AND (message LIKE '%failed (exitcode:%' OR message LIKE '%closing signal SIGTERM%')
-                THEN true ELSE false END AS teardown,
+           step,          -- a progress line's step (kind progress, or no kind at info level)
+           says_step,     -- a line of no kind says `step N` / `iter N`
+           nranks AS nr,  -- `nranks N` (allocation.sql's lines that say it)
+           teardown,
            -- (time, line) in one number, to find a group's first and last line with one min / max
            -- (a sane time is after 1970: the packed number orders as the pair does)
            CAST(epoch_us(ts) AS HUGEINT) * 4294967296 + line AS tl
-    FROM m
+    FROM event_rows_keyed
 ), p AS (     -- partial groups: a class and a line's own identity
     SELECT class_id, rank, local_rank, pid, task, srun_lbl, srun_rank, attempt, sane,
            count(*) AS n,

@@ -13,7 +13,9 @@ SELECT e.host, e.rank, CASE WHEN e.rank IS NULL THEN e.file END AS file,
        min(e.ats) AS first_ats, max(e.ats) AS last_ats,
        min(coalesce(p.epoch, 0) * 1000000000 + p.step) AS lo,
        max(coalesce(p.epoch, 0) * 1000000000 + p.step) AS hi,
-       arg_min(e.file, e.ats) AS first_file, arg_min(e.line, e.ats) AS first_line
+       -- (the first line of the minute; of lines written in the same microsecond, the first by file and line:
+       -- the same whatever order the lines are read in, as in a store merged from parts)
+       arg_min(e.file, (e.ats, e.file, e.line)) AS first_file, arg_min(e.line, (e.ats, e.file, e.line)) AS first_line
 FROM aligned_events e JOIN progress p USING (event_id)
 WHERE e.kind = 'progress' AND e.ats IS NOT NULL AND e.ts_ok AND p.step IS NOT NULL
 GROUP BY ALL

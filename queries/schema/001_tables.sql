@@ -76,6 +76,12 @@ CREATE TABLE IF NOT EXISTS event_classes (
 --   marks       INTEGER    prefilter bits (parsers/marks.toml): which text tests the line may pass
 --   year_placeholder BOOLEAN  its time had no year (or came from a line without one): ts is in
 --               the year ranktrace inferred for the store
+--   step        BIGINT     the training step a progress line writes (kind progress, or no kind at
+--               debug/info/notice level: `step N`, `iter N`, `global_step=[N]`); NULL on other lines
+--   says_step   BOOLEAN    true: a line of no kind says `step N` / `iter N`; else NULL
+--   nranks      INTEGER    the NCCL communicator size a line says (`nranks N`)
+--   teardown    BOOLEAN    the line says a worker failed (exitcode) or SIGTERM was sent to one
+--               (these four are decided by the engine as it parses: crates/engine/src/summary.rs)
 --   class_id    BIGINT     its row of event_classes
 -- The lines files the view reads, relative to the store's directory, in order.
 CREATE TABLE IF NOT EXISTS lines_files (

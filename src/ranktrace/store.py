@@ -42,8 +42,9 @@ EVENT_TABLES = ("event_lines", "event_classes")
 FACT_SQL_TYPES = {"str": "VARCHAR", "int": "BIGINT", "float": "DOUBLE"}
 # 3: events is a view over event_rows and event_classes; 4: event_rows.marks; 5: table event_lines
 # keeps the message as a span of raw, view event_rows gives it back; 6: a store is a directory,
-# its lines Parquet files of its parts (view event_lines)
-SCHEMA_VERSION = "6"
+# its lines Parquet files of its parts (view event_lines); 7: the lines carry the summaries' text tests,
+# decided by the engine (step, says_step, nranks, teardown)
+SCHEMA_VERSION = "7"
 # DuckDB's memory for a reader (diagnose, report, tui, export, sql): beyond it, it spills to a
 # directory of its own (spill_dir). 1.9 GB of diagnose on a store of 150k long Xid lines was all
 # DuckDB's; the process stays under 1 GB with this.
@@ -301,7 +302,27 @@ LINE_COLUMNS = (
     ("byte_offset", "BIGINT"), ("ts", "TIMESTAMP"), ("ts_text", "VARCHAR"), ("rank", "BIGINT"),
     ("local_rank", "BIGINT"), ("task", "BIGINT"), ("pid", "BIGINT"), ("tid", "BIGINT"),
     ("message_at", "INTEGER"), ("message_len", "INTEGER"), ("raw", "VARCHAR"), ("marks", "INTEGER"),
-    ("year_placeholder", "BOOLEAN"), ("class_id", "BIGINT"))
+    ("year_placeholder", "BOOLEAN"), ("step", "BIGINT"), ("says_step", "BOOLEAN"), ("nranks", "INTEGER"),
+    ("teardown", "BOOLEAN"), ("class_id", "BIGINT"))
+
+# The summaries' per-line text tests, which the engine decides in the scan (columns step, says_step,
+# nranks, teardown of the lines: crates/engine/src/summary.rs), as SQL over a line's message, kind and
+# severity: for the stores tests make by hand (insert_events), and the reference the engine is held
+# equal to (tests/correlate/test_scan_summaries.py). DuckDB's regexps (RE2).
+STEP_RE = r"(?i)\b(?:global[_ ])?(?:step|iter|iteration)\s*[=:#]?\s*\[?(\d+)"
+SAYS_STEP_RE = r"(?i)\b(?:step|iter|iteration)\s*[=:#]?\s*\d+"
+SCAN_SUMMARIES = {
+    "step": ("CASE WHEN {kind} = 'progress' OR ({kind} IS NULL AND {severity} IN ('info', 'debug', 'notice')) "
+             f"THEN TRY_CAST(nullif(regexp_extract({{message}}, '{STEP_RE}', 1), '') AS BIGINT) END"),
+    "says_step": f"CASE WHEN {{kind}} IS NULL AND regexp_matches({{message}}, '{SAYS_STEP_RE}') THEN true END",
+    "nranks": "TRY_CAST(nullif(regexp_extract({message}, '\\bnranks (\\d+)', 1), '') AS INTEGER)",
+    "teardown": "coalesce({message} LIKE '%failed (exitcode:%' OR {message} LIKE '%closing signal SIGTERM%', false)",
+}
+
+
+def scan_summaries(message: str, kind: str, severity: str) -> dict[str, str]:
+    """SCAN_SUMMARIES over the given SQL expressions of a line's message, kind and severity."""
+    return {c: e.format(message=message, kind=kind, severity=severity) for c, e in SCAN_SUMMARIES.items()}
 _NARROW = {"rank": "INTEGER", "local_rank": "INTEGER", "task": "INTEGER"}
 
 
@@ -478,7 +499,8 @@ def insert_events(con: duckdb.DuckDBPyConnection, source: str) -> None:
            "message_len": f"CASE WHEN {at} > 0 THEN length(w.message) ELSE length(coalesce(w.raw, w.message)) END",
            "year_placeholder": (f"w.ts IS NOT NULL AND (w.ts_kind = 'year_inferred' OR (w.ts_kind = 'interpolated' "
                                 f"AND year(w.ts) = {PLACEHOLDER_YEAR}))"),
-           "class_id": "c.class_id", "marks": "w.marks"}
+           "class_id": "c.class_id", "marks": "w.marks",
+           **scan_summaries("w.message", "w.kind", "w.severity")}
     sel = ", ".join(f"CAST({own.get(c, 'w.' + c)} AS {t}) AS {c}" for c, t in LINE_COLUMNS)
     part = f"given-{uuid.uuid4().hex[:16]}"
     rel = f"{PARTS}/{part}/event_lines-0.parquet"

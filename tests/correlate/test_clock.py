@@ -55,3 +55,52 @@ def test_collective_start_anchors_when_no_progress():
     clock = {c["host"]: c for c in align(con)}
     assert clock["b"]["offset_s"] == pytest.approx(5.0, abs=0.01)
     assert clock["b"]["uncertainty_s"] >= 0.5
+
+
+def _pair_by_definition(a, b, unc0):
+    """clock._pair as its docstring defines it: every window [d0, d0 + tol] of the sorted differences,
+    its keys counted and its median taken anew (quadratic; the reference for the sliding window)."""
+    import statistics
+    from ranktrace.correlate.clock import TOL_S
+    keys = sorted(set(a) & set(b))
+    if not keys:
+        return None
+    cands = sorted((ta - tb, k) for k in keys for ta in a[k] for tb in b[k])
+    tol = max(TOL_S, 2 * unc0)
+    best = None
+    for i, (d0, _) in enumerate(cands):
+        win = [c for c in cands[i:] if c[0] <= d0 + tol]
+        support = len({k for _, k in win})
+        centre = statistics.median(d for d, _ in win)
+        if best is None or (support, -abs(centre)) > (best[0], -abs(best[1])):
+            best = (support, centre, win)
+    support, centre, win = best
+    per_key = {}
+    for d, k in win:
+        if k not in per_key or abs(d - centre) < abs(per_key[k] - centre):
+            per_key[k] = d
+    d = sorted(per_key.values())
+    off = statistics.median(d)
+    dev = sorted(abs(x - off) for x in d)
+    return off, unc0 + 2 * dev[min(len(dev) - 1, int(0.9 * len(dev)))], len(d)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_pair_sliding_window_is_the_definition(seed):
+    """The sliding window of clock._pair gives exactly what every window taken anew gives: keys written
+    in several attempts (several times a key), ties, odd and even windows, shifts larger than tol."""
+    import random
+    from ranktrace.correlate.clock import _pair
+    rnd = random.Random(seed)
+    skew = rnd.choice([0.0, 0.5, 3.0, -40.0])
+    a, b = {}, {}
+    for n in range(rnd.randint(1, 60)):
+        k = f"step:{n}"
+        t = n * rnd.choice([0.2, 1.0, 5.0])
+        if rnd.random() < 0.9:
+            a[k] = [t + skew + rnd.gauss(0, 0.3) for _ in range(rnd.choice([1, 1, 2]))]
+        if rnd.random() < 0.9:
+            b[k] = [t + rnd.choice([0.0, 0.0, 600.0]) + round(rnd.gauss(0, 0.3), 1)
+                    for _ in range(rnd.choice([1, 1, 3]))]
+    unc0 = rnd.choice([0.05, 1.0, 2.0])
+    assert _pair(a, b, unc0) == _pair_by_definition(a, b, unc0)

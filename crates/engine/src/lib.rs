@@ -26,6 +26,7 @@ pub mod rx;
 pub mod shape;
 pub mod spec;
 pub mod stream;
+pub mod summary;
 pub mod timefmt;
 
 use arrow_array::RecordBatch;

@@ -3,6 +3,7 @@
 //! (plus event_id, file_id).
 
 use crate::classes;
+use crate::summary;
 use crate::classify::{Class, FactRow, Val};
 use crate::compile::{Catalog, FType};
 use crate::events::{Event, Id};
@@ -33,6 +34,12 @@ pub fn event_schema(cat: &Catalog) -> Arc<Schema> {
     // Whether ts is still at the placeholder year (a year-less time, or one taken from it): the
     // year is chosen over the whole store, after the lines are written (store.py: the view moves it).
     f.push(Field::new("year_placeholder", DataType::Boolean, false));
+    // The summaries' text tests, decided in the scan (summary.rs): the step a progress line
+    // writes, whether a line of no kind says one, the NCCL communicator size, teardown.
+    f.push(Field::new("step", DataType::Int64, true));
+    f.push(Field::new("says_step", DataType::Boolean, true));
+    f.push(Field::new("nranks", DataType::Int32, true));
+    f.push(Field::new("teardown", DataType::Boolean, false));
     f.push(Field::new("class_id", DataType::Int64, false));
     Arc::new(Schema::new(f))
 }
@@ -152,6 +159,11 @@ pub fn event_rows(cat: &Catalog, file_id: i64, events: &[Event], classes: &[Clas
     cols.push(sized_text_col(events, raw_bytes, |_, e| Some(e.raw.as_str())));
     cols.push(Arc::new(arrow_array::Int32Array::from_iter_values(events.iter().map(|e| e.marks.unwrap_or_else(|| cat.marks.of(&e.raw, e.ascii))))));
     cols.push(Arc::new(arrow_array::BooleanArray::from_iter(events.iter().map(|e| Some(year_placeholder(e))))));
+    let facts = summary::of_events(cat, events, classes);
+    cols.push(Arc::new(arrow_array::Int64Array::from_iter(facts.iter().map(|f| f.step))));
+    cols.push(Arc::new(arrow_array::BooleanArray::from_iter(facts.iter().map(|f| f.says_step))));
+    cols.push(Arc::new(arrow_array::Int32Array::from_iter(facts.iter().map(|f| f.nranks))));
+    cols.push(Arc::new(arrow_array::BooleanArray::from_iter(facts.iter().map(|f| Some(f.teardown)))));
     (cols, local)
 }
 

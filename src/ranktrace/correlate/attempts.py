@@ -178,11 +178,12 @@ def collect(con: duckdb.DuckDBPyConnection) -> tuple[list[Sign], list[dt.datetim
     separate one launch from the next)."""
     signs = agent_signs(_run(con, "markers"), run_jobs(con))
     signs += pid_signs(_run(con, "incarnations"))
-    progress = [r[0] for r in con.execute(
-        f"SELECT DISTINCT time_bucket(INTERVAL {int(WORK_BUCKET_S)} SECOND, ats) FROM aligned_events "
-        "WHERE kind = 'progress' AND ats IS NOT NULL ORDER BY 1").fetchall()]
+    from .clock import kept_rows   # (kept by the ingest: a pass over every progress line)
+    progress = [r["t"] for r in kept_rows(con, "progress_seconds", (
+        f"SELECT DISTINCT time_bucket(INTERVAL {int(WORK_BUCKET_S)} SECOND, ats) AS t FROM aligned_events "
+        "WHERE kind = 'progress' AND ats IS NOT NULL ORDER BY 1"))]
     if table_exists(con, "progress"):
-        signs += step_signs(_run(con, "step_buckets"))
+        signs += step_signs(kept_rows(con, "step_buckets", query_text(con, "step_buckets")))
     src = "hot_events" if table_exists(con, "hot_events") else "aligned_events"
     failures = [r[0] for r in con.execute(
         f"SELECT DISTINCT ats FROM {src} WHERE role = 'cause' AND ats IS NOT NULL ORDER BY 1").fetchall()]

@@ -67,15 +67,25 @@ def _pair(a: dict, b: dict, unc0: float):
     tol = max(TOL_S, 2 * unc0)
     best = None
     j = 0
-    for i, (d0, _) in enumerate(cands):   # the window [d0, d0 + tol] over the sorted differences
+    inside: dict[str, int] = {}   # key -> its differences in the window cands[i:j]
+    # The window [d0, d0 + tol] slides over the sorted differences: its keys are counted as it moves and
+    # its median is its middle element (O(n log n) in all; a median and a set per window made it
+    # quadratic: minutes for the 15k steps a host of a long run shares with another)
+    for i, (d0, _) in enumerate(cands):
         while j < len(cands) and cands[j][0] <= d0 + tol:
+            inside[cands[j][1]] = inside.get(cands[j][1], 0) + 1
             j += 1
-        win = cands[i:j]
-        support = len({k for _, k in win})
-        centre = statistics.median(d for d, _ in win)
+        support = len(inside)
+        mid = (i + j) // 2   # statistics.median of the window's differences (sorted already)
+        centre = cands[mid][0] if (j - i) % 2 else (cands[mid - 1][0] + cands[mid][0]) / 2
         if best is None or (support, -abs(centre)) > (best[0], -abs(best[1])):
-            best = (support, centre, win)
-    support, centre, win = best
+            best = (support, centre, i, j)
+        k = cands[i][1]
+        inside[k] -= 1
+        if not inside[k]:
+            del inside[k]
+    support, centre, lo, hi = best
+    win = cands[lo:hi]
     per_key: dict[str, float] = {}
     for d, k in win:   # one difference per key: the one nearest the centre
         if k not in per_key or abs(d - centre) < abs(per_key[k] - centre):
@@ -227,10 +237,24 @@ def refresh_aligned(con: duckdb.DuckDBPyConnection) -> None:
     scope(con, None)
 
 
+# The steps the clock reads: all of them up to this many distinct ones; past it, an even sample of
+# them (every k-th distinct step number, the same on every host). A long run's every rank writes tens
+# of thousands of steps (15 M lines of a 1.5 GB run): its anchors held every one (windows over 15 M
+# rows, past the ingest's memory) and the estimate paired them all, for offsets that a few hundred
+# steps fix as well (a host's offset is the median of its differences).
+MAX_STEP_ANCHORS = 512
+
+
 def anchor_views(con: duckdb.DuckDBPyConnection) -> None:
     """Temp view events_id_a, what anchors.sql reads: events_id of the lines of
-    queries/align/anchor_lines.sql only (made once: temp table anchor_src)."""
+    queries/align/anchor_lines.sql only (made once: temp table anchor_src); temp table anchor_steps
+    (the step numbers the clock reads: MAX_STEP_ANCHORS)."""
     from .identity import base_views, events_views
+    con.execute(f"""
+        CREATE OR REPLACE TEMP TABLE anchor_steps AS
+        SELECT step FROM (SELECT step, row_number() OVER (ORDER BY step) - 1 AS i, count(*) OVER () AS n
+                          FROM (SELECT DISTINCT step FROM event_rows WHERE step IS NOT NULL))
+        WHERE i % CAST(ceil(n / {MAX_STEP_ANCHORS}) AS BIGINT) = 0""")
     con.execute("CREATE OR REPLACE TEMP TABLE anchor_src AS " + sql_file("align/anchor_lines.sql"))
     base_views(con, "anchor_src", "_a")
     events_views(con, "_a")
@@ -291,8 +315,45 @@ def _drop_temp(con: duckdb.DuckDBPyConnection, name: str) -> None:
         con.execute(f"DROP {kind} temp.{name}")
 
 
+# Rows that the attempts read from every line on the aligned clock (ranktrace.correlate.attempts.collect:
+# the seconds in which the job trained, each rank's steps per minute), kept in the store by the ingest that
+# found them, as the line sets are: on a long run they are a pass over every progress line (15 M lines of
+# a 1.5 GB run), for a few thousand rows. Their stamp adds the clock offsets they were read with (a
+# diagnosis with --offset pins reads them anew) and the code of the attempts.
+KEPT_ROWS = ("progress_seconds", "step_buckets")
+
+
+def kept_rows(con: duckdb.DuckDBPyConnection, name: str, sql: str) -> list[dict]:
+    """The rows of `sql` (one of KEPT_ROWS, over the aligned views), in its order: from the store when
+    its ingest kept them for the same SQL, events, clock offsets and code, else read now (and their stamp
+    noted for store_line_sets)."""
+    import hashlib
+    from pathlib import Path
+    from . import attempts, identity
+    offsets = con.execute("SELECT * FROM temp.clock_offsets ORDER BY ALL").fetchall()
+    code = hashlib.sha256("\0".join(Path(m.__file__).read_text() for m in (attempts, identity)).encode()
+                          + Path(__file__).read_bytes()).hexdigest()
+    stamp = _line_set_stamp(con, f"{sql}\0{offsets}\0{code}")
+    if table_exists(con, f"{name}_stored"):
+        got = con.execute("SELECT value FROM main.meta WHERE key = ?", [f"{name}_stamp"]).fetchone()
+        if got and got[0] == stamp:
+            return rows(con, f"SELECT * EXCLUDE (row_no) FROM main.{name}_stored ORDER BY row_no")
+    _drop_temp(con, name)
+    import pyarrow as pa
+    got = con.sql(sql).to_arrow_table()   # (in its order: row_no keeps it)
+    got = got.append_column("row_no", pa.array(range(got.num_rows), pa.int64()))
+    con.register("_kept_rows", got)
+    try:
+        con.execute(f"CREATE TEMP TABLE {name} AS SELECT * FROM _kept_rows")
+    finally:
+        con.unregister("_kept_rows")
+    con.execute("CREATE TEMP TABLE IF NOT EXISTS line_set_stamps (name VARCHAR PRIMARY KEY, stamp VARCHAR)")
+    con.execute("INSERT OR REPLACE INTO line_set_stamps VALUES (?, ?)", [name, stamp])
+    return rows(con, f"SELECT * EXCLUDE (row_no) FROM temp.{name} ORDER BY row_no")
+
+
 def forget_line_sets(con: duckdb.DuckDBPyConnection) -> None:
-    for name in (*LINE_SETS, "clock_anchors"):
+    for name in (*LINE_SETS, *KEPT_ROWS, "clock_anchors"):
         con.execute(f"DROP TABLE IF EXISTS main.{name}_stored")
         con.execute("DELETE FROM main.meta WHERE key = ?", [f"{name}_stamp"])
 

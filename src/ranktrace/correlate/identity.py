@@ -162,11 +162,24 @@ def rendezvous_links(con) -> list[dict]:
 
 def srun_runs_agents(con) -> bool:
     """True when srun --label streams carry torchrun agents (torchrun under srun): then the
-    label is the agent's task index, not a rank."""
+    label is the agent's task index, not a rank. As build_base found it for this connection
+    (temp table id_mode), else read from the lines: a pass over every srun line's text (1.3
+    CPU-s on a 15 M-line run, which the detectors asked five times more)."""
+    if table_exists(con, "id_mode"):
+        return bool(con.execute("SELECT agents FROM id_mode").fetchone()[0])
+    return _srun_runs_agents(con)
+
+
+def _srun_runs_agents(con) -> bool:
+    from .. import marks
+    marks.define(con)
+    # an agent's kinds (its lines' classes: no text), else its source paths in raw (marked lines only)
     return con.execute("""
         SELECT count(*) FROM (SELECT 1 FROM events WHERE envelopes LIKE 'srun_label%'
-            AND (kind IN ('rdzv_complete', 'rdzv_join', 'worker_start', 'worker_failed')
-                 OR raw LIKE '%torch/distributed/elastic/agent/%' OR raw LIKE '%torch/distributed/run.py%')
+            AND kind IN ('rdzv_complete', 'rdzv_join', 'worker_start', 'worker_failed') LIMIT 1)""").fetchone()[0] > 0 \
+        or con.execute("""
+        SELECT count(*) FROM (SELECT 1 FROM events WHERE envelopes LIKE 'srun_label%' AND has_mark(marks, 'hot')
+            AND (raw LIKE '%torch/distributed/elastic/agent/%' OR raw LIKE '%torch/distributed/run.py%')
             LIMIT 1)""").fetchone()[0] > 0
 
 
@@ -235,6 +248,7 @@ def base_views(con, src: str, sfx: str) -> None:
         FROM events_base0{sfx} e LEFT JOIN file_pod fp ON fp.file_id = e.file_id
     """)
     if sfx == "_g":   # the node of a pod, from every group (= every line) that names both
+        _LOOKUPS.clear()   # lookup() reads pod_host
         con.execute("""
             CREATE OR REPLACE TEMP TABLE pod_host AS
             SELECT pod, any_value(host) AS host FROM (SELECT DISTINCT pod, host FROM events_base1_g
@@ -257,7 +271,9 @@ def build_base(con: duckdb.DuckDBPyConnection) -> None:
     from .. import marks
     marks.define(con)   # the queries below, event_groups.sql and every view made on these test has_mark()
     con.execute("CREATE OR REPLACE TEMP TABLE srun_label_host (task INTEGER, host VARCHAR)")
-    agents = srun_runs_agents(con)
+    agents = _srun_runs_agents(con)
+    # the classes that have lines (util.platforms asks it per attempt: a pass over every line's class id)
+    con.execute("CREATE OR REPLACE TEMP TABLE line_classes AS SELECT DISTINCT class_id FROM event_rows")
     # Stores of schema 1 have no task column: the label was in rank there.
     has_task = "task" in columns(con, "events")
     con.execute("CREATE OR REPLACE TEMP TABLE id_mode AS SELECT ? AS agents, ? AS has_task", [agents, has_task])
@@ -390,6 +406,7 @@ def add_links(con: duckdb.DuckDBPyConnection, links: list[dict], source: str) ->
 
 def build_maps(con: duckdb.DuckDBPyConnection) -> None:
     """The unambiguous maps the events_id view joins (re-run after add_links)."""
+    _LOOKUPS.clear()   # lookup() reads them
     con.execute("""
         CREATE OR REPLACE TEMP TABLE id_hostpid AS
         SELECT host, pid, CASE WHEN count(DISTINCT rank) = 1 THEN any_value(rank) END AS rank,
@@ -469,9 +486,22 @@ def identity_table(con: duckdb.DuckDBPyConnection) -> list[dict]:
                      "FROM identity GROUP BY ALL ORDER BY host NULLS LAST, rank NULLS LAST, local_rank NULLS LAST")
 
 
+# lookup()'s answers while the maps it reads are unchanged (build_maps and base_views clear it): a
+# diagnosis asks the same few hundred processes again per attempt and candidate (5,000 small queries, 5
+# CPU-s, on a run of 128 ranks and 6 attempts).
+_LOOKUPS: dict[tuple, dict] = {}
+
+
 def lookup(con, *, host=None, pid=None, rank=None, local_rank=None, pod=None, gpu=None) -> dict:
     """Fill what the links know about one process (used for the verdict's culprit). `gpu`: a
     GPU the culprit's line named (an Xid's PCI id names the rank that used it on its host)."""
+    key = (id(con), host, pid, rank, local_rank, pod, gpu)
+    if key not in _LOOKUPS:
+        _LOOKUPS[key] = _lookup(con, host=host, pid=pid, rank=rank, local_rank=local_rank, pod=pod, gpu=gpu)
+    return dict(_LOOKUPS[key])
+
+
+def _lookup(con, *, host=None, pid=None, rank=None, local_rank=None, pod=None, gpu=None) -> dict:
     out = {"host": host, "pid": pid, "rank": rank, "local_rank": local_rank, "gpu": gpu, "pod": pod}
     if host is not None and pid is not None:
         r = con.execute("SELECT rank, local_rank, gpu FROM id_hostpid WHERE host = ? AND pid = ?",

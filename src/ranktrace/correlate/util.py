@@ -100,14 +100,16 @@ def platforms(con) -> set[str]:
     """Which schedulers the store shows: slurm (job ids, Slurm formats), k8s (pods, kubelet...)."""
     # Every column read is a class's (event_classes): the classes that have lines answer it
     # without a pass over the lines' text (one over their class ids).
-    r = con.execute("""
+    # (the classes with lines: as identity.build_base found them for this diagnosis, else read now)
+    have = "temp.line_classes" if table_exists(con, "line_classes") else "(SELECT DISTINCT class_id FROM event_rows)"
+    r = con.execute(f"""
         SELECT count(*) FILTER (WHERE job_id IS NOT NULL OR format IN ('sacct', 'scontrol', 'slurm_daemon',
                                 'slurm_jobcomp', 'slurm_srun', 'slurm_stepd')) AS slurm,
                count(*) FILTER (WHERE pod IS NOT NULL OR format IN ('kubelet_klog', 'kubectl_describe',
                                 'containerd', 'nvidia_device_plugin')
-                                -- a lone '{' of any JSON dump is no sign of Kubernetes
+                                -- a lone '{{' of any JSON dump is no sign of Kubernetes
                                 OR (format = 'kubectl_get' AND pattern <> 'kubectl_get.json_punct')) AS k8s
-        FROM event_classes JOIN (SELECT DISTINCT class_id FROM event_rows) USING (class_id)""").fetchone()
+        FROM event_classes JOIN {have} USING (class_id)""").fetchone()
     return {p for p, n in zip(("slurm", "k8s"), r) if n}
 
 

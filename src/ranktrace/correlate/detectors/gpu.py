@@ -50,8 +50,10 @@ def _bus_ranks(con) -> dict[str, set[tuple]]:
     if not has_columns(con, "nccl_comm", "bus_id", "rank") or not world_comms(con):
         return {}
     out: dict[str, set[tuple]] = {}
+    # (a communicator's line says `nranks N`: the engine's column nranks, which the scan of the lines
+    # filters on, so that the join reads those lines, not every line: tests/correlate/test_scan_summaries.py)
     for r in rows(con, "SELECT DISTINCT ltrim(lower(f.bus_id), '0') AS k, f.rank, e.host "
-                       "FROM nccl_world f JOIN aligned_events e USING (event_id)"):
+                       "FROM nccl_world f JOIN aligned_events e USING (event_id) WHERE e.nranks IS NOT NULL"):
         out.setdefault(r["k"], set()).add((r["rank"], r["host"]))
     return out
 
