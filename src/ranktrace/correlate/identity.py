@@ -93,18 +93,22 @@ def link_sources(con: duckdb.DuckDBPyConnection) -> list[str]:
 
 
 def world_comms(con: duckdb.DuckDBPyConnection) -> bool:
-    """Temp view `nccl_world`: the rows of fact table nccl_comm that are a world communicator, the
-    largest one each host's processes joined (NCCL's `comm ... rank R nranks N` gives R within that
-    communicator: a process group of 2 or a ncclCommSplit child says `rank 0` for global rank 2).
-    False when the store has no NCCL communicator lines with ranks."""
+    """Temp table `nccl_world` (made once per connection; diagnose makes it again): the rows of fact
+    table nccl_comm that are a world communicator, the largest one each host's processes joined
+    (NCCL's `comm ... rank R nranks N` gives R within that communicator: a process group of 2 or a
+    ncclCommSplit child says `rank 0` for global rank 2). False when the store has no NCCL
+    communicator lines with ranks."""
     if not has_columns(con, "nccl_comm", "rank"):
         return False
     if not has_columns(con, "nccl_comm", "nranks"):
-        con.execute("CREATE OR REPLACE TEMP VIEW nccl_world AS SELECT * FROM nccl_comm")
+        con.execute("CREATE TEMP TABLE IF NOT EXISTS nccl_world AS SELECT * FROM nccl_comm")
         return True
-    con.execute("""
-        CREATE OR REPLACE TEMP VIEW nccl_world AS
-        SELECT f.* FROM nccl_comm f JOIN event_rows e USING (event_id) JOIN event_classes c USING (class_id)
+    # (the lines that say `nranks N`: the engine's column, so that the join reads those, not every line)
+    said = "WHERE e.nranks IS NOT NULL" if has_columns(con, "event_rows", "nranks") else ""
+    con.execute(f"""
+        CREATE TEMP TABLE IF NOT EXISTS nccl_world AS
+        SELECT f.* FROM nccl_comm f JOIN (SELECT * FROM event_rows e {said}) e USING (event_id)
+            JOIN event_classes c USING (class_id)
         QUALIFY f.nranks IS NOT DISTINCT FROM max(f.nranks) OVER (PARTITION BY c.host)
     """)
     return True

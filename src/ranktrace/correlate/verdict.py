@@ -297,6 +297,11 @@ def _next_steps(kind: str, v: dict, job_id: str | None, extra: dict) -> list[str
 
 # ---------------------------------------------------------------- main entry
 
+# temp tables the first attempt's diagnosis makes and the others read (the job id, network.ib_peers'
+# addresses, identity.world_comms)
+ONCE_PER_DIAGNOSIS = ("any_job", "oob_hosts", "nccl_world")
+
+
 def _failure_seen(con, findings: list[Finding]) -> bool:
     """A failure the job did not survive: a finding, or a failure line, after the job's last progress
     (less the survival window) or with no progress to compare. Lines and findings before it were
@@ -322,6 +327,8 @@ def diagnose(con: duckdb.DuckDBPyConnection, *, offsets: dict[str, float] | None
     the top-level verdict is the last failed attempt's (incidents.py)."""
     from .incidents import assemble, lead
     ensure_kind_catalog(con)
+    for t in ONCE_PER_DIAGNOSIS:   # what the attempts share, made again for this diagnosis
+        con.execute(f"DROP TABLE IF EXISTS temp.{t}")
     clock = align(con, offsets)
     found = find_attempts(con)
     if len(found) == 1:
@@ -512,7 +519,10 @@ def diagnose_scope(con: duckdb.DuckDBPyConnection, clock: list[dict]) -> dict:
     extra = dict(extra)
     extra["missing"] = next((f.extra.get("missing") for f in (best.findings if best else [])
                              if f.extra.get("missing")), None)
-    job_id = con.execute("SELECT any_value(job_id) FROM events WHERE job_id IS NOT NULL").fetchone()[0]
+    # the same for every attempt: read once per diagnosis (a scan of every line's job id)
+    con.execute("CREATE TEMP TABLE IF NOT EXISTS any_job AS "
+                "SELECT any_value(job_id) AS job_id FROM events WHERE job_id IS NOT NULL")
+    job_id = con.execute("SELECT job_id FROM any_job").fetchone()[0]
     for h in hyps:
         h.pop("_c")
     doc = {"verdict": v, "hypotheses": hyps[:8], "evidence": evidence,

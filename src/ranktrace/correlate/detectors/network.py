@@ -42,7 +42,9 @@ def ib_peers(con) -> list[Finding]:
     if not (has_columns(con, "nccl_ib_completion", "peer") and has_columns(con, "nccl_oob", "ip")):
         return []
     src = "hot_events" if table_exists(con, "hot_events") else "aligned_events"
-    hosts = {r["ip"]: r["host"] for r in rows(con, OOB_HOSTS) if r["host"]}
+    # every attempt's lines: made once per diagnosis
+    con.execute(f"CREATE TEMP TABLE IF NOT EXISTS oob_hosts AS {OOB_HOSTS}")
+    hosts = {r["ip"]: r["host"] for r in rows(con, "SELECT * FROM oob_hosts") if r["host"]}
     named: dict[str, dict] = {}
     for r in rows(con, COMPLETIONS.format(src=src)):
         peer = hosts.get(r["peer"])
