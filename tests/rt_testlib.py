@@ -90,3 +90,15 @@ def _dump_relations(db: str, out: Path) -> dict[str, list[str]]:
         con.execute(f"COPY (SELECT * FROM \"{t}\") TO '{out}/{t}.parquet' (FORMAT parquet)")
     con.close()
     return cols
+
+
+def halved_copy(db: str, dst: str):
+    """A writable copy of store `db` at `dst` whose view event_lines holds half of its lines (table
+    kept_lines: the lines are the parts' files, so the view is pointed elsewhere; what the ingest
+    stored beside them stays): a store whose stored summaries no longer hold."""
+    import shutil
+    shutil.copytree(db, dst)
+    con = store_connect(dst, read_only=False)
+    con.execute("CREATE TABLE kept_lines AS SELECT * FROM event_lines WHERE line % 2 <> 0")
+    con.execute("CREATE OR REPLACE VIEW event_lines AS SELECT * FROM kept_lines")
+    return con

@@ -5,7 +5,6 @@ were when they were made."""
 
 from __future__ import annotations
 
-import shutil
 
 import duckdb
 import pytest
@@ -13,6 +12,8 @@ import pytest
 from ranktrace.correlate import diagnose
 from ranktrace.correlate.identity import GROUPS_TABLE, build_base, forget_groups, groups_stamp
 from ranktrace.ingest.pipeline import ingest
+
+from rt_testlib import halved_copy
 
 from .test_sample_bundles import BUNDLES, _files
 from ranktrace.store import connect as store_connect
@@ -58,12 +59,7 @@ def test_groups_are_taken_from_the_store_only_while_it_is_unchanged(tmp_path, ca
     con.close()
 
     # the same store with lines taken out: the stored groups no longer hold, and are not read
-    changed = str(tmp_path / "changed.duckdb")
-    shutil.copytree(db, changed)
-    con = store_connect(changed, read_only=False)
-    # (the lines are the parts' files: the view is pointed at half of them)
-    con.execute("CREATE TABLE kept_lines AS SELECT * FROM event_lines WHERE line % 2 <> 0")
-    con.execute("CREATE OR REPLACE VIEW event_lines AS SELECT * FROM kept_lines")
+    con = halved_copy(db, str(tmp_path / "changed.duckdb"))
     build_base(con)
     assert groups_stamp(con) != stamp
     fresh = _groups(con)

@@ -5,12 +5,13 @@ again, and only while the store, the SQL and the code are as they were."""
 
 from __future__ import annotations
 
-import shutil
 
 from ranktrace.correlate import diagnose
 from ranktrace.correlate.clock import LINE_SETS, align, anchor_rows, forget_line_sets
 from ranktrace.ingest.pipeline import ingest
 from ranktrace.store import connect as store_connect
+
+from rt_testlib import halved_copy
 
 from .test_sample_bundles import BUNDLES, _files
 
@@ -70,12 +71,7 @@ def test_a_changed_store_selects_its_lines_anew(tmp_path, catalog, monkeypatch):
     db = str(tmp_path / "s.duckdb")
     monkeypatch.chdir(bundle.parent)
     ingest(_files(bundle), db, catalog)
-    changed = str(tmp_path / "changed.duckdb")
-    shutil.copytree(db, changed)
-    con = store_connect(changed, read_only=False)
-    # (the lines are the parts' files: the view is pointed at half of them; the stored sets stay)
-    con.execute("CREATE TABLE kept_lines AS SELECT * FROM event_lines WHERE line % 2 <> 0")
-    con.execute("CREATE OR REPLACE VIEW event_lines AS SELECT * FROM kept_lines")
+    con = halved_copy(db, str(tmp_path / "changed.duckdb"))
     align(con)
     assert _kinds(con) == {n: "TABLE" for n in LINE_SETS}
     assert _anchor_src_made(con) is True
