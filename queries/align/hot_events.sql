@@ -17,6 +17,8 @@ WHERE role IN ('cause', 'symptom')                          -- first_cause, firs
                'hang_report', 'rdzv_join', 'rdzv_complete', 'rdzv_timeout', 'store_unreachable', 'node_failure')
    -- attempts (queries/attempts/markers.sql)
    OR kind IN ('worker_start', 'group_restart', 'job_requeue', 'step_start', 'job_state')
+   -- clean_end (a scope where nothing failed needs a line proving a normal end)
+   OR kind IN ('worker_group_done', 'step_end', 'training_done')
    -- controlplane
    OR starts_with(kind, 'etcd_') OR starts_with(kind, 'apiserver_')
    -- topology
@@ -72,4 +74,10 @@ WHERE role IN ('cause', 'symptom')                          -- first_cause, firs
       -- allocation (its NCCL communicator sizes come from the groups)
       OR raw LIKE '%gres/gpu%' OR raw LIKE '%nvidia.com/gpu%' OR raw LIKE '%world_size%'
       OR raw LIKE '%WORLD_SIZE%' OR raw LIKE '%PET_NNODES%' OR raw LIKE '%NumNodes=%'
-      OR raw LIKE '%#SBATCH%' OR raw LIKE '%TresPerNode=%' OR raw LIKE '%local_ranks=[%'))
+      OR raw LIKE '%#SBATCH%' OR raw LIKE '%TresPerNode=%' OR raw LIKE '%local_ranks=[%'
+      -- clean_end: its case-insensitive regexp's words ('%ucceeded%': the `s` of Succeeded has a second
+      -- case-folding, U+017F), then that regexp
+      OR ((raw ILIKE '%ucceeded%' OR raw ILIKE '%exit code:%' OR raw ILIKE '%exited with %'
+           OR raw ILIKE '%completed%' OR raw ILIKE '%training %')
+          AND regexp_matches(raw, '(?i)\bSucceeded\b|JobSucceeded|\bExit Code:\s+0\s*$|exited with (?:exit )?code 0\b|'
+                                  || '\bCOMPLETED\b|completed successfully|training (?:is )?(?:done|finished|complete)\b'))))

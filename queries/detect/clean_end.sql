@@ -1,7 +1,6 @@
 -- name: clean_end
 -- kind: detector
--- scope: all
--- params: none (reads temp view aligned_events)
+-- params: none (reads temp view aligned_events; ranktrace runs it over hot_events, which holds its lines)
 -- returns: lines that prove a normal end (the positive evidence a verdict of `none` needs): a torchrun
 --   agent's worker group SUCCEEDED, a Slurm step/job COMPLETED or exiting 0 (sacct, scontrol,
 --   slurmctld `WEXITSTATUS 0`, slurmstepd `exited with exit code 0`, srun `job_rc = 0`), a Kubernetes

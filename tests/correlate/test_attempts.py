@@ -263,3 +263,44 @@ def test_a_launch_line_told_again_while_the_job_trains_is_the_same_launch():
     after = again + [Sign(t(2500), None, "launch", True, "slurmctld.log", 2500, "Slurm job 4242 starts", None)]
     got = segment(after, progress, [t(2200)])
     assert [a.id for a in got] == [1, 2] and got[1].start == t(2500)
+
+
+def test_survival_reads_once_per_attempt_scope_and_again_when_the_scope_changes(monkeypatch):
+    """survival.healthy_until / training_stop are asked many times per attempt: read once per scope
+    (attempts.scope starts a new memo), each attempt's own answer, equal to a fresh read."""
+    from ranktrace.correlate import survival
+    from ranktrace.correlate.attempts import find_attempts, scope
+    con = store(two_attempts())
+    align(con)
+    assert len(find_attempts(con)) == 2
+    fresh = {}
+    for a in (1, 2):
+        scope(con, a)
+        fresh[a] = (survival._healthy_until(con), survival._training_stop(con))
+    assert fresh[1] != fresh[2]   # the two attempts stop training at different times
+    reads = []
+    real = survival.query
+    monkeypatch.setattr(survival, "query", lambda c, name, *a, **k: reads.append(name) or real(c, name, *a, **k))
+    for a in (1, 2, 1):
+        scope(con, a)
+        n = len(reads)
+        for _ in range(3):
+            assert (survival.healthy_until(con), survival.training_stop(con)) == fresh[a]
+        assert len(reads) - n == 1   # progress_spans, once in this scope
+    scope(con, None)
+    whole = survival.training_stop(con)
+    assert whole[0] == max(fresh[1][1][0], fresh[2][1][0])
+
+
+def test_survival_without_a_scope_reads_every_time(monkeypatch):
+    """Views made by hand (no attempts.scope) are never answered from a memo: they may change."""
+    from ranktrace.correlate import survival
+    con = store(two_attempts())
+    align(con)   # scopes the views: a memo for this connection
+    survival._SCOPED.pop(con, None)
+    reads = []
+    real = survival.query
+    monkeypatch.setattr(survival, "query", lambda c, name, *a, **k: reads.append(name) or real(c, name, *a, **k))
+    survival.healthy_until(con)
+    survival.healthy_until(con)
+    assert len(reads) == 2

@@ -150,3 +150,30 @@ def test_every_detector_finds_in_hot_events_what_it_finds_in_all_events(con, nam
 @pytest.mark.parametrize("name", sorted(PER_LINE))
 def test_summaries_from_groups_equal_the_summaries_line_by_line(con, name):
     assert _rows(con, FROM_GROUPS[name]) == _rows(con, PER_LINE[name])
+
+
+# Lines of every alternative of clean_end.sql's regexp (any case), and some that look alike but are not ends.
+CLEAN_ENDS = ["[default] worker group SUCCEEDED", "Type: JobSucceeded", "    Exit Code:    0",
+              "launcher: process 12 exited with code 0", "srun: task 3 exited with exit code 0",
+              "JobId=88 JobState=COMPLETED Reason=None", "all steps completed successfully",
+              "Training is done.", "TRAINING FINISHED", "training complete"]
+NOT_ENDS = ["step 10 loss 1.2", "training resumed from step 10", "the task was not completed", "exit code: 1"]
+
+
+def test_the_lines_of_a_normal_end_are_hot_lines(tmp_path, catalog):
+    """clean_end.sql runs over hot_events (a running attempt's end is not looked for in every line):
+    each alternative of its regexp, in any case, passes the hot filter, and it finds there what it
+    finds in every line."""
+    log = tmp_path / "job.log"
+    log.write_text("".join(f"2026-03-02 01:00:{i:02d},000 - INFO - train - {t}\n"
+                           for i, t in enumerate([*CLEAN_ENDS, *(t.swapcase() for t in CLEAN_ENDS), *NOT_ENDS])))
+    db = str(tmp_path / "s.store")
+    ingest([str(log)], db, catalog)
+    c = store_connect(db)
+    ensure_kind_catalog(c)
+    align(c)
+    text = sql_file("detect/clean_end.sql")
+    every = sorted(map(repr, c.execute(text).fetchall()))
+    assert len(every) == 2 * len(CLEAN_ENDS)
+    assert sorted(map(repr, (tuple(r.values()) for r in query(c, "clean_end")))) == every
+    c.close()

@@ -440,10 +440,12 @@ VIEWS = ("aligned_events", "hot_events", "aligned_groups")
 def scope(con: duckdb.DuckDBPyConnection, attempt: int | None, timeless: bool = False) -> None:
     """Point the views the detectors read (aligned_events, hot_events, aligned_groups) at the lines of
     one attempt (None: every line); `timeless`: with the lines that have no time (attempt 0)."""
+    from .survival import new_scope
     where = "" if attempt is None else f" WHERE attempt IN ({int(attempt)}{', 0' if timeless else ''})"
     for v in VIEWS:
         if table_exists(con, f"{v}_all"):
             con.execute(f"CREATE OR REPLACE TEMP VIEW {v} AS SELECT * FROM {v}_all{where}")
+    new_scope(con)   # what survival.py read through the views is of the lines before
 
 
 def find_attempts(con: duckdb.DuckDBPyConnection) -> list[Attempt]:

@@ -7,7 +7,8 @@ Succeeded); otherwise `unknown` at low confidence, saying what is missing."""
 
 from __future__ import annotations
 
-from .util import iso, rows, short, sql_file
+from .detectors.base import query
+from .util import iso, rows, short
 
 # Lines no rule classified (or classified as lifecycle/info) that still read like failures: an
 # input with error lines, abnormal exits, restarts or kills never gets `none`.
@@ -48,7 +49,7 @@ def no_failure_verdict(con, empty: dict, n_events: int) -> tuple[dict, list[dict
         ev = [{"file": r["file"], "line": r["line"], "time": iso(r["ats"]), "role": "unclassified",
                "text": short(r["message"], 240)} for r in unread]
         return v, ev, missing
-    ends = rows(con, sql_file("detect/clean_end.sql"))
+    ends = query(con, "clean_end")   # over hot_events (its lines are among them), not every line
     if not ends:
         v = dict(empty, kind="unknown", confidence=0.3,
                  summary="no failure line, but no line shows a normal end either (no worker group SUCCEEDED, "

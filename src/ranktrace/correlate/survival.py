@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import statistics
+import weakref
 
 from .detectors.base import Finding, query
 
@@ -24,8 +25,35 @@ CASCADE_KINDS = ("collective_timeout", "watchdog_abort", "sigterm_sent", "signal
                  "failure_summary", "job_exit", "step_cancelled", "comm_abort")
 
 
+# What this module read in a connection's current scope (the lines of one attempt): the detectors of an
+# attempt ask healthy_until and training_stop again and again (21 times an attempt on a long run, each a
+# read of the groups). attempts.scope starts a new memo whenever it points the views at other lines; a
+# connection never scoped (views made by hand) has none and reads every time. Per connection, weakly:
+# nothing outlives the connection or leaks into another one.
+_SCOPED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def new_scope(con) -> None:
+    """The views now show other lines (attempts.scope): forget what was read through them."""
+    _SCOPED[con] = {}
+
+
+def _memo(con, key: str, read):
+    memo = _SCOPED.get(con)
+    if memo is None:
+        return read()
+    if key not in memo:
+        memo[key] = read()
+    return memo[key]
+
+
 def _spans(con) -> list[dict]:
-    return query(con, "progress_spans")
+    return _memo(con, "spans", lambda: query(con, "progress_spans"))
+
+
+def progress_spans(con) -> list[dict]:
+    """queries/detect/progress_spans.sql's rows in the current scope (read once per scope; do not modify)."""
+    return _spans(con)
 
 
 def step_s(spans: list[dict]) -> float | None:
@@ -114,6 +142,10 @@ def training_stop(con) -> tuple[dt.datetime | None, dt.timedelta]:
     """When the job (in scope) last made progress, and the slack of a step or two around it (a
     synchronous job's ranks stop within one step of each other: the others block at the next
     collective). (None, slack) without progress lines."""
+    return _memo(con, "training_stop", lambda: _training_stop(con))
+
+
+def _training_stop(con) -> tuple[dt.datetime | None, dt.timedelta]:
     spans = _spans(con)
     stop = max((s["last_ats"] for s in spans), default=None)
     return stop, dt.timedelta(seconds=max(5.0, 2 * (step_s(spans) or 0.0)))
@@ -124,6 +156,10 @@ def healthy_until(con) -> dt.datetime | None:
     lines before it were survived (the job made steps after them); None when no progress is known.
     When the logs end while the job still trains (its last progress is within a few steps of the
     scope's last line), STEPS steps after a line are enough: nothing stopped, the logs did."""
+    return _memo(con, "healthy_until", lambda: _healthy_until(con))
+
+
+def _healthy_until(con) -> dt.datetime | None:
     spans = _spans(con)
     if not spans:
         return None
