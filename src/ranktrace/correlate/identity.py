@@ -492,7 +492,9 @@ def identity_table(con: duckdb.DuckDBPyConnection) -> list[dict]:
 
 # lookup()'s answers while the maps it reads are unchanged (build_maps and base_views clear it): a
 # diagnosis asks the same few hundred processes again per attempt and candidate (5,000 small queries, 5
-# CPU-s, on a run of 128 ranks and 6 attempts).
+# CPU-s, on a run of 128 ranks and 6 attempts). The maps themselves are read once into Python too
+# (LinkMaps, kept here under ("maps", id(con)), cleared with the answers): the distinct processes still
+# cost ~1,600 small queries (1.7 s on that run), the maps are seven small reads.
 _LOOKUPS: dict[tuple, dict] = {}
 
 
@@ -501,55 +503,150 @@ def lookup(con, *, host=None, pid=None, rank=None, local_rank=None, pod=None, gp
     GPU the culprit's line named (an Xid's PCI id names the rank that used it on its host)."""
     key = (id(con), host, pid, rank, local_rank, pod, gpu)
     if key not in _LOOKUPS:
-        _LOOKUPS[key] = _lookup(con, host=host, pid=pid, rank=rank, local_rank=local_rank, pod=pod, gpu=gpu)
+        _LOOKUPS[key] = _lookup(_maps(con, host, pid, rank, local_rank, pod, gpu), host=host, pid=pid, rank=rank,
+                                local_rank=local_rank, pod=pod, gpu=gpu)
     return dict(_LOOKUPS[key])
 
 
-def _lookup(con, *, host=None, pid=None, rank=None, local_rank=None, pod=None, gpu=None) -> dict:
+class SqlMaps:
+    """The maps _lookup reads, one small query per question (the reference: LinkMaps answers the same)."""
+
+    def __init__(self, con):
+        self.con = con
+
+    def hostpid(self, host, pid):
+        return self.con.execute("SELECT rank, local_rank, gpu FROM id_hostpid WHERE host = ? AND pid = ?",
+                                [host, pid]).fetchone()
+
+    def pid(self, pid):
+        return self.con.execute("SELECT host, rank, local_rank FROM id_pid WHERE pid = ?", [pid]).fetchone()
+
+    def hostgpu(self, host, gpu):
+        return self.con.execute(f"SELECT rank FROM id_hostgpu WHERE host = ? AND gpu = {pci('?')}",
+                                [host, str(gpu)]).fetchone()
+
+    def hostlocal(self, host, local_rank):
+        return self.con.execute("SELECT rank FROM id_hostlocal WHERE host = ? AND local_rank = ?",
+                                [host, local_rank]).fetchone()
+
+    def rank(self, rank):
+        return self.con.execute("SELECT host, local_rank FROM id_rank WHERE rank = ?", [rank]).fetchone()
+
+    def only_pid(self, host, rank, local_rank):
+        """The one pid the links give the host's rank (or its local rank, in links without a rank)."""
+        return self.con.execute(
+            "SELECT CASE WHEN count(DISTINCT pid) = 1 THEN any_value(pid) END FROM identity "
+            "WHERE host = ? AND (rank = ? OR (rank IS NULL AND local_rank = ?)) AND pid IS NOT NULL",
+            [host, rank, local_rank]).fetchone()[0]
+
+    def pod_host(self, pod):
+        return self.con.execute("SELECT host FROM pod_host WHERE pod = ?", [pod]).fetchone()
+
+    def only(self, col, host, rank):
+        """The one `col` (pod, gpu) the links give the host's rank (rank None: links without a rank)."""
+        return self.con.execute(f"SELECT CASE WHEN count(DISTINCT {col}) = 1 THEN any_value({col}) END FROM identity "
+                                f"WHERE host = ? AND rank IS NOT DISTINCT FROM ? AND {col} IS NOT NULL",
+                                [host, rank]).fetchone()[0]
+
+
+class LinkMaps(SqlMaps):
+    """SqlMaps' answers from the maps read once (seven queries): keys compared as DuckDB compares them
+    for the Python types they hold (str, int); _maps takes SqlMaps for any other argument."""
+
+    def __init__(self, con):
+        super().__init__(con)
+        q = lambda sql: con.execute(sql).fetchall()
+        self._hostpid = {(h, p): (r, lr, g) for h, p, r, lr, g in q("SELECT host, pid, rank, local_rank, gpu FROM id_hostpid")}
+        self._pid = {p: (h, r, lr) for p, h, r, lr in q("SELECT pid, host, rank, local_rank FROM id_pid")}
+        self._hostlocal = {(h, lr): (r,) for h, lr, r in q("SELECT host, local_rank, rank FROM id_hostlocal")}
+        self._rank = {r: (h, lr) for r, h, lr in q("SELECT rank, host, local_rank FROM id_rank")}
+        self._pod_host = ({p: (h,) for p, h in q("SELECT pod, host FROM pod_host")}
+                          if table_exists(con, "pod_host") else None)
+        self._links: dict = {}
+        for h, r, lr, p, pod, g in q("SELECT host, rank, local_rank, pid, pod, gpu FROM identity WHERE host IS NOT NULL"):
+            self._links.setdefault(h, []).append({"rank": r, "local_rank": lr, "pid": p, "pod": pod, "gpu": g})
+
+    def hostpid(self, host, pid):
+        return self._hostpid.get((host, pid))
+
+    def pid(self, pid):
+        return self._pid.get(pid)
+
+    def hostlocal(self, host, local_rank):
+        return self._hostlocal.get((host, local_rank))
+
+    def rank(self, rank):
+        return self._rank.get(rank)
+
+    def pod_host(self, pod):
+        return super().pod_host(pod) if self._pod_host is None else self._pod_host.get(pod)
+
+    @staticmethod
+    def _one(values: set):
+        return next(iter(values)) if len(values) == 1 else None
+
+    def only_pid(self, host, rank, local_rank):
+        return self._one({lk["pid"] for lk in self._links.get(host, ()) if lk["pid"] is not None and (
+            (rank is not None and lk["rank"] == rank)
+            or (lk["rank"] is None and local_rank is not None and lk["local_rank"] == local_rank))})
+
+    def only(self, col, host, rank):
+        return self._one({lk[col] for lk in self._links.get(host, ()) if lk[col] is not None and lk["rank"] == rank})
+
+
+def _maps(con, *values) -> SqlMaps:
+    """The maps of `con` read once (LinkMaps) for look-ups of plain values (str host/pod, int ids, no
+    gpu); anything else asks DuckDB, which compares other types its own way."""
+    host, pid, rank, local_rank, pod, gpu = values
+    plain = (gpu is None and all(v is None or isinstance(v, str) for v in (host, pod))
+             and all(v is None or (type(v) is int) for v in (pid, rank, local_rank)))
+    if not plain:
+        return SqlMaps(con)
+    key = ("maps", id(con))
+    if key not in _LOOKUPS:
+        _LOOKUPS[key] = LinkMaps(con)
+    return _LOOKUPS[key]
+
+
+def _lookup(m: SqlMaps, *, host=None, pid=None, rank=None, local_rank=None, pod=None, gpu=None) -> dict:
     out = {"host": host, "pid": pid, "rank": rank, "local_rank": local_rank, "gpu": gpu, "pod": pod}
     if host is not None and pid is not None:
-        r = con.execute("SELECT rank, local_rank, gpu FROM id_hostpid WHERE host = ? AND pid = ?",
-                        [host, pid]).fetchone()
+        r = m.hostpid(host, pid)
         if r:
             out["rank"] = out["rank"] if out["rank"] is not None else r[0]
             out["local_rank"] = out["local_rank"] if out["local_rank"] is not None else r[1]
             out["gpu"] = r[2]
     if host is None and pid is not None:
-        r = con.execute("SELECT host, rank, local_rank FROM id_pid WHERE pid = ?", [pid]).fetchone()
+        r = m.pid(pid)
         if r:
             out["host"] = r[0]
             out["rank"] = out["rank"] if out["rank"] is not None else r[1]
             out["local_rank"] = out["local_rank"] if out["local_rank"] is not None else r[2]
     if out["rank"] is None and out["host"] is not None and gpu is not None:
-        r = con.execute(f"SELECT rank FROM id_hostgpu WHERE host = ? AND gpu = {pci('?')}", [out["host"], str(gpu)]).fetchone()
+        r = m.hostgpu(out["host"], gpu)
         if r:
             out["rank"] = r[0]
     if out["rank"] is None and out["host"] is not None and out["local_rank"] is not None:
-        r = con.execute("SELECT rank FROM id_hostlocal WHERE host = ? AND local_rank = ?",
-                        [out["host"], out["local_rank"]]).fetchone()
+        r = m.hostlocal(out["host"], out["local_rank"])
         if r:
             out["rank"] = r[0]
     if out["rank"] is not None:
-        r = con.execute("SELECT host, local_rank FROM id_rank WHERE rank = ?", [out["rank"]]).fetchone()
+        r = m.rank(out["rank"])
         if r:
             out["host"] = out["host"] if out["host"] is not None else r[0]
             out["local_rank"] = out["local_rank"] if out["local_rank"] is not None else r[1]
     if out["pid"] is None and out["host"] is not None and out["rank"] is not None:
-        r = con.execute("SELECT CASE WHEN count(DISTINCT pid) = 1 THEN any_value(pid) END FROM identity "
-                        "WHERE host = ? AND (rank = ? OR (rank IS NULL AND local_rank = ?)) AND pid IS NOT NULL",
-                        [out["host"], out["rank"], out["local_rank"]]).fetchone()
-        if r and r[0] is not None:
-            out["pid"] = r[0]
+        got = m.only_pid(out["host"], out["rank"], out["local_rank"])
+        if got is not None:
+            out["pid"] = got
     if out["host"] is None and pod is not None:
-        r = con.execute("SELECT host FROM pod_host WHERE pod = ?", [pod]).fetchone()
+        r = m.pod_host(pod)
         if r:
             out["host"] = r[0]
     if out["host"] is not None:
         for col in ("pod", "gpu"):
             if out[col] is None:
-                r = con.execute(f"SELECT CASE WHEN count(DISTINCT {col}) = 1 THEN any_value({col}) END FROM identity "
-                                f"WHERE host = ? AND rank IS NOT DISTINCT FROM ? AND {col} IS NOT NULL",
-                                [out["host"], out["rank"]]).fetchone()
-                if r and r[0] is not None:
-                    out[col] = r[0]
+                got = m.only(col, out["host"], out["rank"])
+                if got is not None:
+                    out[col] = got
     return out

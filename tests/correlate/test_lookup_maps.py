@@ -1,0 +1,111 @@
+"""identity.lookup reads the link maps once into Python (LinkMaps) instead of a few small queries per
+process (SqlMaps): on real bundles, every process the links know, asked by any subset of its ids (and
+ids no link holds), gets from LinkMaps exactly what the queries give."""
+
+from __future__ import annotations
+
+import itertools
+import os
+
+import pytest
+
+from ranktrace.correlate import identity
+from ranktrace.correlate.clock import align
+from ranktrace.correlate.identity import LinkMaps, SqlMaps, _lookup, _maps, lookup
+from ranktrace.correlate.util import ensure_kind_catalog
+from ranktrace.ingest.pipeline import ingest
+from ranktrace.store import connect as store_connect
+
+from rt_testlib import REPO
+
+BUNDLES = ["demo_sigkill_4node", "k8s_gang_partial_restart", "slurm_torchrun_sigkill_skew", "slurm_oom_cgroup",
+           "k8s_volcano_stranded_gpus"]
+TRUTH_FILES = {"truth.json", "expected_verdict.json", "README.md"}
+KEYS = ("host", "pid", "rank", "local_rank", "pod")
+
+
+@pytest.fixture(scope="module", params=BUNDLES)
+def con(request, tmp_path_factory, catalog):
+    b = REPO / "sample_logs" / request.param
+    files = sorted(str(p.relative_to(b.parent)) for p in b.rglob("*") if p.is_file() and p.name not in TRUTH_FILES)
+    db = str(tmp_path_factory.mktemp(request.param) / "s.duckdb")
+    cwd = os.getcwd()
+    os.chdir(b.parent)
+    try:
+        ingest(files, db, catalog)
+    finally:
+        os.chdir(cwd)
+    c = store_connect(db)
+    ensure_kind_catalog(c)
+    align(c)
+    yield c
+    c.close()
+
+
+def asked(con) -> list[dict]:
+    """Every subset of the ids of every link (host, pid, rank, local_rank, pod), and ids no link has."""
+    links = con.execute("SELECT DISTINCT host, pid, rank, local_rank, pod FROM identity").fetchall()
+    links += [("no-such-host", 999999, 9999, 77, "no-such-pod"), (None, None, None, None, None)]
+    out = set()
+    for link in links:
+        for n in range(1, len(KEYS) + 1):
+            for keep in itertools.combinations(range(len(KEYS)), n):
+                out.add(tuple(v if i in keep else None for i, v in enumerate(link)))
+    return [dict(zip(KEYS, k)) for k in sorted(out, key=repr)]
+
+
+def test_the_maps_read_once_answer_as_the_queries_do(con):
+    queries, once = SqlMaps(con), LinkMaps(con)
+    ks = asked(con)
+    assert len(ks) > 20
+    named = 0
+    for k in ks:
+        want = _lookup(queries, **k)
+        assert _lookup(once, **k) == want, k
+        named += sum(want[c] is not None and k.get(c) is None for c in KEYS)
+    assert named   # the links filled something in: the comparison is not of empty answers
+
+
+def test_lookup_reads_the_maps_once_until_they_change(con):
+    identity._LOOKUPS.clear()
+    m = _maps(con, "h", 1, None, None, None, None)
+    assert isinstance(m, LinkMaps) and _maps(con, None, None, 3, None, None, None) is m
+    # an id of another type (a pid as text) or a GPU is asked of DuckDB, which compares it its own way
+    assert type(_maps(con, "h", "1", None, None, None, None)) is SqlMaps
+    assert type(_maps(con, "h", None, None, None, None, "0000:3b:00")) is SqlMaps
+    identity.build_maps(con)   # new links: the maps are read again
+    assert _maps(con, "h", 1, None, None, None, None) is not m
+    row = con.execute("SELECT host, pid FROM identity WHERE host IS NOT NULL AND pid IS NOT NULL LIMIT 1").fetchone()
+    if row:
+        as_int, as_text = lookup(con, host=row[0], pid=row[1]), lookup(con, host=row[0], pid=str(row[1]))
+        assert as_text.pop("pid") == str(row[1]) and as_int.pop("pid") == row[1]
+        assert as_int == as_text
+
+
+def test_ambiguous_links_are_answered_as_the_queries_do():
+    """Links made by hand where one id names two processes (a host with two ranks of different pods and
+    GPUs, a pid on two hosts, a rank on two hosts, a local rank without a rank): nothing unambiguous is
+    invented, and what is unambiguous is filled, as the queries do."""
+    import duckdb
+    con = duckdb.connect()
+    con.execute("CREATE TEMP TABLE identity (host VARCHAR, rank INTEGER, local_rank INTEGER, pid BIGINT, pod VARCHAR, "
+                "container VARCHAR, gpu VARCHAR, job_id VARCHAR, step_id VARCHAR, source VARCHAR)")
+    links = [("a", 0, 0, 10, "p0", "0000:3b:00"), ("a", 1, 1, 11, "p1", "0000:5e:00"), ("a", None, 2, 12, None, None),
+             ("a", None, 2, 13, None, None), ("b", 2, 0, 10, "p2", None), ("b", 3, 1, 20, "p2", None),
+             ("c", 3, 1, 30, None, None), (None, 4, None, 40, None, None), ("d", 5, 0, 50, None, "0000:3b:00"),
+             ("d", 5, 0, 51, None, None), ("d", None, None, 52, "p5", None), ("e", 6, None, None, "p6", None)]
+    con.executemany("INSERT INTO identity (host, rank, local_rank, pid, pod, gpu, source) VALUES (?, ?, ?, ?, ?, ?, 'hand')",
+                    links)
+    con.execute("CREATE TEMP TABLE pod_host AS SELECT 'p6' AS pod, 'e' AS host")
+    identity.build_maps(con)
+    queries, once = SqlMaps(con), LinkMaps(con)
+    for k in asked(con):
+        assert _lookup(once, **k) == _lookup(queries, **k), k
+    # what the links make of it: pid 10 is on two hosts (no host), rank 3 on two (no host), a's local rank 2
+    # has two pids (none), d's rank 5 two pids (none) and one GPU
+    assert _lookup(once, pid=10)["host"] is None and _lookup(once, rank=3)["host"] is None
+    assert _lookup(once, host="a", local_rank=2)["pid"] is None
+    assert _lookup(once, host="a", rank=1) == {"host": "a", "pid": 11, "rank": 1, "local_rank": 1, "gpu": "0000:5e:00",
+                                               "pod": "p1"}
+    assert _lookup(once, host="d", rank=5)["pid"] is None and _lookup(once, host="d", rank=5)["gpu"] == "0000:3b:00"
+    assert _lookup(once, pod="p6")["host"] == "e" and _lookup(once, pod="p6")["rank"] is None
