@@ -102,3 +102,16 @@ def halved_copy(db: str, dst: str):
     con.execute("CREATE TABLE kept_lines AS SELECT * FROM event_lines WHERE line % 2 <> 0")
     con.execute("CREATE OR REPLACE VIEW event_lines AS SELECT * FROM kept_lines")
     return con
+
+
+# ---------------------------------------------------------------- echoes
+
+def echoes_oracle_sql(table: str = "echoes_oracle") -> str:
+    """queries/store/echoes.sql without its prechecks (the definition they must agree with): every
+    (rank, message) seen in two files, whenever their lines were written."""
+    from ranktrace.correlate.util import sql_file
+    text = sql_file("store/echoes.sql")
+    tail = text[text.index("\ng AS (") + 1:]
+    return (f"CREATE OR REPLACE TABLE {table} AS\nWITH multi AS (\n"
+            "    SELECT rank, message FROM events WHERE rank IS NOT NULL AND message IS NOT NULL AND message <> ''\n"
+            "    GROUP BY rank, message HAVING count(DISTINCT file_id) > 1\n),\n" + tail)

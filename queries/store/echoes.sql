@@ -9,17 +9,27 @@
 --   names the host, then the file with fewest ranks, then by path; the nearest in time, then
 --   the lowest event_id. Readers (the TUI, diagnose's and the report's evidence and cascade)
 --   skip the events listed here; they stay in `events`.
---   An echo needs its rank in two files: the ranks that are (integers, one scan of event_rows)
---   are found first, and only their lines' messages are compared (none in most stores).
+--   An echo and its copy are lines of one rank in two files written within 2 s of each other (or both
+--   without a time): the (rank, file) pairs whose lines span times that another file of the same rank
+--   reaches are found first (integers and times, one scan of event_rows: spans), and only their lines'
+--   messages are compared (none in most stores; none in a long run whose every rank writes to one
+--   Slurm job output per attempt, one after the other: grouping its 15 M messages cost 18 CPU-s).
+--   A (rank, message) in two such files may have its most specific copy in any file, so g reads
+--   every line of the pairs found (a pair in one such file only has no copy within reach: no echo).
 CREATE OR REPLACE TABLE echoes AS
-WITH shared AS (           -- ranks with lines in more than one file
-    SELECT rank FROM event_rows WHERE rank IS NOT NULL
-    GROUP BY rank HAVING count(DISTINCT file_id) > 1
+WITH spans AS (            -- when each rank's lines of each file were written
+    SELECT rank, file_id, min(ts) AS lo, max(ts) AS hi, bool_or(ts IS NULL) AS untimed
+    FROM event_rows WHERE rank IS NOT NULL GROUP BY rank, file_id
 ),
-multi AS (                 -- (rank, message) pairs seen in more than one file
-    SELECT rank, message FROM events
-    WHERE rank IN (SELECT rank FROM shared) AND message IS NOT NULL AND message <> ''
-    GROUP BY rank, message HAVING count(DISTINCT file_id) > 1
+shared AS (                -- a rank's files that another file of that rank reaches in time (both have
+                           -- lines without a time, or their spans come within 2 s: 3 s here, a margin)
+    SELECT DISTINCT a.rank, a.file_id FROM spans a JOIN spans b ON b.rank = a.rank AND b.file_id <> a.file_id
+    WHERE (a.untimed AND b.untimed) OR (epoch(a.lo) - 3.0 <= epoch(b.hi) AND epoch(b.lo) - 3.0 <= epoch(a.hi))
+),
+multi AS (                 -- (rank, message) pairs seen in more than one of those files
+    SELECT e.rank, e.message FROM events e SEMI JOIN shared s ON s.rank = e.rank AND s.file_id = e.file_id
+    WHERE e.message IS NOT NULL AND e.message <> ''
+    GROUP BY e.rank, e.message HAVING count(DISTINCT e.file_id) > 1
 ),
 g AS (
     SELECT e.event_id, e.file_id, e.file, e.rank, e.message, e.ts

@@ -16,6 +16,7 @@ from ranktrace.ingest.pipeline import ingest
 
 from .test_sample_bundles import BUNDLES, _files
 from ranktrace.store import connect as store_connect
+from rt_testlib import echoes_oracle_sql
 
 CASES = ("slurm_torchrun_sigkill_skew", "torchrun_hang_skew", "k8s_exception_cri_skew", "slurm_time_limit")
 
@@ -101,9 +102,9 @@ def test_two_step_summaries_equal_their_one_step_definitions(name, tmp_path, cat
         assert con.execute("SELECT count(*) FROM lanes").fetchone()[0] > 0
         _same(con, "lanes", LANES_ONE_STEP)
         _same(con, "lane_buckets", BUCKETS_ONE_STEP)
-        echoes = con.execute("SELECT * FROM echoes ORDER BY event_id").fetchall()
-        con.execute(sql_file("store/echoes.sql").replace("WHERE rank IN (SELECT rank FROM shared) AND", "WHERE"))
-        assert con.execute("SELECT * FROM echoes ORDER BY event_id").fetchall() == echoes   # the precheck drops none
+        con.execute(echoes_oracle_sql())
+        assert con.execute("SELECT * FROM echoes ORDER BY event_id").fetchall() == \
+            con.execute("SELECT * FROM echoes_oracle ORDER BY event_id").fetchall()   # the prechecks drop none
         build_base(con)
         _same(con, "event_groups", GROUPS_ONE_STEP)
         assert con.execute("SELECT sum(n) FROM event_groups").fetchone()[0] == \
@@ -126,3 +127,40 @@ def test_echoes_need_a_rank_in_two_files(tmp_path, catalog):
     finally:
         con.close()
     assert got == [(3, str(a))]
+
+
+def test_echoes_are_looked_for_only_where_a_ranks_files_meet_in_time_and_find_what_every_line_gives(tmp_path, catalog):
+    """The prechecks of echoes.sql compare the messages of a rank's files that come within 2 s of another
+    file of that rank (or have untimed lines both): a rank's two job outputs one after the other are not
+    compared; the result is the definition's (every message of every rank seen in two files), also where
+    the most specific copy of a message is in a file no other reaches in time (then no echo at all)."""
+    def line(s, msg, rank):
+        return f"[rank{rank}]:2026-03-02 {s // 3600:02d}:{s // 60 % 60:02d}:{s % 60:02d},000 - INFO - train - {msg}\n"
+    console = tmp_path / "slurm-1.out"      # the console, with the tee'd copies
+    tee = tmp_path / "tee.out"              # another console-like copy, close in time
+    later = tmp_path / "slurm-2.out"        # the next job's output, an hour later: no copy within reach
+    per_rank = tmp_path / "attempt_0" / "3" / "stdout.log"   # the most specific file, but far in time
+    per_rank.parent.mkdir(parents=True)
+    console.write_text(line(10, "step 1 loss 0.5", 3) + line(11, "checkpoint saved", 3) + line(12, "step 2 loss 0.4", 4))
+    tee.write_text(line(10, "step 1 loss 0.5", 3) + line(13, "checkpoint saved", 3) + line(12, "step 2 loss 0.4", 4))
+    later.write_text(line(3500, "step 2 loss 0.4", 4) + line(3501, "checkpoint saved", 3))
+    per_rank.write_text(line(3000, "step 1 loss 0.5", 3))
+    db = str(tmp_path / "e.duckdb")
+    ingest([str(p) for p in (console, tee, later, per_rank)], db, catalog)
+    con = store_connect(db, read_only=False)
+    try:
+        con.execute(echoes_oracle_sql())
+        want = con.execute("SELECT * FROM echoes_oracle ORDER BY event_id").fetchall()
+        assert con.execute("SELECT * FROM echoes ORDER BY event_id").fetchall() == want
+        got = con.execute("SELECT e.rank, e.message, e.file, k.file FROM echoes x JOIN events e USING (event_id) "
+                          "JOIN events k ON k.event_id = x.of_event_id ORDER BY 1, 2").fetchall()
+        # rank 4's step 2: one echo (console/tee, 0 s); rank 3's 'checkpoint saved' 2 s apart: one echo;
+        # rank 3's step 1: its most specific copy is the per-rank file, an hour away: no echo
+        assert [(r, m) for r, m, _, _ in got] == [(3, "checkpoint saved"), (4, "step 2 loss 0.4")], got
+        # the precheck: the per-rank file and the later job's output are compared with no other
+        spans = sql_file("store/echoes.sql").split("\nmulti AS (")[0].replace("CREATE OR REPLACE TABLE echoes AS\n", "")
+        shared = {f for f, in con.execute(spans + "\nSELECT DISTINCT f.path FROM shared JOIN files f USING (file_id)"
+                                          ).fetchall()}
+        assert shared == {str(console), str(tee)}
+    finally:
+        con.close()
