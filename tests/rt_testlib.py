@@ -115,3 +115,30 @@ def echoes_oracle_sql(table: str = "echoes_oracle") -> str:
     return (f"CREATE OR REPLACE TABLE {table} AS\nWITH multi AS (\n"
             "    SELECT rank, message FROM events WHERE rank IS NOT NULL AND message IS NOT NULL AND message <> ''\n"
             "    GROUP BY rank, message HAVING count(DISTINCT file_id) > 1\n),\n" + tail)
+
+
+# ---------------------------------------------------------------- a sample bundle, aligned
+
+BUNDLE_ANSWERS = {"truth.json", "expected_verdict.json", "README.md"}
+
+
+def aligned_bundle(name: str, tmp_dir: Path, catalog):
+    """A store of sample_logs/NAME (its answers left out, paths as the tests give them: relative to
+    sample_logs) in tmp_dir, opened, its kind catalogue loaded and aligned (clock.align): what
+    diagnose reads before its detectors."""
+    from ranktrace.correlate.clock import align
+    from ranktrace.correlate.util import ensure_kind_catalog
+    from ranktrace.ingest.pipeline import ingest
+    b = REPO / "sample_logs" / name
+    files = sorted(str(p.relative_to(b.parent)) for p in b.rglob("*") if p.is_file() and p.name not in BUNDLE_ANSWERS)
+    db = str(tmp_dir / "s.duckdb")
+    cwd = os.getcwd()
+    os.chdir(b.parent)
+    try:
+        ingest(files, db, catalog)
+    finally:
+        os.chdir(cwd)
+    c = store_connect(db)
+    ensure_kind_catalog(c)
+    align(c)
+    return c

@@ -6,9 +6,6 @@ summary the same values as the same summary computed line by line."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import duckdb
 import pytest
 
 from ranktrace.correlate.clock import align, anchor_views
@@ -18,11 +15,11 @@ from ranktrace.ingest.pipeline import ingest
 from ranktrace.resources import data_dir
 from ranktrace.store import connect as store_connect
 
-REPO = Path(__file__).resolve().parents[2]
+from rt_testlib import aligned_bundle
+
 BUNDLES = ["demo_sigkill_4node", "k8s_controlplane_etcd_slow", "k8s_gang_partial_restart",
            "k8s_volcano_stranded_gpus", "slurm_node_failure_topology", "slurm_torchrun_sigkill_skew",
            "torchrun_hang_skew", "torchrun_rdzv_missing_node", "slurm_oom_cgroup"]
-TRUTH_FILES = {"truth.json", "expected_verdict.json", "README.md"}
 DETECT = sorted(p.stem for p in (data_dir("queries") / "detect").glob("*.sql"))
 
 # The per-line formulations of the summaries that now read groups: the oracle.
@@ -91,19 +88,7 @@ FROM_GROUPS = {
 
 @pytest.fixture(scope="module", params=BUNDLES)
 def con(request, tmp_path_factory, catalog):
-    import os
-    b = REPO / "sample_logs" / request.param
-    files = sorted(str(p.relative_to(b.parent)) for p in b.rglob("*") if p.is_file() and p.name not in TRUTH_FILES)
-    db = str(tmp_path_factory.mktemp(request.param) / "s.duckdb")
-    cwd = os.getcwd()
-    os.chdir(b.parent)
-    try:
-        ingest(files, db, catalog)
-    finally:
-        os.chdir(cwd)
-    c = store_connect(db)
-    ensure_kind_catalog(c)
-    align(c)
+    c = aligned_bundle(request.param, tmp_path_factory.mktemp(request.param), catalog)
     yield c
     c.close()
 

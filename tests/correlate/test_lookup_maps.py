@@ -5,39 +5,22 @@ ids no link holds), gets from LinkMaps exactly what the queries give."""
 from __future__ import annotations
 
 import itertools
-import os
 
 import pytest
 
 from ranktrace.correlate import identity
-from ranktrace.correlate.clock import align
 from ranktrace.correlate.identity import LinkMaps, SqlMaps, _lookup, _maps, lookup
-from ranktrace.correlate.util import ensure_kind_catalog
-from ranktrace.ingest.pipeline import ingest
-from ranktrace.store import connect as store_connect
 
-from rt_testlib import REPO
+from rt_testlib import aligned_bundle
 
 BUNDLES = ["demo_sigkill_4node", "k8s_gang_partial_restart", "slurm_torchrun_sigkill_skew", "slurm_oom_cgroup",
            "k8s_volcano_stranded_gpus"]
-TRUTH_FILES = {"truth.json", "expected_verdict.json", "README.md"}
 KEYS = ("host", "pid", "rank", "local_rank", "pod")
 
 
 @pytest.fixture(scope="module", params=BUNDLES)
 def con(request, tmp_path_factory, catalog):
-    b = REPO / "sample_logs" / request.param
-    files = sorted(str(p.relative_to(b.parent)) for p in b.rglob("*") if p.is_file() and p.name not in TRUTH_FILES)
-    db = str(tmp_path_factory.mktemp(request.param) / "s.duckdb")
-    cwd = os.getcwd()
-    os.chdir(b.parent)
-    try:
-        ingest(files, db, catalog)
-    finally:
-        os.chdir(cwd)
-    c = store_connect(db)
-    ensure_kind_catalog(c)
-    align(c)
+    c = aligned_bundle(request.param, tmp_path_factory.mktemp(request.param), catalog)
     yield c
     c.close()
 
