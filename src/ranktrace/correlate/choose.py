@@ -153,8 +153,12 @@ def features(cands: list, node_failed: set[str], unc: dict[str | None, float],
         # the slack is for a death known from someone else's report; its own line's time is its own
         # (a complaint at the same time is of unknown order: lines without a time of their own share
         # the one before them)
-        own = any(x.time == t and x.detector not in SECOND_HAND and not x.extra.get("reported") for x in fs)
-        if mine and t is not None and min(mine) < t + (dt.timedelta(0) if own else VICTIM_SLACK):
+        # when it failed: by its own first failure line (one without a time of its own was written at or
+        # after the time it shows: a complaint before that came first, one at it is of unknown order);
+        # else by someone's report of its death, give or take the reporter's clock
+        own = any(x.time == c.time and x.detector not in SECOND_HAND and not x.extra.get("reported") for x in fs)
+        t_fail, slack = (c.time, dt.timedelta(0)) if own else (t, VICTIM_SLACK)
+        if mine and t_fail is not None and min(mine) < t_fail + slack:
             f["victim"] = 1.0
         if n_sym and t is not None:
             after = sum(1 for lane, ts in symptom_times if lane != me and ts >= t - dt.timedelta(seconds=MIN_ORDER_S))
