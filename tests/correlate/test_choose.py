@@ -46,6 +46,33 @@ def test_victim_complained_before_it_died():
     assert fw["explains"] == 0.0
 
 
+def test_victim_slack_is_for_deaths_known_from_someone_elses_report():
+    # each complained 5 s after the time of the finding that orders it
+    own = cand(("rank", 1), f("first_cause", "network_error", 0.8, rank=1, host="n1", t=10.0))
+    told = cand(("rank", 2), f("worker_exits", "crash", 0.6, rank=2, host="n1", t=10.0))
+    srun = cand(("rank", 3), f("first_cause", "crash", 0.6, rank=3, host="n2", t=10.0, reported=True))
+    same = cand(("rank", 4), f("first_cause", "network_error", 0.8, rank=4, host="n2", t=10.0))
+    lanes = [(("n1", 1), T0 + dt.timedelta(seconds=15)), (("n1", 2), T0 + dt.timedelta(seconds=15)),
+             (("n2", 3), T0 + dt.timedelta(seconds=15)), (("n2", 4), T0 + dt.timedelta(seconds=10))]
+    fo, ft, fs, fm = features([own, told, srun, same], set(), {}, lanes)
+    assert fo["victim"] == 0.0     # its own line: the complaint came after it failed
+    assert ft["victim"] == 1.0     # a launcher's report of its death, seconds late on another clock
+    assert fs["victim"] == 1.0     # srun's report of its task's death
+    assert fm["victim"] == 0.0     # a complaint at its own failure's time: order unknown
+
+
+def test_a_failure_line_without_its_own_time_is_judged_by_that_line_not_by_the_launchers_report():
+    # rank 5's port error shows the time of the line before it (10 s): it was written then or later;
+    # its launcher reported the death at 40 s. Its own completion error at 10 s: order unknown; a
+    # complaint at 5 s came before it
+    def rank5(t_complaint):
+        c = cand(("rank", 5), f("first_cause", "network_error", 0.8, rank=5, host="n2", t=10.0, ts_ok=False),
+                 f("worker_exits", "crash", 0.6, rank=5, host="n2", t=40.0, source="agent"))
+        return features([c], set(), {}, [(("n2", 5), T0 + dt.timedelta(seconds=t_complaint))])[0]["victim"]
+    assert rank5(10.0) == 0.0
+    assert rank5(5.0) == 1.0
+
+
 def test_support_absent_survived_nobody():
     summary = cand(("rank", 2), f("worker_exits", "crash", 0.3, rank=2, direct=False))
     silent = cand(("rank", 5), f("silent_ranks", "unknown", 0.4, rank=5, direct=False))
