@@ -437,9 +437,9 @@ def imply_ranks(con: duckdb.DuckDBPyConnection) -> int:
     """Table implied_ranks: the global rank of a file's process where the file implies it and its
     lines never say it (torchrun --log-dir writes attempt_N/<local_rank>/stderr.log with no rank on any
     line): the rank its NCCL lines give in the world's communicator (the largest one its host's
-    processes joined: a sub-group's or a split's rank is the place in that group), when the file's
-    world-communicator lines name one rank of one process and its own ranked lines (if any) say the
-    same. Each row keeps the line it rests on (`event_id`, `basis`). View event_lines puts the rank
+    processes joined: a sub-group's or a split's rank is the place in that group), when those lines
+    name one rank, every line of the file that names a process names the same one (a console of
+    several processes implies nothing) and its own ranked lines (if any) say that rank. Each row keeps the line it rests on (`event_id`, `basis`). View event_lines puts the rank
     on the file's lines that name none, as the identity layer carries a stream's host
     (crates/engine/src/stream.rs): so `events`, `events_aligned` and the lanes have it. Returns the
     number of files. A SQL pass after the parse: which communicator is the world is known only once
@@ -461,16 +461,17 @@ def imply_ranks(con: duckdb.DuckDBPyConnection) -> int:
         ), w AS (
             SELECT * FROM c QUALIFY nranks = max(nranks) OVER (PARTITION BY host)
         ), per_file AS (
-            SELECT file_id, min(rank) AS rank, count(DISTINCT rank) AS ranks, count(DISTINCT pid) AS pids,
-                   min(event_id) AS event_id, max(nranks) AS nranks
+            SELECT file_id, min(rank) AS rank, count(DISTINCT rank) AS ranks, min(event_id) AS event_id,
+                   max(nranks) AS nranks
             FROM w GROUP BY file_id
-        ), own AS (
-            SELECT file_id, count(DISTINCT rank) AS ranks, min(rank) AS rank FROM event_lines
-            WHERE rank IS NOT NULL AND file_id IN (SELECT file_id FROM per_file) GROUP BY file_id
+        ), own AS (   -- what the file's lines say themselves: their ranks, their processes
+            SELECT file_id, count(DISTINCT rank) AS ranks, min(rank) AS rank, count(DISTINCT pid) AS pids
+            FROM event_lines WHERE (rank IS NOT NULL OR pid IS NOT NULL)
+                AND file_id IN (SELECT file_id FROM per_file) GROUP BY file_id
         )
         SELECT p.file_id, p.rank, p.event_id, 'nccl world communicator (nranks ' || p.nranks || ')'
-        FROM per_file p LEFT JOIN own o USING (file_id)
-        WHERE p.ranks = 1 AND p.pids <= 1 AND (o.ranks IS NULL OR (o.ranks = 1 AND o.rank = p.rank))
+        FROM per_file p JOIN own o USING (file_id)
+        WHERE p.ranks = 1 AND o.pids = 1 AND (o.ranks = 0 OR (o.ranks = 1 AND o.rank = p.rank))
     """)
     make_lines_view(con)
     return con.execute("SELECT count(*) FROM implied_ranks").fetchone()[0]

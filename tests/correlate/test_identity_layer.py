@@ -95,7 +95,7 @@ def _logdir_bundle(tmp_path, console: bool = False) -> Path:
     stderr.log, whose lines never say the rank (the files are the processes' own output, no
     `[rankN]:`); each process's NCCL lines name its host and, in the world communicator (nranks 4),
     its global rank; a sub-group communicator (nranks 2) gives its place in that group. `console`:
-    one more file where two processes' lines are interleaved (no rank may be implied for it)."""
+    two more files where processes' lines are interleaved (no rank may be implied for them)."""
     for n, host in ((1, "gpu-a01"), (2, "gpu-a02")):
         for lr in (0, 1):
             r, pid = 2 * (n - 1) + lr, 4100 + 2 * (n - 1) + lr
@@ -111,6 +111,11 @@ def _logdir_bundle(tmp_path, console: bool = False) -> Path:
         (tmp_path / "bundle" / "console.log").write_text(
             "gpu-b01:500:550 [0] NCCL INFO comm 0x1 rank 0 nranks 8 cudaDev 0 busId 3b000 commId 0x1 - Init COMPLETE\n"
             "gpu-b01:501:551 [1] NCCL INFO comm 0x2 rank 1 nranks 8 cudaDev 1 busId 86000 commId 0x1 - Init COMPLETE\n"
+            "step 1 loss 1.0\n")
+        # one communicator line among the lines of other processes (shared/real_log_shapes 013)
+        (tmp_path / "bundle" / "mixed.log").write_text(
+            "gpu-b02:600:650 [0] NCCL INFO misc/socket.cc:47 -> 3\n"
+            "gpu-b02:601:651 [1] NCCL INFO comm 0x3 rank 9 nranks 8 cudaDev 1 busId 86000 - Abort COMPLETE\n"
             "step 1 loss 1.0\n")
     return Path("bundle")
 
@@ -142,5 +147,6 @@ def test_no_rank_is_implied_for_a_file_of_two_processes(tmp_path, ingest_to, mon
     monkeypatch.chdir(tmp_path)
     _, con = ingest_to([_logdir_bundle(tmp_path, console=True)])
     assert con.execute("SELECT count(*) FROM implied_ranks").fetchone()[0] == 4
-    assert con.execute("SELECT DISTINCT rank FROM events WHERE file = 'bundle/console.log' AND message LIKE 'step%'"
-                       ).fetchall() == [(None,)]
+    for f in ("bundle/console.log", "bundle/mixed.log"):
+        assert con.execute("SELECT DISTINCT rank FROM events WHERE file = ? AND message LIKE 'step%'", [f]
+                           ).fetchall() == [(None,)], f
