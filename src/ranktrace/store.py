@@ -452,11 +452,16 @@ def imply_ranks(con: duckdb.DuckDBPyConnection) -> int:
         "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'nccl_comm'").fetchone()[0] else set()
     if not {"event_id", "rank", "nranks"} <= cols:
         return 0
+    # (the lines that say `nranks N`: the engine's column; none without a rank of its own, nothing to do)
+    if not con.execute("SELECT count(*) FROM (SELECT 1 FROM event_lines WHERE nranks IS NOT NULL AND rank IS NULL "
+                       "LIMIT 1)").fetchone()[0]:
+        return 0
     con.execute("""
         INSERT INTO implied_ranks
         WITH c AS (
             SELECT l.file_id, l.event_id, k.host, l.pid, f.rank, f.nranks
-            FROM nccl_comm f JOIN event_lines l USING (event_id) JOIN event_classes k USING (class_id)
+            FROM nccl_comm f JOIN (SELECT * FROM event_lines WHERE nranks IS NOT NULL) l USING (event_id)
+                JOIN event_classes k USING (class_id)
             WHERE f.rank IS NOT NULL AND f.nranks IS NOT NULL AND k.host IS NOT NULL
         ), w AS (
             SELECT * FROM c QUALIFY nranks = max(nranks) OVER (PARTITION BY host)
