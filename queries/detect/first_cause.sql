@@ -3,7 +3,8 @@
 -- params: $healthy = the time up to which the job trained on (survival.healthy_until; NULL: unknown)
 --   (reads temp view aligned_events and temp table kind_catalog)
 -- returns: per culprit (rank, else host+pid, else host, else pod, else pid, else file) and kind of
---   failure: its earliest cause-role event on the aligned clock (event_id, ats, ts_ok, identity,
+--   failure: its earliest cause-role event on the aligned clock (event_id, ats, ts_ok, reported (a
+--   daemon's or srun's report of someone else's tasks), identity,
 --   kind, failure, file, line, message) and n_causes (of the culprit), and, when that one came
 --   before $healthy (a warning the job trained past), also its earliest from $healthy on (what it
 --   said when the job stopped); ordered by ats (events without a time last). Per kind: an untimed
@@ -12,16 +13,17 @@
 -- The first per culprit is picked by an aggregate over keys (no text), then its row read again:
 -- a window over every cause with its text held them all at once (150k 2 KB Xid lines: more than
 -- a reader's 512 MB, and DuckDB's window does not spill), a stream of them holds none.
-WITH c AS NOT MATERIALIZED (
-    SELECT e.* REPLACE (
-               -- a daemon line inside a job's output (slurmstepd under srun --label) carries the
-               -- label of the stream, not the rank that failed
-               CASE WHEN e.program IN ('slurmstepd', 'slurmd', 'slurmctld', 'srun') THEN NULL ELSE e.rank END AS rank),
+WITH r AS NOT MATERIALIZED (
+    -- a daemon's or srun's line reports on someone else's tasks: inside a job's output (slurmstepd
+    -- under srun --label) it carries the label of the stream, not the rank that failed
+    SELECT e.*, e.program IN ('slurmstepd', 'slurmd', 'slurmctld', 'srun') AS reported
+    FROM aligned_events e
+), c AS NOT MATERIALIZED (
+    SELECT e.* REPLACE (CASE WHEN e.reported THEN NULL ELSE e.rank END AS rank),
            k.failure AS failure,
-           coalesce('rank:' || CASE WHEN e.program IN ('slurmstepd', 'slurmd', 'slurmctld', 'srun') THEN NULL
-                                    ELSE e.rank END, 'host:' || e.host || '/pid:' || e.pid, 'host:' || e.host,
-                    'pod:' || e.pod, 'pid:' || e.pid, 'file:' || e.file) AS culprit
-    FROM aligned_events e LEFT JOIN kind_catalog k ON k.kind = e.kind
+           coalesce('rank:' || CASE WHEN e.reported THEN NULL ELSE e.rank END, 'host:' || e.host || '/pid:' || e.pid,
+                    'host:' || e.host, 'pod:' || e.pod, 'pid:' || e.pid, 'file:' || e.file) AS culprit
+    FROM r e LEFT JOIN kind_catalog k ON k.kind = e.kind
     WHERE e.role = 'cause'
       AND coalesce(e.kind, '') <> 'hang_report'   -- names OTHER ranks: see named_ranks.sql
       -- A time of year 0001/9999 (ats NULL), or one ingest ignored as implausible (the line
@@ -41,7 +43,7 @@ WITH c AS NOT MATERIALIZED (
     UNION
     SELECT culprit, n_causes, late_id FROM f WHERE late_id IS NOT NULL
 )
-SELECT event_id, ats, ts_ok, ts_kind, program, format, host, rank, local_rank, pid, pod, container, gpu, job_id, kind,
+SELECT event_id, ats, ts_ok, ts_kind, program, reported, format, host, rank, local_rank, pid, pod, container, gpu, job_id, kind,
        coalesce(failure, 'unknown') AS failure, file, line, message, raw, culprit, n_causes
 FROM c JOIN w USING (culprit, event_id)
 ORDER BY ats NULLS LAST, file, line

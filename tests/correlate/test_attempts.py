@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import datetime as dt
 
+import pytest
+
 from ranktrace.correlate import diagnose
 from ranktrace.correlate.attempts import Sign, segment, step_signs
 from ranktrace.correlate.clock import align
@@ -119,6 +121,24 @@ def test_a_process_group_made_by_a_live_process_is_no_restart():
     assert len(diagnose(store(evs))["attempts"]) == 1
 
 
+def test_the_kernels_report_of_a_process_it_killed_is_no_new_process():
+    """Rank 1's own lines carry no time; the kernel's OOM report names its pid in three timed lines: the
+    process ended there, it did not begin."""
+    evs = launch(0)
+    for k in range(1, 41):
+        for h, ranks in HOSTS.items():
+            for r in ranks:
+                evs.append(ev(10 + 5 * k, f"[rank{r}] step {k} loss 0.5", kind="progress", host=h, rank=r,
+                              pid=500 + r, file=f"{h}.log"))
+    evs += [ev(None, "NCCL INFO comm 0x1 rank 1 nranks 4 - Init COMPLETE", host="n1", rank=1, pid=777,
+               file="n1-r1.log")]
+    evs += [dict(ev(212, text, kind=kind, host="n1", rank=1, pid=777, file="dmesg-n1.log"), format="kernel_dmesg")
+            for text, kind in (("python invoked oom-killer: gfp_mask=0xcc0", "host_oom"),
+                               ("Out of memory: Killed process 777 (python)", "host_oom"),
+                               ("oom_reaper: reaped process 777 (python)", None))]
+    assert len(diagnose(store(evs))["attempts"]) == 1
+
+
 def test_new_processes_of_the_ranks_start_an_attempt_without_any_launcher_line():
     """srun starting python directly (no agent): the ranks' pids change after a failure."""
     evs = []
@@ -229,8 +249,10 @@ def test_a_relaunch_that_finds_the_rendezvous_closed_is_no_attempt():
     assert d["verdict"]["kind"] == "exception" and d["verdict"]["rank"] == 3
 
 
-def test_a_requeued_slurm_job_is_two_attempts_and_other_jobs_are_not():
-    """slurmctld allocates job 7 twice (a requeue after n2 failed); job 9 of another user runs meanwhile."""
+@pytest.mark.parametrize("out_job", ["7", "7_1"], ids=["slurm-7.out", "slurm-7_1.out"])
+def test_a_requeued_slurm_job_is_two_attempts_and_other_jobs_are_not(out_job):
+    """slurmctld allocates job 7 twice (a requeue after n2 failed); job 9 of another user runs meanwhile.
+    The training output's file may name the job as an array task (slurm-%A_%a.out): still job 7."""
     ctl = "slurmctld.log"
     evs = ([ev(0, "sched: Allocate JobId=7 NodeList=n[1-2] #CPUs=4 Partition=gpu", kind="job_state",
                file=ctl, job_id="7"),
@@ -238,7 +260,7 @@ def test_a_requeued_slurm_job_is_two_attempts_and_other_jobs_are_not():
                job_id="9")]
            + [ev(1 + i, "launch task StepId=7.0 request from UID:0", kind="step_start", host=h, job_id="7",
                  file=f"slurmd-{h}.log") for i, h in enumerate(HOSTS)]
-           + [dict(e, job_id="7") for e in steps(HOSTS, 20, step_time=5.0, start=10)]
+           + [dict(e, job_id=out_job) for e in steps(HOSTS, 20, step_time=5.0, start=10)]
            + [ev(115, "Nodes n2 not responding, setting DOWN", kind="node_failure", file=ctl),
               ev(120, "Requeuing JobId=7", kind="job_requeue", file=ctl, job_id="7"),
               ev(300, "sched: Allocate JobId=7 NodeList=n[3-4] #CPUs=4 Partition=gpu", kind="job_state",
@@ -247,7 +269,7 @@ def test_a_requeued_slurm_job_is_two_attempts_and_other_jobs_are_not():
                  job_id="9")]
            + [ev(301 + i, "launch task StepId=7.0 request from UID:0", kind="step_start", host=h, job_id="7",
                  file=f"slurmd-{h}.log") for i, h in enumerate(("n3", "n4"))]
-           + [dict(e, job_id="7") for e in steps({"n3": [0, 1], "n4": [2, 3]}, 20, step_time=5.0, start=310)])
+           + [dict(e, job_id=out_job) for e in steps({"n3": [0, 1], "n4": [2, 3]}, 20, step_time=5.0, start=310)])
     d = diagnose(store(evs))
     assert [a["start"][:19] for a in d["attempts"]] == [t(0).isoformat()[:19], t(300).isoformat()[:19]]
     assert d["attempts"][0]["outcome"] == "failed"

@@ -46,6 +46,21 @@ def test_victim_complained_before_it_died():
     assert fw["explains"] == 0.0
 
 
+def test_victim_slack_is_for_deaths_known_from_someone_elses_report():
+    # each complained 5 s after the time of the finding that orders it
+    own = cand(("rank", 1), f("first_cause", "network_error", 0.8, rank=1, host="n1", t=10.0))
+    told = cand(("rank", 2), f("worker_exits", "crash", 0.6, rank=2, host="n1", t=10.0))
+    srun = cand(("rank", 3), f("first_cause", "crash", 0.6, rank=3, host="n2", t=10.0, reported=True))
+    same = cand(("rank", 4), f("first_cause", "network_error", 0.8, rank=4, host="n2", t=10.0))
+    lanes = [(("n1", 1), T0 + dt.timedelta(seconds=15)), (("n1", 2), T0 + dt.timedelta(seconds=15)),
+             (("n2", 3), T0 + dt.timedelta(seconds=15)), (("n2", 4), T0 + dt.timedelta(seconds=10))]
+    fo, ft, fs, fm = features([own, told, srun, same], set(), {}, lanes)
+    assert fo["victim"] == 0.0     # its own line: the complaint came after it failed
+    assert ft["victim"] == 1.0     # a launcher's report of its death, seconds late on another clock
+    assert fs["victim"] == 1.0     # srun's report of its task's death
+    assert fm["victim"] == 0.0     # a complaint at its own failure's time: order unknown
+
+
 def test_support_absent_survived_nobody():
     summary = cand(("rank", 2), f("worker_exits", "crash", 0.3, rank=2, direct=False))
     silent = cand(("rank", 5), f("silent_ranks", "unknown", 0.4, rank=5, direct=False))

@@ -130,3 +130,22 @@ def test_cause_followed_by_no_teardown_is_demoted_only_when_a_later_one_is():
     f = [fs[0].__class__(detector="first_cause", kind="network_error", score=0.85, why="port", rank=1, host="n1",
                          time=T0 + dt.timedelta(seconds=10), direct=True)]
     assert demote_survived(con, f) == 0 and f[0].direct
+
+
+def test_a_line_without_its_own_time_is_survived_only_if_it_is_whenever_it_was_written():
+    # rank 1's port error shows the time of the line before it (30 s); its file's next timed line is at
+    # 585 s, when the job had stopped training: it may have been written then, so it did not survive
+    nodes = {"n1": [0, 1], "n2": [2, 3]}
+    port = ev(30.0, "NET/IB : mlx5_0:1 Got non-fatal async event: port error(10)", kind="network_error",
+              host="n1", rank=1, file="n1-rank1.err", line=5, ts_kind="inherited")
+    later = ev(585.0, "Watchdog caught collective operation timeout", kind="collective_timeout", host="n1",
+               rank=1, file="n1-rank1.err", line=6)
+    con = store(steps(nodes, 58, step_time=10.0) + [port, later])
+    align(con)
+    untimed = Finding(detector="first_cause", kind="network_error", score=0.85, why="port error", rank=1, host="n1",
+                      time=T0 + dt.timedelta(seconds=30), direct=True, evidence=[port["event_id"]],
+                      extra={"ts_ok": False})
+    timed = Finding(detector="first_cause", kind="network_error", score=0.85, why="port error", rank=1, host="n1",
+                    time=T0 + dt.timedelta(seconds=30), direct=True, evidence=[port["event_id"]])
+    assert demote_survived(con, [untimed, timed]) == 1
+    assert untimed.direct and not timed.direct

@@ -21,6 +21,30 @@ def test_every_node_tears_down_no_half_dead():
     assert run(half_dead_nodes, evs) == []
 
 
+def test_half_dead_node_without_progress_lines_went_on_past_its_complaint():
+    # no progress lines: n2 complained early, went on writing, then stopped with no teardown
+    evs = [ev(1, "NCCL INFO comm 0x1 rank 0 nranks 6 - Init COMPLETE", host=h) for h in NODES]
+    evs += [ev(5, "The client socket has failed to connect to [n1]:29500", kind="store_error", host="n2"),
+            ev(20, "NCCL INFO comm 0x2 rank 2 nranks 6 - Init COMPLETE", host="n2")]
+    evs += [ev(60, "Watchdog caught collective operation timeout", kind="collective_timeout", host=h, rank=r)
+            for h in ("n1", "n3") for r in NODES[h]]
+    evs += [ev(61, "failed (exitcode: -6) local_rank: 0 (pid: 1) of binary: python", kind="worker_failed", host=h)
+            for h in ("n1", "n3")]
+    got = run(half_dead_nodes, evs)
+    assert [(f.host, f.kind) for f in got] == [("n2", "node_failure")]
+    # its complaint as its last word: not quiet
+    evs = [e for e in evs if not (e["host"] == "n2" and e["kind"] is None and e["ts"].second == 20)]
+    assert run(half_dead_nodes, evs) == []
+
+
+def test_rendezvous_errors_before_the_job_assembled_were_retries():
+    evs = [ev(1, "SLURM_JOB_NODELIST=n[1-3]", host="n1"),
+           ev(2, "The client socket has failed to connect to [n1]:29500 (errno: 111 - Connection refused).",
+              kind="rdzv_timeout", host="n3")]
+    assert [f.host for f in run(rendezvous, evs)] == ["n1", "n2"]    # nobody trained: they never showed up
+    assert run(rendezvous, evs + steps(NODES, 10, start=5.0)) == []   # the job assembled and trained after it
+
+
 def test_rendezvous_names_missing_node_from_nodelist():
     evs = [ev(1, "SLURM_JOB_NODELIST=n[1-4]", host="n1"),
            ev(2, "Rendezvous'ing worker group", kind="rdzv_join", host="n1"),

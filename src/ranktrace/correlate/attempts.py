@@ -128,7 +128,9 @@ def run_jobs(con: duckdb.DuckDBPyConnection) -> set[str] | None:
     when no such line names a job (then every job the daemons name is taken for the run's)."""
     got = {r[0] for r in con.execute("SELECT DISTINCT job_id FROM aligned_groups WHERE job_id IS NOT NULL "
                                      "AND (rank IS NOT NULL OR kind = 'progress')").fetchall()}
-    return got or None
+    # an output file named for an array task (slurm-%A_%a.out: 713158_1) is of the job the daemons
+    # may name by its array job id alone
+    return (got | {j.split("_", 1)[0] for j in got}) or None
 
 
 def pid_signs(incarnations: list[dict]) -> list[Sign]:

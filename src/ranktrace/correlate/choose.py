@@ -53,8 +53,8 @@ ACCUSED = {"ib_peers", "named_ranks", "node_events"}
 SECOND_HAND = {"worker_exits", "task_exits", "first_symptom", "watchdog", "step_cancels"}
 MIN_ORDER_S = 1.0     # two first failures closer than this are simultaneous whatever the clock says
 LAG_SCALE_S = 3600.0  # lag 1.0: an hour after the attempt's first failure
-# a complaint this close after a death still came before it: the death's time is often a launcher's
-# report of it, on another host's clock (srun's "task 5 ... Killed by signal 6" seconds after the
+# a complaint this close after a death known only from a launcher's report of it still came before
+# it: the report is written on another host's clock (srun's "task 5 ... Killed by signal 6" seconds after the
 # rank's own watchdog timeout)
 VICTIM_SLACK = dt.timedelta(seconds=10)
 
@@ -150,7 +150,11 @@ def features(cands: list, node_failed: set[str], unc: dict[str | None, float],
         me = (host, c.field("rank"))
         mine = [ts for (h, r), ts in symptom_times if (me[1] is not None and r == me[1] and h in (host, None))
                 or (me[1] is None and host is not None and h == host)]
-        if mine and t is not None and min(mine) <= t + VICTIM_SLACK:
+        # the slack is for a death known from someone else's report; its own line's time is its own
+        # (a complaint at the same time is of unknown order: lines without a time of their own share
+        # the one before them)
+        own = any(x.time == t and x.detector not in SECOND_HAND and not x.extra.get("reported") for x in fs)
+        if mine and t is not None and min(mine) < t + (dt.timedelta(0) if own else VICTIM_SLACK):
             f["victim"] = 1.0
         if n_sym and t is not None:
             after = sum(1 for lane, ts in symptom_times if lane != me and ts >= t - dt.timedelta(seconds=MIN_ORDER_S))

@@ -7,6 +7,8 @@ Succeeded); otherwise `unknown` at low confidence, saying what is missing."""
 
 from __future__ import annotations
 
+import re
+
 from .util import iso, rows, short, sql_file
 
 # Lines no rule classified (or classified as lifecycle/info) that still read like failures: an
@@ -30,6 +32,36 @@ def failure_like(con, limit: int = 5) -> list[dict]:
         ORDER BY ats NULLS LAST, file, line LIMIT ?""", [_FAILURE_TEXT, limit])
 
 
+def clean_ends(con) -> list[dict]:
+    """The lines in scope that prove a normal end (queries/detect/clean_end.sql)."""
+    return rows(con, sql_file("detect/clean_end.sql"))
+
+
+def rank_hosts(con) -> set[str]:
+    """The hosts in scope that ran ranks."""
+    return {h for (h,) in con.execute("SELECT DISTINCT host FROM aligned_groups WHERE host IS NOT NULL "
+                                      "AND rank IS NOT NULL").fetchall()}
+
+
+# the lines a launcher or framework writes for a normal end (classified, not words in a message: "last
+# completed NCCL work" is no end), and a scheduler's end of a step that says it exited 0 (a step_end
+# such as slurmstepd's "done with job" or slurmctld's "JobId=N done" follows a failure too)
+END_KINDS = ("worker_group_done", "training_done")
+STEP_SUCCESS = re.compile(r"WEXITSTATUS 0\b|exit(?:ed)? with (?:exit )?code 0\b|job_rc = 0\b|\bCOMPLETED\b")
+
+
+def ended_normally(con) -> list[dict]:
+    """The lines that say the whole job in scope ended normally (the scheduler's successful end of it,
+    or a launcher's or framework's end from every host that ran ranks: each agent's worker group
+    SUCCEEDED), else []. A job that ended so did not fail, whatever it warned about on the way."""
+    ends = [r for r in clean_ends(con) if r["kind"] in END_KINDS
+            or (r["kind"] == "step_end" and STEP_SUCCESS.search(r["message"] or ""))]
+    if any(r["host"] is None and r["kind"] == "step_end" for r in ends):
+        return ends
+    hosts = rank_hosts(con)
+    return ends if hosts and hosts <= {r["host"] for r in ends if r["host"]} else []
+
+
 def no_failure_verdict(con, empty: dict, n_events: int) -> tuple[dict, list[dict], list[str]]:
     """(verdict, evidence, missing) for a store where no detector found anything."""
     missing: list[str] = []
@@ -48,7 +80,7 @@ def no_failure_verdict(con, empty: dict, n_events: int) -> tuple[dict, list[dict
         ev = [{"file": r["file"], "line": r["line"], "time": iso(r["ats"]), "role": "unclassified",
                "text": short(r["message"], 240)} for r in unread]
         return v, ev, missing
-    ends = rows(con, sql_file("detect/clean_end.sql"))
+    ends = clean_ends(con)
     if not ends:
         v = dict(empty, kind="unknown", confidence=0.3,
                  summary="no failure line, but no line shows a normal end either (no worker group SUCCEEDED, "
@@ -56,8 +88,7 @@ def no_failure_verdict(con, empty: dict, n_events: int) -> tuple[dict, list[dict
         missing.append("the end of the job: the launcher's or scheduler's final lines (torchrun agent, sacct/"
                        "scontrol state, kubectl describe) or every rank's last lines")
         return v, [], missing
-    hosts = {h for (h,) in con.execute("SELECT DISTINCT host FROM aligned_groups WHERE host IS NOT NULL "
-                                       "AND rank IS NOT NULL").fetchall()}
+    hosts = rank_hosts(con)
     ended = {r["host"] for r in ends if r["host"]}
     conf = 0.85
     if hosts and ended and not hosts <= ended and not any(r["host"] is None for r in ends):

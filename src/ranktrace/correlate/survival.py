@@ -94,12 +94,14 @@ def demote_survived(con, findings: list[Finding]) -> int:
     if not spans:
         return _demote_by_cascade(con, findings)
     w = window_s(spans)
+    latest = _latest_times(con, [f for f in findings if f.direct and f.time is not None])
     n = 0
     for f in findings:
         if not f.direct or f.time is None:
             continue
         last = last_progress(spans, f)
-        if last is None or (last - f.time).total_seconds() <= w:
+        t = latest.get(id(f), f.time)
+        if last is None or t is None or (last - t).total_seconds() <= w:
             continue
         f.direct = False
         f.score = min(f.score, 0.1)
@@ -108,6 +110,26 @@ def demote_survived(con, findings: list[Finding]) -> int:
                   f"until {(last - f.time).total_seconds() / 60:.0f} min later (context, not the cause)")
         n += 1
     return n
+
+
+# the next line with a time of its own after a line, in the same file: a line that carries none (it
+# inherits the one before it) was written between the two
+NEXT_TIMED = """
+    SELECT e.event_id, (SELECT min(n.ats) FROM hot_events_all n
+                        WHERE n.file = e.file AND n.line > e.line AND n.ts_ok) AS next_ats
+    FROM hot_events_all e WHERE e.event_id IN (SELECT unnest(?))
+"""
+
+
+def _latest_times(con, findings: list[Finding]) -> dict[int, dt.datetime | None]:
+    """id(finding) -> the latest time its line can have been written, for findings whose time is
+    inherited (`ts_ok` false): the file's next timed line (None: nothing bounds it). Survival is
+    judged at that time: a line of unknown time is survived only if it is whenever it was written."""
+    untimed = [f for f in findings if f.extra.get("ts_ok") is False and f.evidence]
+    if not untimed:
+        return {}
+    got = dict(con.execute(NEXT_TIMED, [[f.evidence[0] for f in untimed]]).fetchall())
+    return {id(f): got.get(f.evidence[0]) for f in untimed}
 
 
 def training_stop(con) -> tuple[dt.datetime | None, dt.timedelta]:

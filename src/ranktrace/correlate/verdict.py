@@ -20,7 +20,7 @@ import re
 import duckdb
 
 from . import identity as ident
-from .clean_end import coverage_caps, no_failure_verdict
+from .clean_end import coverage_caps, ended_normally, no_failure_verdict
 from .attempts import find_attempts, scope
 from .clock import align
 from .detectors import Finding, run_all
@@ -351,20 +351,24 @@ def diagnose_scope(con: duckdb.DuckDBPyConnection, clock: list[dict]) -> dict:
     findings = run_all(con)
     for f in findings:
         _complete(con, f)
-    # a rendezvous error after the job had assembled and run is teardown, not the cause
+    # once the job assembled, a rendezvous error is not the cause: after it, teardown; before it, a
+    # retry the rendezvous got past
     from .detectors.rendezvous import job_started
     started = job_started(con)
     if started is not None:
         for f in findings:
-            if f.kind == "rendezvous_timeout" and f.detector == "first_cause" and f.time is not None \
-                    and f.time > started:
+            if f.kind == "rendezvous_timeout" and f.detector == "first_cause" and f.time is not None:
                 f.direct, f.score = False, 0.05
-                f.why += " (after the job had started: teardown)"
+                f.why += (" (after the job had started: teardown)" if f.time > started else
+                          " (the job assembled after it: a retry the rendezvous got past)")
     demote_survived(con, findings)   # warnings followed by healthy progress are context (survival.py)
     uncorroborated_port_errors(con, findings)   # a port error no failed work request followed (network.py)
     cands = _group(findings)
     node_failed = {f.host for f in findings if f.kind == "node_failure" and f.host}
-    failure = _failure_seen(con, findings)
+    # a job that ended normally everywhere did not fail: what it logged on the way was survived, unless
+    # a failure line with a time of its own says otherwise (an end told after a missed restart)
+    failure = _failure_seen(con, findings) and (
+        any(f.direct and f.extra.get("ts_ok") is not False for f in findings) or not ended_normally(con))
     unc = {c["host"]: c["uncertainty_s"] for c in clock}
     n_events = con.execute("SELECT coalesce(sum(n), 0) FROM aligned_groups").fetchone()[0]
 

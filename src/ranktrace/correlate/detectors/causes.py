@@ -74,7 +74,8 @@ def first_cause(con) -> list[Finding]:
                 f"{(' of ' + who.strip().removeprefix('on ')) if who.strip() else ''}: "
                 f"{r['kind']} ({(r['message'] or '').strip()[:120]})" + (f" — weak: {w}" if w else ""),
             **ident, time=r["ats"], evidence=[r["event_id"]], direct=w is None,
-            extra={"order": i, "lag_s": lag, "event_kind": r["kind"], "ts_ok": r["ts_ok"], "n_causes": r["n_causes"]}))
+            extra={"order": i, "lag_s": lag, "event_kind": r["kind"], "ts_ok": r["ts_ok"], "n_causes": r["n_causes"],
+                   "reported": r["reported"]}))
     return out
 
 

@@ -32,9 +32,21 @@ COMPLETIONS = """
 """
 
 # the named host's own word: a port error / fatal async event of its IB devices (kind network_error)
+# from when the job stopped training on (a flap it trained past is noise) to the first completion error
+# that named it, and no more than MAX_LEAD before that. A line that carries no time of its own (NCCL's
+# without a launcher's prefix inherit the previous line's) was written after that time and before its
+# file's next timed line: it counts unless that came before the job stopped training on
+# (survival.NEXT_TIMED), and its order against the other hosts' lines is known to MAX_LEAD only
 OWN_EVENTS = """
-    SELECT event_id, ats, host, rank, local_rank, pid FROM {src}
-    WHERE kind = 'network_error' AND host = ? AND ats IS NOT NULL AND ats >= ? ORDER BY ats, file, line LIMIT 1
+    SELECT event_id, ats, ts_ok, host, rank, local_rank, pid FROM {src} e
+    WHERE kind = 'network_error' AND host = $host AND ats IS NOT NULL
+      AND CASE WHEN ts_ok THEN ($healthy IS NULL OR ats >= $healthy) AND ats <= $first
+                               AND ats >= $first - to_seconds($lead)
+               ELSE ats <= $first + to_seconds($lead)
+                    AND ($healthy IS NULL OR coalesce((SELECT min(n.ats) FROM hot_events_all n
+                                                       WHERE n.file = e.file AND n.line > e.line AND n.ts_ok),
+                                                      TIMESTAMP '9999-12-31') >= $healthy) END
+    ORDER BY ats, file, line
 """
 
 
@@ -56,17 +68,30 @@ def ib_peers(con) -> list[Finding]:
         n["events"].append(r["event_id"])
     if not named:
         return []
-    most = max(len(n["reporters"]) for n in named.values())
-    top = [h for h, n in named.items() if len(n["reporters"]) == most]
-    if len(top) != 1:
-        return []   # two hosts named as often: the errors do not point at one link
-    host, n = top[0], named[top[0]]
     from ..survival import healthy_until
     healthy = healthy_until(con)
-    # its own port event, from when the job stopped training on (a flap it trained past is noise)
-    since = max(healthy, n["first"] - MAX_LEAD) if healthy is not None else n["first"] - MAX_LEAD
-    own = rows(con, OWN_EVENTS.format(src=src), [host, since])
-    own = [o for o in own if o["ats"] <= n["first"]]
+
+    def own_events(host: str) -> list[dict]:
+        return rows(con, OWN_EVENTS.format(src=src), {"host": host, "healthy": healthy,
+                                                      "first": named[host]["first"], "lead": MAX_LEAD.total_seconds()})
+
+    most = max(len(n["reporters"]) for n in named.values())
+    top = sorted(h for h, n in named.items() if len(n["reporters"]) == most)
+    own = {h: own_events(h) for h in top}
+    if len(top) > 1:
+        # hosts named as often (two hosts that lost each other): the link that went down is the one whose
+        # own port event came last before the completion errors (the transport's retries take the same
+        # time on every queue pair; an older port event is a flap from before)
+        timed = [h for h in top if own[h]]
+        if not timed:
+            return []
+        last = {h: own[h][-1]["ats"] for h in timed}
+        best = max(last.values())
+        top = [h for h in timed if last[h] == best]
+        if len(top) != 1:
+            return []
+    host, n = top[0], named[top[0]]
+    own = own[host]
     who = ", ".join(sorted(n["reporters"]))
     why = (f"IB completion errors of {len(n['reporters'])} other host(s) ({who}) name {host}'s address "
            f"(the peer they lost)")
@@ -75,7 +100,7 @@ def ib_peers(con) -> list[Finding]:
         return [Finding(detector="ib_peers", kind="network_error", score=0.8 if most >= 2 else 0.6,
                         why=why + f"; {host} itself logged an IB port event first",
                         host=host, time=o["ats"], evidence=[o["event_id"]] + n["events"][:3], direct=True,
-                        extra={"reporters": sorted(n["reporters"])})]
+                        extra={"reporters": sorted(n["reporters"]), "ts_ok": o["ts_ok"]})]
     return [Finding(detector="ib_peers", kind="network_error", score=0.45 if most >= 2 else 0.25, why=why,
                     host=host, time=n["first"], evidence=n["events"][:3],
                     extra={"reporters": sorted(n["reporters"])})]
@@ -94,12 +119,14 @@ FAILED_AFTER = """
 
 def uncorroborated_port_errors(con, findings: list[Finding]) -> int:
     """Demote, in place, a port error that no failed work request followed (no IB completion error
-    on any rank within minutes): the port blinked, the job's failure is something else. Returns how
-    many. Without the completion-error fact table (no such line in the store) nothing followed."""
+    on any rank within minutes): the port blinked, the job's failure is something else; and, when the
+    completion errors name the link that went away (ib_peers), a port error of any other host. Returns
+    how many. Without the completion-error fact table (no such line in the store) nothing followed."""
     cands = [f for f in findings if f.detector == "first_cause" and f.direct and f.kind == "network_error"
              and f.time is not None and f.evidence]
     if not cands:
         return 0
+    lost = {f.host for f in findings if f.detector == "ib_peers" and f.direct and f.host}
     src = "hot_events" if table_exists(con, "hot_events") else "aligned_events"
     ids = [f.evidence[0] for f in cands]
     ports = {r["event_id"] for r in rows(con, f"SELECT event_id FROM {src} WHERE event_id IN "
@@ -109,10 +136,14 @@ def uncorroborated_port_errors(con, findings: list[Finding]) -> int:
     for f in cands:
         if f.evidence[0] not in ports:
             continue
-        if has_fact and con.execute(FAILED_AFTER.format(src=src), [f.time, f.time]).fetchone()[0] > 0:
+        if lost and f.host not in lost:
+            why = f" — the peers' IB completion errors name {', '.join(sorted(lost))}, not this host (context)"
+        elif has_fact and con.execute(FAILED_AFTER.format(src=src), [f.time, f.time]).fetchone()[0] > 0:
             continue
+        else:
+            why = " — no IB work request failed after it (a port that blinked; context, not the cause)"
         f.direct = False
         f.score = min(f.score, 0.15)
-        f.why += " — no IB work request failed after it (a port that blinked; context, not the cause)"
+        f.why += why
         n += 1
     return n

@@ -5,7 +5,12 @@ working is a hang (see absence.silent_ranks + exits)."""
 
 from __future__ import annotations
 
+import datetime as dt
+
 from .base import Finding, query
+
+# with no progress to judge by, a host that wrote this long after its last complaint went on past it
+QUIET_AFTER = dt.timedelta(seconds=1)
 
 
 def half_dead_nodes(con) -> list[Finding]:
@@ -25,6 +30,10 @@ def half_dead_nodes(con) -> list[Finding]:
         last_fail = h["last_fail_ats"]
         if last_fail is None or (healthy is not None and last_fail < healthy):
             return True
+        if stop is None and healthy is None:
+            # no progress line to judge by: its complaint was not its last word (it went on writing
+            # after it, then stopped with no teardown)
+            return last_fail < h["last_ats"] - QUIET_AFTER
         # it complained while the job still trained, and wrote nothing once training had stopped
         return stop is not None and last_fail < stop and h["last_ats"] <= stop + slack
 

@@ -58,9 +58,10 @@ def rendezvous(con) -> list[Finding]:
     fails = [r for r in rs if r["what"] in ("rdzv_timeout", "store_fail")]
     if not fails:
         return []
-    first_progress = job_started(con)
-    if first_progress is not None and all(r["ats"] is None or r["ats"] > first_progress for r in fails):
-        return []   # the job had assembled and run: a rendezvous error now is teardown, not the cause
+    if job_started(con) is not None:
+        # the job assembled: its rendezvous completed. An error before that was a retry it got past
+        # (workers reaching for the store before it listens), an error after it is teardown
+        return []
     expected: set[str] = set()
     for r in rs:
         if r["what"] == "nodelist" and r["value"]:

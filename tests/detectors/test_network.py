@@ -1,0 +1,77 @@
+"""The host a fabric failure points at (detectors/network.py): the peers' IB completion errors name the
+lost host's address (NCCL's `NET/IB : Using ...; OOB iface:ip<port>` says whose), its own port event says
+so first-hand, and a port error of any other host is context."""
+
+from __future__ import annotations
+
+from ranktrace.correlate.clock import align
+from ranktrace.correlate.detectors import first_cause, ib_peers
+from ranktrace.correlate.detectors.network import uncorroborated_port_errors
+
+from correlate.fixtures import ev, steps, store
+
+IP = {"n1": "10.0.0.1", "n2": "10.0.0.2", "n3": "10.0.0.3"}
+
+
+def _bundle(hosts, port_errors, completions, train_until=100):
+    """Ranks 2h, 2h+1 on each host train to `train_until` s; port_errors: (t, host, rank, timed);
+    completions: (t, reporter host, rank, named host)."""
+    nodes = {h: [2 * i, 2 * i + 1] for i, h in enumerate(hosts)}
+    evs = steps(nodes, int(train_until), step_time=1.0)
+    facts = {"nccl_oob": [], "nccl_ib_completion": []}
+    for h in hosts:
+        e = ev(0.5, f"NET/IB : Using [0]mlx5_0:1/IB ; OOB ib0:{IP[h]}<0>", host=h, rank=nodes[h][0])
+        evs.append(e)
+        facts["nccl_oob"].append({"event_id": e["event_id"], "iface": "ib0", "ip": IP[h]})
+    for t, h, r, timed in port_errors:
+        evs.append(ev(t, "NET/IB : mlx5_0:1 Got non-fatal async event: port error(10)", kind="network_error",
+                      host=h, rank=r, ts_kind=None if timed else "inherited"))
+    for t, h, r, named in completions:
+        e = ev(t, f"NET/IB: Got completion from peer {IP[named]}<4000> with status=IBV_WC_RETRY_EXC_ERR(12)",
+               kind="peer_closed", host=h, rank=r)
+        evs.append(e)
+        facts["nccl_ib_completion"].append({"event_id": e["event_id"], "peer": IP[named], "port": 4000,
+                                            "error": 12})
+    con = store(evs, facts)
+    align(con)
+    return con
+
+
+def test_the_host_other_hosts_lost_with_its_own_port_event_is_the_cause():
+    con = _bundle(["n1", "n2", "n3"], [(95, "n2", 2, True)],
+                  [(105, "n1", 1, "n2"), (105.2, "n3", 4, "n2"), (105.4, "n2", 2, "n3")])
+    got = ib_peers(con)
+    assert [(f.host, f.direct) for f in got] == [("n2", True)]
+    assert got[0].extra["reporters"] == ["n1", "n3"]
+
+
+def test_two_hosts_that_lost_each_other_the_later_port_event_is_the_link_that_went_down():
+    # n1's port blinked 90 s before the completion errors; n2's went down 10 s before them
+    con = _bundle(["n1", "n2"], [(15, "n1", 0, True), (95, "n2", 2, True)],
+                  [(105, "n1", 1, "n2"), (105.3, "n2", 2, "n1")])
+    got = ib_peers(con)
+    assert [(f.host, f.direct) for f in got] == [("n2", True)]
+    # with no port event of either, the errors do not point at one link
+    con = _bundle(["n1", "n2"], [], [(105, "n1", 1, "n2"), (105.3, "n2", 2, "n1")])
+    assert ib_peers(con) == []
+
+
+def test_a_port_event_with_an_inherited_time_counts_until_its_files_next_timed_line():
+    # the port error's line carries no time (it shows the time of the line before it, long ago); the
+    # peers name n2: its port event still speaks for it
+    con = _bundle(["n1", "n2", "n3"], [(20, "n2", 2, False)],
+                  [(105, "n1", 1, "n2"), (105.2, "n3", 4, "n2")])
+    got = ib_peers(con)
+    assert [(f.host, f.direct) for f in got] == [("n2", True)]
+    assert got[0].extra["ts_ok"] is False
+
+
+def test_a_port_error_of_another_host_is_context_when_the_peers_name_the_lost_one():
+    con = _bundle(["n1", "n2", "n3"], [(90, "n1", 0, True), (95, "n2", 2, True)],
+                  [(105, "n1", 1, "n2"), (105.2, "n3", 4, "n2"), (105.4, "n2", 2, "n3")])
+    findings = first_cause(con) + ib_peers(con)
+    ports = {f.host: f for f in findings if f.detector == "first_cause" and f.kind == "network_error"}
+    assert ports["n1"].direct and ports["n2"].direct
+    assert uncorroborated_port_errors(con, findings) == 1
+    assert not ports["n1"].direct and "name n2, not this host" in ports["n1"].why
+    assert ports["n2"].direct
