@@ -150,11 +150,12 @@ def merge(dirs: list[str], db: str, cat: Catalog) -> MergeSummary:
 
 
 def merge_into(con, parts: list[Part], cat: Catalog, out: MergeSummary) -> None:
-    """Parts (checked) into the store of `con`, then year inference and the
-    summaries: what `merge` and `ingest` end with."""
+    """Parts (checked) into the store of `con`, then the ranks files imply, year inference and
+    the summaries: what `merge` and `ingest` end with."""
     con.execute("SET preserve_insertion_order = false")
     con.execute("SET enable_progress_bar = false")
     _merge_parts(con, parts, cat, out)
+    store.imply_ranks(con)   # (before the years: both are view event_lines' and the summaries read it)
     out.reference_year = store.infer_years(con)
     store.refresh_summaries(con)
 

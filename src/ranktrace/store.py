@@ -415,18 +415,91 @@ def _year_ts(ref: float) -> str:
 def make_lines_view(con: duckdb.DuckDBPyConnection) -> None:
     """View event_lines over the store's lines files (table lines_files), in
     their order; year-less times moved to the store's inferred year (meta
-    'year_reference', set by infer_years)."""
+    'year_reference', set by infer_years); the rank a file implies (table
+    implied_ranks, set by imply_ranks) on its lines that name none."""
     files = [r[0] for r in con.execute("SELECT path FROM lines_files ORDER BY seq").fetchall()]
     ref = meta_value(con, "year_reference")
+    implied = _implied_rank_sql(con)
     cols = []
     for c, t in LINE_COLUMNS:
         e = _year_ts(float(ref)) if c == "ts" and ref is not None else c
+        if c == "rank" and implied:
+            e = implied
         cols.append(f"CAST({e} AS {_NARROW[c]}) AS {c}" if c in _NARROW else (e if e == c else f"{e} AS {c}"))
     if files:
         src = "read_parquet([" + ", ".join(sql_literal(f) for f in files) + "])"
     else:
         src = "(SELECT " + ", ".join(f"CAST(NULL AS {t}) AS {c}" for c, t in LINE_COLUMNS) + " LIMIT 0)"
     con.execute(f"CREATE OR REPLACE VIEW event_lines AS SELECT {', '.join(cols)} FROM {src}")
+
+
+def imply_ranks(con: duckdb.DuckDBPyConnection) -> int:
+    """Table implied_ranks: the global rank of a file's process where the file implies it and its
+    lines never say it (torchrun --log-dir writes attempt_N/<local_rank>/stderr.log with no rank on any
+    line): the rank its NCCL lines give in the world's communicator (the largest one its host's
+    processes joined: a sub-group's or a split's rank is the place in that group), when those lines
+    name one rank, every line of the file that names a process names the same one (a console of
+    several processes implies nothing) and its own ranked lines (if any) say that rank. Each row keeps the line it rests on (`event_id`, `basis`). View event_lines puts the rank
+    on the file's lines that name none, as the identity layer carries a stream's host
+    (crates/engine/src/stream.rs): so `events`, `events_aligned` and the lanes have it. Returns the
+    number of files. A SQL pass after the parse: which communicator is the world is known only once
+    every file of the host is read."""
+    con.execute("CREATE TABLE IF NOT EXISTS implied_ranks (file_id BIGINT PRIMARY KEY, rank INTEGER NOT NULL, "
+                "event_id BIGINT, basis VARCHAR)")
+    con.execute("DELETE FROM implied_ranks")
+    make_lines_view(con)
+    cols = set(table_columns(con, "nccl_comm")) if con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'nccl_comm'").fetchone()[0] else set()
+    if not {"event_id", "rank", "nranks"} <= cols:
+        return 0
+    # (the lines that say `nranks N`: the engine's column; none without a rank of its own, nothing to do)
+    if not con.execute("SELECT count(*) FROM (SELECT 1 FROM event_lines WHERE nranks IS NOT NULL AND rank IS NULL "
+                       "LIMIT 1)").fetchone()[0]:
+        return 0
+    con.execute("""
+        INSERT INTO implied_ranks
+        WITH c AS (
+            SELECT l.file_id, l.event_id, k.host, l.pid, f.rank, f.nranks
+            FROM nccl_comm f JOIN (SELECT * FROM event_lines WHERE nranks IS NOT NULL) l USING (event_id)
+                JOIN event_classes k USING (class_id)
+            WHERE f.rank IS NOT NULL AND f.nranks IS NOT NULL AND k.host IS NOT NULL
+        ), w AS (
+            SELECT * FROM c QUALIFY nranks = max(nranks) OVER (PARTITION BY host)
+        ), per_file AS (
+            SELECT file_id, min(rank) AS rank, count(DISTINCT rank) AS ranks, min(event_id) AS event_id,
+                   max(nranks) AS nranks
+            FROM w GROUP BY file_id
+        ), own AS (   -- what the file's lines say themselves: their ranks, their processes
+            SELECT file_id, count(DISTINCT rank) AS ranks, min(rank) AS rank, count(DISTINCT pid) AS pids
+            FROM event_lines WHERE (rank IS NOT NULL OR pid IS NOT NULL)
+                AND file_id IN (SELECT file_id FROM per_file) GROUP BY file_id
+        )
+        SELECT p.file_id, p.rank, p.event_id, 'nccl world communicator (nranks ' || p.nranks || ')'
+        FROM per_file p JOIN own o USING (file_id)
+        WHERE p.ranks = 1 AND o.pids = 1 AND (o.ranks = 0 OR (o.ranks = 1 AND o.rank = p.rank))
+    """)
+    make_lines_view(con)
+    return con.execute("SELECT count(*) FROM implied_ranks").fetchone()[0]
+
+
+def _implied_rank_sql(con: duckdb.DuckDBPyConnection) -> str | None:
+    """The rank column of view event_lines with table implied_ranks applied: a line's own rank, else
+    its file's. An O(1) look-up per line: the files' ids hashed into list slots (file_id % m, m the
+    first size from n on at which no two of them share a slot), each slot's id checked."""
+    if not con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'implied_ranks'").fetchone()[0]:
+        return None
+    rows = con.execute("SELECT file_id, rank FROM implied_ranks ORDER BY file_id").fetchall()
+    if not rows:
+        return None
+    m = len(rows)
+    while len({f % m for f, _ in rows}) < len(rows):
+        m += 1
+    ids, ranks = ["NULL"] * m, ["NULL"] * m
+    for f, r in rows:
+        ids[f % m], ranks[f % m] = str(int(f)), str(int(r))
+    slot = f"(file_id % {m}) + 1"
+    return (f"CASE WHEN rank IS NULL AND list_extract(CAST([{', '.join(ids)}] AS BIGINT[]), {slot}) = file_id "
+            f"THEN list_extract(CAST([{', '.join(ranks)}] AS BIGINT[]), {slot}) ELSE rank END")
 
 
 def sql_literal(value) -> str:

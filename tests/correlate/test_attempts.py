@@ -107,29 +107,25 @@ def test_a_rendezvous_whose_nodes_arrive_minutes_apart_is_one_attempt():
     assert len(d["attempts"]) == 1
 
 
+def one_launch_with_pids(n: int = 40) -> list[dict]:
+    """One launch; every rank (pid 500 + rank) writes n steps, 5 s apart."""
+    return launch(0) + [ev(10 + 5 * k, f"[rank{r}] step {k} loss 0.5", kind="progress", host=h, rank=r,
+                           pid=500 + r, file=f"{h}.log")
+                        for k in range(1, n + 1) for h, ranks in HOSTS.items() for r in ranks]
+
+
 def test_a_process_group_made_by_a_live_process_is_no_restart():
     """Evaluation makes a new communicator from the same processes: same pids, no new attempt."""
-    evs = launch(0)
-    for k in range(1, 41):
-        for h, ranks in HOSTS.items():
-            for r in ranks:
-                evs.append(ev(10 + 5 * k, f"[rank{r}] step {k} loss 0.5", kind="progress", host=h, rank=r,
-                              pid=500 + r, file=f"{h}.log"))
-                if k in (10, 20, 30):
-                    evs.append(ev(11 + 5 * k, "comm 0x1 rank 0 nranks 4 - Init COMPLETE", kind="comm_init",
-                                  host=h, rank=r, pid=500 + r, file=f"{h}.log"))
+    evs = one_launch_with_pids() + [
+        ev(11 + 5 * k, "comm 0x1 rank 0 nranks 4 - Init COMPLETE", kind="comm_init", host=h, rank=r,
+           pid=500 + r, file=f"{h}.log") for k in (10, 20, 30) for h, ranks in HOSTS.items() for r in ranks]
     assert len(diagnose(store(evs))["attempts"]) == 1
 
 
 def test_the_kernels_report_of_a_process_it_killed_is_no_new_process():
     """Rank 1's own lines carry no time; the kernel's OOM report names its pid in three timed lines: the
     process ended there, it did not begin."""
-    evs = launch(0)
-    for k in range(1, 41):
-        for h, ranks in HOSTS.items():
-            for r in ranks:
-                evs.append(ev(10 + 5 * k, f"[rank{r}] step {k} loss 0.5", kind="progress", host=h, rank=r,
-                              pid=500 + r, file=f"{h}.log"))
+    evs = one_launch_with_pids()
     evs += [ev(None, "NCCL INFO comm 0x1 rank 1 nranks 4 - Init COMPLETE", host="n1", rank=1, pid=777,
                file="n1-r1.log")]
     evs += [dict(ev(212, text, kind=kind, host="n1", rank=1, pid=777, file="dmesg-n1.log"), format="kernel_dmesg")

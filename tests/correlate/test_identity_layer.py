@@ -86,3 +86,67 @@ def test_a_link_names_a_machine_the_line_was_not_written_on(tmp_path, ingest_to,
     assert con.execute("SELECT host, pid FROM events").fetchall() == [(None, 6218)]
     build_identity(con)
     assert lookup(con, pid=6218)["host"] == "10.62.7.19"
+
+
+# ---------------------------------------------------------------- torchrun --log-dir
+
+def _logdir_bundle(tmp_path, console: bool = False) -> Path:
+    """torchrun --log-dir on two nodes of two local ranks each: <dir>/<run>/attempt_0/<local_rank>/
+    stderr.log, whose lines never say the rank (the files are the processes' own output, no
+    `[rankN]:`); each process's NCCL lines name its host and, in the world communicator (nranks 4),
+    its global rank; a sub-group communicator (nranks 2) gives its place in that group. `console`:
+    two more files where processes' lines are interleaved (no rank may be implied for them)."""
+    for n, host in ((1, "gpu-a01"), (2, "gpu-a02")):
+        for lr in (0, 1):
+            r, pid = 2 * (n - 1) + lr, 4100 + 2 * (n - 1) + lr
+            p = tmp_path / "bundle" / f"node{n}" / "none_x1y2" / "attempt_0" / str(lr) / "stderr.log"
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_text(f"step 1 loss 1.0000 lr 3.0e-04\n"
+                         f"{host}:{pid}:{pid + 50} [{lr}] NCCL INFO comm 0x55d{r} rank {lr} nranks 2 cudaDev {lr} "
+                         f"busId 3b000 commId 0x7777 - Init COMPLETE\n"
+                         f"{host}:{pid}:{pid + 51} [{lr}] NCCL INFO comm 0x66d{r} rank {r} nranks 4 cudaDev {lr} "
+                         f"busId 3b000 commId 0x9f3c - Init COMPLETE\n"
+                         f"step 2 loss 0.9000 lr 3.0e-04\nstep 3 loss 0.8000 lr 3.0e-04\n")
+    if console:
+        (tmp_path / "bundle" / "console.log").write_text(
+            "gpu-b01:500:550 [0] NCCL INFO comm 0x1 rank 0 nranks 8 cudaDev 0 busId 3b000 commId 0x1 - Init COMPLETE\n"
+            "gpu-b01:501:551 [1] NCCL INFO comm 0x2 rank 1 nranks 8 cudaDev 1 busId 86000 commId 0x1 - Init COMPLETE\n"
+            "step 1 loss 1.0\n")
+        # one communicator line among the lines of other processes (shared/real_log_shapes 013)
+        (tmp_path / "bundle" / "mixed.log").write_text(
+            "gpu-b02:600:650 [0] NCCL INFO misc/socket.cc:47 -> 3\n"
+            "gpu-b02:601:651 [1] NCCL INFO comm 0x3 rank 9 nranks 8 cudaDev 1 busId 86000 - Abort COMPLETE\n"
+            "step 1 loss 1.0\n")
+    return Path("bundle")
+
+
+def test_a_torchrun_logdir_files_rank_reaches_events_and_lanes(tmp_path, ingest_to, monkeypatch):
+    """Each per-rank file of a --log-dir run gets its process's global rank (the world
+    communicator's, not the sub-group's) on every line: in events, events_aligned, the lanes table
+    and the TUI's lanes; table implied_ranks says which line it rests on."""
+    from ranktrace.tui.data import StoreData
+
+    monkeypatch.chdir(tmp_path)
+    _, con = ingest_to([_logdir_bundle(tmp_path)])
+    want = [("gpu-a01", 0, 0, 5), ("gpu-a01", 1, 1, 5), ("gpu-a02", 2, 0, 5), ("gpu-a02", 3, 1, 5)]
+    assert con.execute("SELECT host, rank, local_rank, count(*) FROM events GROUP BY ALL ORDER BY 2").fetchall() == want
+    assert con.execute("SELECT host, rank, count(*) FROM events_aligned GROUP BY ALL ORDER BY 2").fetchall() == \
+        [(h, r, n) for h, r, _, n in want]
+    assert con.execute("SELECT host, rank, source FROM lanes ORDER BY rank").fetchall() == \
+        [(h, r, None) for h, r, _, _ in want]
+    basis = con.execute("SELECT i.rank, i.basis, e.message FROM implied_ranks i JOIN events e USING (event_id) "
+                        "ORDER BY i.rank").fetchall()
+    assert [(r, b) for r, b, _ in basis] == [(r, "nccl world communicator (nranks 4)") for r in range(4)]
+    assert all(f"rank {r} nranks 4" in m for r, _, m in basis)
+    con.close()
+    lanes = StoreData(tmp_path / "store.duckdb").lanes()
+    assert [(ln.host, ln.rank) for ln in lanes] == [(h, r) for h, r, _, _ in want]
+
+
+def test_no_rank_is_implied_for_a_file_of_two_processes(tmp_path, ingest_to, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _, con = ingest_to([_logdir_bundle(tmp_path, console=True)])
+    assert con.execute("SELECT count(*) FROM implied_ranks").fetchone()[0] == 4
+    for f in ("bundle/console.log", "bundle/mixed.log"):
+        assert con.execute("SELECT DISTINCT rank FROM events WHERE file = ? AND message LIKE 'step%'", [f]
+                           ).fetchall() == [(None,)], f

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from ranktrace.correlate import diagnose
-from ranktrace.correlate.naming import rules
+from ranktrace.correlate.naming import review, rules
 
 from .fixtures import ev, store
 
@@ -87,3 +87,37 @@ def test_the_summary_says_what_the_text_lacks():
     # the same with its node: nothing said missing
     d = diagnose(store([ev(1.0, "torch.OutOfMemoryError: CUDA out of memory.", kind="gpu_oom", rank=3, host="n7")]))
     assert d["verdict"]["summary"].startswith("gpu_oom: rank 3 on n7 at"), d["verdict"]["summary"]
+
+
+# every verdict kind of the contract (design.md section 4)
+KINDS = ("none", "exception", "crash", "killed", "oom", "gpu_oom", "gpu_fault", "cuda_error", "hang", "node_failure",
+         "rendezvous_timeout", "network_error", "desync", "time_limit", "cancelled", "scheduling", "unknown")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_kind_naming_nobody_is_capped(kind):
+    """Whatever the kind, a confident verdict that names no rank, host, pod, pid or GPU comes out at
+    the cap and says who is missing; one that names a rank keeps its confidence. Kinds that name
+    nobody by nature (exempt) are left as they are."""
+    v = {"kind": kind, "confidence": 0.95, **{c: None for c in ("rank", "local_rank", "host", "pod", "pid", "gpu")}}
+    missing: list[str] = []
+    words = review(None, v, [], missing)
+    if kind in CAPS.exempt:
+        assert v["confidence"] == 0.95 and not missing
+        return
+    assert v["confidence"] == CAPS.nobody_cap and words.startswith("nobody named"), (v, words)
+    assert any(m.startswith("who:") for m in missing)
+    named = {**v, "confidence": 0.95, "rank": 3}
+    review(None, named, [], [])
+    assert named["confidence"] == 0.95
+
+
+@pytest.mark.parametrize("host", ["...", "gpu-node-0…", "[truncated]"])
+def test_a_host_cut_off_is_no_name(host):
+    """A host the text cut is not a name: a value that is only the mark is dropped and the verdict
+    capped; a value with the mark is kept as written but capped too."""
+    v = {"kind": "node_failure", "confidence": 0.95, "host": host, "rank": None, "pid": None, "pod": None, "gpu": None}
+    missing: list[str] = []
+    words = review(None, v, [], missing)
+    assert v["confidence"] <= CAPS.cut_cap and "cut off" in words
+    assert v["host"] == (None if host in ("...", "[truncated]") else host)
