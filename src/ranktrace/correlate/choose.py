@@ -150,9 +150,6 @@ def features(cands: list, node_failed: set[str], unc: dict[str | None, float],
         me = (host, c.field("rank"))
         mine = [ts for (h, r), ts in symptom_times if (me[1] is not None and r == me[1] and h in (host, None))
                 or (me[1] is None and host is not None and h == host)]
-        # the slack is for a death known from someone else's report; its own line's time is its own
-        # (a complaint at the same time is of unknown order: lines without a time of their own share
-        # the one before them)
         # when it failed: by its own first failure line (one without a time of its own was written at or
         # after the time it shows: a complaint before that came first, one at it is of unknown order);
         # else by someone's report of its death, give or take the reporter's clock
