@@ -16,7 +16,7 @@ import datetime as dt
 import statistics
 import weakref
 
-from .detectors.base import Finding, query
+from .detectors.base import NEXT_TIMED_ATS, Finding, query
 
 MIN_WINDOW_S = 120.0     # progress this long after a line, at least, before it counts as survived
 STEPS = 5                # ... and at least this many of the job's typical step intervals
@@ -140,11 +140,9 @@ def demote_survived(con, findings: list[Finding]) -> int:
     return n
 
 
-# the next line with a time of its own after a line, in the same file: a line that carries none (it
-# inherits the one before it) was written between the two
-NEXT_TIMED = """
-    SELECT e.event_id, (SELECT min(n.ats) FROM hot_events_all n
-                        WHERE n.file = e.file AND n.line > e.line AND n.ts_ok) AS next_ats
+# the latest time each of some lines can have been written (detectors.base.NEXT_TIMED_ATS)
+NEXT_TIMED = f"""
+    SELECT e.event_id, {NEXT_TIMED_ATS} AS next_ats
     FROM hot_events_all e WHERE e.event_id IN (SELECT unnest(?))
 """
 

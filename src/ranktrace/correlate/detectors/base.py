@@ -64,6 +64,13 @@ class Finding:
         return ("job", None)
 
 
+# The latest time a line `e` of hot_events can have been written: its file's next line with a time of its
+# own (a line that carries none inherits the one before it, so it was written between the two); NULL when
+# none follows. Used by survival (is a warning survived?) and network (is a port event recent?).
+NEXT_TIMED_ATS = ("(SELECT min(n.ats) FROM hot_events_all n "
+                  "WHERE n.file = e.file AND n.line > e.line AND n.ts_ok)")
+
+
 def query(con: duckdb.DuckDBPyConnection, name: str, params=None, *, around: str | None = None) -> list[dict]:
     """Run queries/detect/<name>.sql over the aligned view: over temp table hot_events when
     diagnose made it (fast on big stores), unless the file says `-- scope: all`. `around`:

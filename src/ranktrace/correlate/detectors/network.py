@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 
 from ..util import has_columns, rows, table_exists
-from .base import Finding
+from .base import NEXT_TIMED_ATS, Finding
 
 # the host behind each OOB address (every attempt's lines: an address names a machine, not an attempt)
 OOB_HOSTS = """
@@ -36,16 +36,14 @@ COMPLETIONS = """
 # that named it, and no more than MAX_LEAD before that. A line that carries no time of its own (NCCL's
 # without a launcher's prefix inherit the previous line's) was written after that time and before its
 # file's next timed line: it counts unless that came before the job stopped training on
-# (survival.NEXT_TIMED), and its order against the other hosts' lines is known to MAX_LEAD only
-OWN_EVENTS = """
-    SELECT event_id, ats, ts_ok, host, rank, local_rank, pid FROM {src} e
+# (base.NEXT_TIMED_ATS), and its order against the other hosts' lines is known to MAX_LEAD only
+OWN_EVENTS = f"""
+    SELECT event_id, ats, ts_ok, host, rank, local_rank, pid FROM {{src}} e
     WHERE kind = 'network_error' AND host = $host AND ats IS NOT NULL
       AND CASE WHEN ts_ok THEN ($healthy IS NULL OR ats >= $healthy) AND ats <= $first
                                AND ats >= $first - to_seconds($lead)
                ELSE ats <= $first + to_seconds($lead)
-                    AND ($healthy IS NULL OR coalesce((SELECT min(n.ats) FROM hot_events_all n
-                                                       WHERE n.file = e.file AND n.line > e.line AND n.ts_ok),
-                                                      TIMESTAMP '9999-12-31') >= $healthy) END
+                    AND ($healthy IS NULL OR coalesce({NEXT_TIMED_ATS}, TIMESTAMP '9999-12-31') >= $healthy) END
     ORDER BY ats, file, line
 """
 
