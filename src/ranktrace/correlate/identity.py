@@ -178,13 +178,24 @@ def _srun_runs_agents(con) -> bool:
     from .. import marks
     marks.define(con)
     # an agent's kinds (its lines' classes: no text), else its source paths in raw (marked lines only)
-    return con.execute("""
+    agent_kinds = "kind IN ('rdzv_complete', 'rdzv_join', 'worker_start', 'worker_failed')"
+    return con.execute(f"""
         SELECT count(*) FROM (SELECT 1 FROM events WHERE envelopes LIKE 'srun_label%'
-            AND kind IN ('rdzv_complete', 'rdzv_join', 'worker_start', 'worker_failed') LIMIT 1)""").fetchone()[0] > 0 \
+            AND {agent_kinds} LIMIT 1)""").fetchone()[0] > 0 \
         or con.execute("""
         SELECT count(*) FROM (SELECT 1 FROM events WHERE envelopes LIKE 'srun_label%' AND has_mark(marks, 'hot')
             AND (raw LIKE '%torch/distributed/elastic/agent/%' OR raw LIKE '%torch/distributed/run.py%')
-            LIMIT 1)""").fetchone()[0] > 0
+            LIMIT 1)""").fetchone()[0] > 0 \
+        or _srun_tasks_beside_agents(con, agent_kinds)
+
+
+def _srun_tasks_beside_agents(con, agent_kinds: str) -> bool:
+    """`srun torchrun ...` without --label: srun's own account of its tasks (`srun: error: NODE: task
+    T: Out Of Memory`) beside a torchrun agent's lines (its worker failed, rendezvous) in one output
+    file: srun's tasks are the agents (srun runs the ranks themselves only when no agent is there)."""
+    return con.execute(f"""
+        SELECT count(*) FROM (SELECT 1 FROM events a JOIN events s USING (file_id)
+            WHERE a.{agent_kinds} AND s.raw LIKE '%srun: error: %task%' LIMIT 1)""").fetchone()[0] > 0
 
 
 # The rank of a line that came through an srun --label stream of torchrun agents: its inner

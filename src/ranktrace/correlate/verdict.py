@@ -473,7 +473,9 @@ def diagnose_scope(con: duckdb.DuckDBPyConnection, clock: list[dict]) -> dict:
             v["rank"] = v["local_rank"] = v["pid"] = None
 
     # whom the text names (a name cut off is none; a verdict naming nobody is capped): correlate/naming.py
-    who_words = _review_names(con, v, [e for f in best.direct for e in f.evidence] if best else [], missing)
+    # (a scheduler's act may rest on a finding that is no direct cause, srun's cancel banner: its lines name the job)
+    said = (best.direct or (best.findings if v.get("kind") in JOB_LEVEL else [])) if best else []
+    who_words = _review_names(con, v, [e for f in said for e in f.evidence], missing)
 
     # evidence
     ev_ids: list[int] = []
