@@ -60,6 +60,8 @@ CONTEXTS = [
     ("ray_actor_caret", "^[[36m(RayWorkerWrapper pid=4242, ip=10.1.2.3)^[[0m ", {"pid": "4242", "host": "10.1.2.3"}, True),
     # Open MPI --tag-output --timestamp-output; kubectl logs --timestamps; rsyslog; the kernel's ring buffer
     ("mpirun_tag_ts", "2020-03-24T14:09:46.884Z: [1,6]<stdout>:", {"rank": "6"}, True),
+    # ORTE's --timestamp-output with --tag-output: ctime() glued to the tag (iof_base_output.c '%s[%s,%s]<%s>:')
+    ("mpirun_tag_ctime", "Fri Sep 25 16:52:57 2020[1,6]<stderr>:", {"rank": "6"}, True),
     ("kubectl_timestamps", "2026-03-02T03:17:41.123456789Z ", {}, True),
     ("syslog_rfc3339", "2026-03-02T03:17:41.201611+01:00 gpu-a07 kernel: ", {"host": "gpu-a07"}, True),
     ("dmesg", "[ 1234.567890] ", {}, False),
