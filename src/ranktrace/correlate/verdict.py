@@ -403,7 +403,7 @@ def diagnose_scope(con: duckdb.DuckDBPyConnection, clock: list[dict]) -> dict:
         v = dict(empty, kind="unknown", confidence=round(min(best.score, 0.3), 2) if best else 0.0,
                  summary="a failure was seen but no rule separates a root cause")
         if best is not None:   # name the weak lead, with its low confidence
-            if best.score >= 0.2:
+            if round(best.score, 9) >= 0.2:   # (one finding of 0.2 scores 1 - 0.8 = 0.19999...)
                 v["kind"] = best.kind(node_failed)
             for k in ("rank", "local_rank", "host", "pod", "pid", "gpu"):
                 v[k] = best.field(k)

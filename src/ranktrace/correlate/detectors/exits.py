@@ -59,7 +59,10 @@ def worker_exits(con) -> list[Finding]:
             elif kind:
                 score = 0.75
             else:
-                kind, score = "exception", 0.15
+                # a non-zero exit code: the process ended of its own error (exception). The DeepSpeed
+                # launcher's 'exits with return code = 1' is the whole job's account of it (the weak lead
+                # names the kind, at its low confidence); a torchrun agent's is one worker among its peers'
+                kind, score = "exception", 0.2 if r["source"] == "launcher" else 0.15
             first = r["ats"] is not None and t0 is not None and r["ats"] == first_host_time.get(r["host"])
             if first and r["ats"] == t0 and sig != 15:
                 score += 0.1
