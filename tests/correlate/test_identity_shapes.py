@@ -106,6 +106,14 @@ CASES = {
             "been killed by the cgroup out-of-memory handler.\n"
             "srun: error: gpu-b12: task 1: Out Of Memory\n"},
         {"kind": "oom", "host": "gpu-b12", "local_rank": 1, "pid": 140102, "rank": None}),
+    # torchrun's '[rank{N}]:' behind a time another program wrote first (envelope ts_rank_prefix)
+    "torch_rank_prefix_behind_a_time": (
+        {"train.log": "2024-05-01 10:00:00,123 [rank3]: Traceback (most recent call last):\n"
+                      "2024-05-01 10:00:00,123 [rank3]:   File \"train.py\", line 40, in main\n"
+                      "2024-05-01 10:00:00,124 [rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to "
+                      "allocate 2.00 GiB.\n"
+                      "2024-05-01 10:10:05,000 [rank0]: " + WATCHDOG.format(r=0).split("]:", 1)[1]},
+        {"kind": "gpu_oom", "rank": 3}),
     # ---- launchers
     # Open MPI --tag-output '[jobid,vpid]<stream>:' and help-orterun.txt 'Process name: [[%s,%d],%d]'
     "openmpi_tag_output": (
