@@ -46,6 +46,18 @@ CASES = {
                       "gpu-node-1    Ready      <none>          12d   v1.28.4\n"
                       "gpu-node-2    NotReady   <none>          12d   v1.28.4\n"},
         {"kind": "node_failure", "host": "gpu-node-2"}),
+    # kubectl describe.go describeNode ('Name:', then the Conditions table: Type Status LastHeartbeatTime
+    # LastTransitionTime Reason Message; node lifecycle controller's 'Kubelet stopped posting node status.')
+    "kubectl_describe_node_ready_unknown": (
+        {"describe.txt": "Name:               gpu-node-2\nRoles:              <none>\n"
+                         "Taints:             node.kubernetes.io/unreachable:NoExecute\nConditions:\n"
+                         "  Type             Status    LastHeartbeatTime                 LastTransitionTime"
+                         "                Reason              Message\n"
+                         "  ----             ------    -----------------                 ------------------"
+                         "                ------              -------\n"
+                         "  Ready            Unknown   Mon, 04 Mar 2024 10:04:10 +0000   Mon, 04 Mar 2024 10:05:00 +0000"
+                         "   NodeStatusUnknown   Kubelet stopped posting node status.\n"},
+        {"kind": "node_failure", "host": "gpu-node-2"}),
     # kubectl describe.go describePod ('Node:\t%s' name/hostIP; describeContainerState 'Last State: Terminated',
     # 'Reason: OOMKilled', 'Exit Code: 137')
     "kubectl_describe_last_state_oomkilled": (
