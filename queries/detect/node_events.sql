@@ -3,7 +3,10 @@
 -- params: none (reads temp view aligned_events)
 -- returns: lines that say a node failed, with the node they name (which is often not the host
 --   that logged them): slurmctld "Node failure on n2" / "Killing JobId=7 on failed node n2" /
---   "node n2 not responding" / NODE_FAIL, a down node in sinfo, Kubernetes "Node ... status is now: NodeNotReady".
+--   "node n2 not responding" / NODE_FAIL, a down node in sinfo, Kubernetes "Node ... status is now: NodeNotReady",
+--   a NotReady / Unknown row of `kubectl get nodes` (the row's NAME is the node: kubectl_get.node_row's host), the
+--   Ready False / Unknown condition of `kubectl describe node` (the dump's Name) and
+--   a `kubectl get events` row about a node object ('node/NAME', the OBJECT column of kubectl's event printer).
 --   Columns: event_id, ats, reporter (the host that logged it), node, file, line, message.
 SELECT event_id, ats, host AS reporter,
        coalesce(nullif(regexp_extract(message, '(?i)node failure on ([\w.\-\[\],]+)', 1), ''),
@@ -13,7 +16,12 @@ SELECT event_id, ats, host AS reporter,
                 nullif(regexp_extract(message, '(?i)NodeName=([\w.\-]+)', 1), ''),
                 -- sinfo rows: `sinfo -N` names its node first, the partition view last (scontrol.toml)
                 CASE pattern WHEN 'scontrol.sinfo_node' THEN nullif(regexp_extract(message, '^([\w.\-]+) ', 1), '')
-                             WHEN 'scontrol.sinfo_partition' THEN nullif(regexp_extract(message, '(\S+)\s*$', 1), '') END) AS node,
+                             WHEN 'scontrol.sinfo_partition' THEN nullif(regexp_extract(message, '(\S+)\s*$', 1), '')
+                             WHEN 'kubectl_get.node_row' THEN host
+                             -- a Conditions row (Ready False/Unknown) of `kubectl describe node`: describe.go describeNode
+                             -- writes 'Name:' first, as describePod does, so the dump's name is carried as its pod
+                             WHEN 'kubectl_describe.node_condition' THEN coalesce(host, pod)
+                             WHEN 'kubectl_get.event_row' THEN nullif(regexp_extract(message, '\snode/([\w.\-]+)\s', 1), '') END) AS node,
        file, line, message
 FROM aligned_events
 WHERE kind = 'node_failure'

@@ -50,7 +50,7 @@ CONTEXTS = [
     ("cri_torch_rank", "2026-03-02T03:17:41.123456789Z stderr F [rank5]:", {"rank": "5"}, True),
     # a collector's timestamp, then torchrun's rank prefix (shared/real_log_shapes 111)
     ("minute_ts_torch_rank", " 2025-07-08 02:53 [rank5]:", {"rank": "5"}, True),
-    ("ts_torch_rank", "2026-03-02 03:17:41,200 [rank5]: ", {"rank": "5"}, False),
+    ("ts_torch_rank", "2026-03-02 03:17:41,200 [rank5]: ", {"rank": "5"}, True),
     # Ray's driver / vLLM's workers (ray worker.py print_worker_logs; vllm _add_prefix '({name} pid={pid}) ',
     # cyan when a terminal: '\x1b[1;36m...\x1b[0m', pasted as '^[[1;36m')
     ("ray_pid_only", "(pid=4242) ", {"pid": "4242"}, True),
@@ -60,6 +60,8 @@ CONTEXTS = [
     ("ray_actor_caret", "^[[36m(RayWorkerWrapper pid=4242, ip=10.1.2.3)^[[0m ", {"pid": "4242", "host": "10.1.2.3"}, True),
     # Open MPI --tag-output --timestamp-output; kubectl logs --timestamps; rsyslog; the kernel's ring buffer
     ("mpirun_tag_ts", "2020-03-24T14:09:46.884Z: [1,6]<stdout>:", {"rank": "6"}, True),
+    # ORTE's --timestamp-output with --tag-output: ctime() glued to the tag (iof_base_output.c '%s[%s,%s]<%s>:')
+    ("mpirun_tag_ctime", "Fri Sep 25 16:52:57 2020[1,6]<stderr>:", {"rank": "6"}, True),
     ("kubectl_timestamps", "2026-03-02T03:17:41.123456789Z ", {}, True),
     ("syslog_rfc3339", "2026-03-02T03:17:41.201611+01:00 gpu-a07 kernel: ", {"host": "gpu-a07"}, True),
     ("dmesg", "[ 1234.567890] ", {}, False),
@@ -176,9 +178,18 @@ def test_a_value_that_names_nobody_is_left_out():
 
 
 def test_the_basis_row_names_the_token():
-    res = run_text(CAT, "2024-05-01 10:00:00,123 [rank3]: torch.OutOfMemoryError: CUDA out of memory.")
+    res = run_text(CAT, "launching: MASTER_ADDR=gpu-a01 MASTER_PORT=29500 RANK=12 LOCAL_RANK=4 WORLD_SIZE=16")
     rows = res.facts[FOUND_TABLE].to_dicts()
-    assert [(r["token"], r["rank"], r["stream"]) for r in rows] == [("torch_rank_prefix", 3, None)]
+    assert [(r["token"], r["rank"], r["local_rank"], r["stream"]) for r in rows] == \
+        [("env_rank", 12, None, None), ("env_local_rank", None, 4, None)]
+
+
+def test_a_rank_prefix_behind_a_time_is_peeled_and_its_line_parsed():
+    """'<time> [rank3]: ...' (envelope ts_rank_prefix): the time and the rank are the line's, and the payload
+    is parsed as if the prefixes were not there (a CUDA OOM, not a raw line with a rank)."""
+    e = _first("2024-05-01 10:00:00,123 [rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB")
+    assert (e["rank"], e["kind"], e["envelopes"]) == (3, "gpu_oom", "ts_rank_prefix>rank_prefix")
+    assert str(e["ts"]).startswith("2024-05-01 10:00:00.123")
 
 
 # ---------------------------------------------------------------- stream

@@ -25,6 +25,8 @@ links; column `id_inferred` says which were filled)."""
 
 from __future__ import annotations
 
+import re
+
 import duckdb
 
 from .util import columns, has_columns, rows, sql_file, table_exists
@@ -178,13 +180,24 @@ def _srun_runs_agents(con) -> bool:
     from .. import marks
     marks.define(con)
     # an agent's kinds (its lines' classes: no text), else its source paths in raw (marked lines only)
-    return con.execute("""
+    agent_kinds = "kind IN ('rdzv_complete', 'rdzv_join', 'worker_start', 'worker_failed')"
+    return con.execute(f"""
         SELECT count(*) FROM (SELECT 1 FROM events WHERE envelopes LIKE 'srun_label%'
-            AND kind IN ('rdzv_complete', 'rdzv_join', 'worker_start', 'worker_failed') LIMIT 1)""").fetchone()[0] > 0 \
+            AND {agent_kinds} LIMIT 1)""").fetchone()[0] > 0 \
         or con.execute("""
         SELECT count(*) FROM (SELECT 1 FROM events WHERE envelopes LIKE 'srun_label%' AND has_mark(marks, 'hot')
             AND (raw LIKE '%torch/distributed/elastic/agent/%' OR raw LIKE '%torch/distributed/run.py%')
-            LIMIT 1)""").fetchone()[0] > 0
+            LIMIT 1)""").fetchone()[0] > 0 \
+        or _srun_tasks_beside_agents(con, agent_kinds)
+
+
+def _srun_tasks_beside_agents(con, agent_kinds: str) -> bool:
+    """`srun torchrun ...` without --label: srun's own account of its tasks (`srun: error: NODE: task
+    T: Out Of Memory`) beside a torchrun agent's lines (its worker failed, rendezvous) in one output
+    file: srun's tasks are the agents (srun runs the ranks themselves only when no agent is there)."""
+    return con.execute(f"""
+        SELECT count(*) FROM (SELECT 1 FROM events a JOIN events s USING (file_id)
+            WHERE a.{agent_kinds} AND s.raw LIKE '%srun: error: %task%' LIMIT 1)""").fetchone()[0] > 0
 
 
 # The rank of a line that came through an srun --label stream of torchrun agents: its inner
@@ -378,6 +391,10 @@ def pci(expr: str) -> str:
     return f"nullif(regexp_extract(lower({expr}), '([0-9a-f]{{4,8}}:[0-9a-f]{{2}}:[0-9a-f]{{2}})', 1), '')"
 
 
+# pci() on a Python value (LinkMaps.hostgpu): the same pattern, on the lower-cased text
+_PCI = re.compile(r"([0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2})")
+
+
 def nccl_bus_pci(expr: str) -> str:
     """SQL: NCCL's busId (the hex of its int64: domain << 20 | bus << 12 | device << 4 | function,
     src/misc/utils.cc int64ToBusId) as `pci` writes a PCI id."""
@@ -508,107 +525,86 @@ def lookup(con, *, host=None, pid=None, rank=None, local_rank=None, pod=None, gp
     return dict(_LOOKUPS[key])
 
 
-class SqlMaps:
-    """The maps _lookup reads, one small query per question (the reference: LinkMaps answers the same)."""
+class LinkMaps:
+    """The maps _lookup reads (temp tables id_hostpid, id_pid, id_hostgpu, id_hostlocal, id_rank,
+    pod_host and identity), read once per connection into dicts. Keys are compared as DuckDB
+    compared them when these were queries: an id given as text ('4100') is the number it writes
+    (a column of integers), a GPU is its PCI id (pci(): '0000:3B:00.0' -> '0000:3b:00')."""
 
     def __init__(self, con):
-        self.con = con
-
-    def hostpid(self, host, pid):
-        return self.con.execute("SELECT rank, local_rank, gpu FROM id_hostpid WHERE host = ? AND pid = ?",
-                                [host, pid]).fetchone()
-
-    def pid(self, pid):
-        return self.con.execute("SELECT host, rank, local_rank FROM id_pid WHERE pid = ?", [pid]).fetchone()
-
-    def hostgpu(self, host, gpu):
-        return self.con.execute(f"SELECT rank FROM id_hostgpu WHERE host = ? AND gpu = {pci('?')}",
-                                [host, str(gpu)]).fetchone()
-
-    def hostlocal(self, host, local_rank):
-        return self.con.execute("SELECT rank FROM id_hostlocal WHERE host = ? AND local_rank = ?",
-                                [host, local_rank]).fetchone()
-
-    def rank(self, rank):
-        return self.con.execute("SELECT host, local_rank FROM id_rank WHERE rank = ?", [rank]).fetchone()
-
-    def only_pid(self, host, rank, local_rank):
-        """The one pid the links give the host's rank (or its local rank, in links without a rank)."""
-        return self.con.execute(
-            "SELECT CASE WHEN count(DISTINCT pid) = 1 THEN any_value(pid) END FROM identity "
-            "WHERE host = ? AND (rank = ? OR (rank IS NULL AND local_rank = ?)) AND pid IS NOT NULL",
-            [host, rank, local_rank]).fetchone()[0]
-
-    def pod_host(self, pod):
-        return self.con.execute("SELECT host FROM pod_host WHERE pod = ?", [pod]).fetchone()
-
-    def only(self, col, host, rank):
-        """The one `col` (pod, gpu) the links give the host's rank (rank None: links without a rank)."""
-        return self.con.execute(f"SELECT CASE WHEN count(DISTINCT {col}) = 1 THEN any_value({col}) END FROM identity "
-                                f"WHERE host = ? AND rank IS NOT DISTINCT FROM ? AND {col} IS NOT NULL",
-                                [host, rank]).fetchone()[0]
-
-
-class LinkMaps(SqlMaps):
-    """SqlMaps' answers from the maps read once (seven queries): keys compared as DuckDB compares them
-    for the Python types they hold (str, int); _maps takes SqlMaps for any other argument."""
-
-    def __init__(self, con):
-        super().__init__(con)
         q = lambda sql: con.execute(sql).fetchall()
         self._hostpid = {(h, p): (r, lr, g) for h, p, r, lr, g in q("SELECT host, pid, rank, local_rank, gpu FROM id_hostpid")}
         self._pid = {p: (h, r, lr) for p, h, r, lr in q("SELECT pid, host, rank, local_rank FROM id_pid")}
+        self._hostgpu = {(h, g): (r,) for h, g, r in q("SELECT host, gpu, rank FROM id_hostgpu")}
         self._hostlocal = {(h, lr): (r,) for h, lr, r in q("SELECT host, local_rank, rank FROM id_hostlocal")}
         self._rank = {r: (h, lr) for r, h, lr in q("SELECT rank, host, local_rank FROM id_rank")}
         self._pod_host = ({p: (h,) for p, h in q("SELECT pod, host FROM pod_host")}
-                          if table_exists(con, "pod_host") else None)
+                          if table_exists(con, "pod_host") else {})
         self._links: dict = {}
         for h, r, lr, p, pod, g in q("SELECT host, rank, local_rank, pid, pod, gpu FROM identity WHERE host IS NOT NULL"):
             self._links.setdefault(h, []).append({"rank": r, "local_rank": lr, "pid": p, "pod": pod, "gpu": g})
 
+    @staticmethod
+    def _int(v):
+        """An integer id as the integer columns compare it (text of digits is its number)."""
+        if isinstance(v, bool):
+            return None
+        if isinstance(v, int):
+            return v
+        if isinstance(v, str) and v.strip().lstrip("+-").isdigit():
+            return int(v)
+        return v
+
+    @staticmethod
+    def _text(v):
+        return v if v is None or isinstance(v, str) else str(v)
+
     def hostpid(self, host, pid):
-        return self._hostpid.get((host, pid))
+        return self._hostpid.get((self._text(host), self._int(pid)))
 
     def pid(self, pid):
-        return self._pid.get(pid)
+        return self._pid.get(self._int(pid))
+
+    def hostgpu(self, host, gpu):
+        m = _PCI.search(str(gpu).lower())
+        return self._hostgpu.get((self._text(host), m.group(1))) if m else None
 
     def hostlocal(self, host, local_rank):
-        return self._hostlocal.get((host, local_rank))
+        return self._hostlocal.get((self._text(host), self._int(local_rank)))
 
     def rank(self, rank):
-        return self._rank.get(rank)
+        return self._rank.get(self._int(rank))
 
     def pod_host(self, pod):
-        return super().pod_host(pod) if self._pod_host is None else self._pod_host.get(pod)
+        return self._pod_host.get(self._text(pod))
 
     @staticmethod
     def _one(values: set):
         return next(iter(values)) if len(values) == 1 else None
 
     def only_pid(self, host, rank, local_rank):
-        return self._one({lk["pid"] for lk in self._links.get(host, ()) if lk["pid"] is not None and (
+        """The one pid the links give the host's rank (or its local rank, in links without a rank)."""
+        rank, local_rank = self._int(rank), self._int(local_rank)
+        return self._one({lk["pid"] for lk in self._links.get(self._text(host), ()) if lk["pid"] is not None and (
             (rank is not None and lk["rank"] == rank)
             or (lk["rank"] is None and local_rank is not None and lk["local_rank"] == local_rank))})
 
     def only(self, col, host, rank):
-        return self._one({lk[col] for lk in self._links.get(host, ()) if lk[col] is not None and lk["rank"] == rank})
+        """The one `col` (pod, gpu) the links give the host's rank (rank None: links without a rank)."""
+        rank = self._int(rank)
+        return self._one({lk[col] for lk in self._links.get(self._text(host), ()) if lk[col] is not None
+                          and lk["rank"] == rank})
 
 
-def _maps(con, *values) -> SqlMaps:
-    """The maps of `con` read once (LinkMaps) for look-ups of plain values (str host/pod, int ids, no
-    gpu); anything else asks DuckDB, which compares other types its own way."""
-    host, pid, rank, local_rank, pod, gpu = values
-    plain = (gpu is None and all(v is None or isinstance(v, str) for v in (host, pod))
-             and all(v is None or (type(v) is int) for v in (pid, rank, local_rank)))
-    if not plain:
-        return SqlMaps(con)
+def _maps(con, *values):
+    """The maps of `con`, read once (LinkMaps) until build_maps / base_views make them again."""
     key = ("maps", id(con))
     if key not in _LOOKUPS:
         _LOOKUPS[key] = LinkMaps(con)
     return _LOOKUPS[key]
 
 
-def _lookup(m: SqlMaps, *, host=None, pid=None, rank=None, local_rank=None, pod=None, gpu=None) -> dict:
+def _lookup(m: LinkMaps, *, host=None, pid=None, rank=None, local_rank=None, pod=None, gpu=None) -> dict:
     out = {"host": host, "pid": pid, "rank": rank, "local_rank": local_rank, "gpu": gpu, "pod": pod}
     if host is not None and pid is not None:
         r = m.hostpid(host, pid)

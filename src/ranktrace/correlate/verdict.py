@@ -405,7 +405,7 @@ def diagnose_scope(con: duckdb.DuckDBPyConnection, clock: list[dict]) -> dict:
         v = dict(empty, kind="unknown", confidence=round(min(best.score, 0.3), 2) if best else 0.0,
                  summary="a failure was seen but no rule separates a root cause")
         if best is not None:   # name the weak lead, with its low confidence
-            if best.score >= 0.2:
+            if round(best.score, 9) >= 0.2:   # (one finding of 0.2 scores 1 - 0.8 = 0.19999...)
                 v["kind"] = best.kind(node_failed)
             for k in ("rank", "local_rank", "host", "pod", "pid", "gpu"):
                 v[k] = best.field(k)
@@ -475,7 +475,9 @@ def diagnose_scope(con: duckdb.DuckDBPyConnection, clock: list[dict]) -> dict:
             v["rank"] = v["local_rank"] = v["pid"] = None
 
     # whom the text names (a name cut off is none; a verdict naming nobody is capped): correlate/naming.py
-    who_words = _review_names(con, v, [e for f in best.direct for e in f.evidence] if best else [], missing)
+    # (a scheduler's act may rest on a finding that is no direct cause, srun's cancel banner: its lines name the job)
+    said = (best.direct or (best.findings if v.get("kind") in JOB_LEVEL else [])) if best else []
+    who_words = _review_names(con, v, [e for f in said for e in f.evidence], missing)
 
     # evidence
     ev_ids: list[int] = []

@@ -89,7 +89,10 @@ def worker_exits(con) -> list[Finding]:
             elif kind:
                 score = 0.75
             else:
-                kind, score = "exception", 0.15
+                # a non-zero exit code: the process ended of its own error (exception). The DeepSpeed
+                # launcher's 'exits with return code = 1' is the whole job's account of it (the weak lead
+                # names the kind, at its low confidence); a torchrun agent's is one worker among its peers'
+                kind, score = "exception", 0.2 if r["source"] == "launcher" else 0.15
             first = r["ats"] is not None and t0 is not None and r["ats"] == first_host_time.get(r["host"])
             if first and r["ats"] == t0 and sig != 15:
                 score += 0.1
@@ -157,10 +160,13 @@ def task_exits(con) -> list[Finding]:
     from ..identity import srun_runs_agents
     if srun_runs_agents(con):
         # srun runs one torchrun agent per node: a task is an agent, its exit is the launcher's
-        # teardown (the worker that failed is in the agent's own report)
+        # teardown (the worker that failed is in the agent's own report). Out Of Memory is the
+        # step's memory cgroup on that node (slurmstepd counted its oom-kill events): where the
+        # OOM happened, whichever worker of the agent it killed
         return [Finding(detector="task_exits", kind=kind, score=0.1 if kind in ("oom", "crash") else 0.03,
                         why=f"srun: the launcher task {t} on {r['node']} ended '{r['state']}'",
-                        host=r["node"], time=r["ats"], evidence=[r["event_id"]], extra={"state": r["state"]})
+                        host=r["node"], time=r["ats"], evidence=[r["event_id"]], direct=kind == "oom",
+                        extra={"state": r["state"]})
                 for t, (kind, score, r) in sorted(others.items())]
     # tasks reported with a state other than Terminated
     n_other_tasks = len(others)

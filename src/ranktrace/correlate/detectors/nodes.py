@@ -59,8 +59,10 @@ def node_events(con) -> list[Finding]:
     """Scheduler / orchestrator lines that name a failed node (the reporter is not the node)."""
     from ..hostlist import expand_hostlist
     by: dict[str, list[dict]] = {}
+    unnamed: list[dict] = []
     for r in query(con, "node_events"):
         if not r["node"]:
+            unnamed.append(r)
             continue
         try:
             nodes = expand_hostlist(r["node"].strip(",")) if "[" in r["node"] else r["node"].split(",")
@@ -74,4 +76,12 @@ def node_events(con) -> list[Finding]:
         out.append(Finding(detector="node_events", kind="node_failure", score=0.85 if len(by) == 1 else 0.6,
                            why=f"{len(lst)} scheduler line(s) say node {node} failed ({lst[0]['message'][:100]})",
                            host=node, time=lst[0]["ats"], evidence=[r["event_id"] for r in lst[:3]], direct=True))
+    if not out and unnamed:
+        # slurmstepd's '*** JOB 7 ON n1 CANCELLED AT ... DUE TO NODE FAILURE ***' is written on a node that
+        # survived (n1 is the reporter): a node failed, the text does not say which
+        r = unnamed[0]
+        out.append(Finding(detector="node_events", kind="node_failure", score=0.5,
+                           why=f"the scheduler says a node failed, not which ({(r['message'] or '').strip()[:100]}): "
+                               "slurmctld's log or sacct -D names it",
+                           time=r["ats"], evidence=[x["event_id"] for x in unnamed[:3]], direct=True))
     return out

@@ -1,0 +1,244 @@
+"""Issue 28's shapes, each as its emitter writes it (the source named beside each case), end to end:
+the value comes out AND the verdict names it (kind and culprit), and a verdict that cannot name the
+culprit says so and stays at or below the cap of queries/data/verdict_naming.toml.
+
+Each case is a small bundle (relative path -> text) ingested into a store of its own (the test's own
+directory names never reach the path hints) and diagnosed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ranktrace.correlate import diagnose
+from ranktrace.correlate.naming import rules
+
+WATCHDOG = ("[rank{r}]:[E304 10:20:30.{r}00000000 ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective "
+            "operation timeout: WorkNCCL(SeqNum=812, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) "
+            "ran for 600012 milliseconds before timing out.\n")
+
+
+def _nccl_ranks(hosts=("gpu-a01", "gpu-a02")) -> dict[str, str]:
+    """Two nodes of two ranks each; every rank's NCCL init line names its host, pid and GPU (busId
+    3b000 / 86000: PCI 0000:3b:00 / 0000:86:00), then every rank times out on the same collective."""
+    out = {}
+    for n, h in enumerate(hosts):
+        lines = []
+        for lr, bus in ((0, "3b000"), (1, "86000")):
+            r, pid = 2 * n + lr, 4100 + 100 * n + lr
+            lines.append(f"[rank{r}]:{h}:{pid}:{pid + 50} [{lr}] NCCL INFO comm 0x55d{r} rank {r} nranks 4 "
+                         f"cudaDev {lr} busId {bus} commId 0x9f3c - Init COMPLETE\n")
+        lines += [WATCHDOG.format(r=2 * n + lr) for lr in (0, 1)]
+        out[f"{h}/train.log"] = "".join(lines)
+    return out
+
+
+DMESG_T = "[Mon Mar  4 10:10:29 2024] "
+
+CASES = {
+    # ---- Kubernetes
+    # kubectl printers (pkg/printers/internalversion printNode: NAME STATUS ROLES AGE VERSION)
+    "kubectl_get_nodes_notready": (
+        {"nodes.txt": "$ kubectl get nodes\n"
+                      "NAME          STATUS     ROLES           AGE   VERSION\n"
+                      "cp-0          Ready      control-plane   30d   v1.28.4\n"
+                      "gpu-node-1    Ready      <none>          12d   v1.28.4\n"
+                      "gpu-node-2    NotReady   <none>          12d   v1.28.4\n"},
+        {"kind": "node_failure", "host": "gpu-node-2"}),
+    # kubectl describe.go describeNode ('Name:', then the Conditions table: Type Status LastHeartbeatTime
+    # LastTransitionTime Reason Message; node lifecycle controller's 'Kubelet stopped posting node status.')
+    "kubectl_describe_node_ready_unknown": (
+        {"describe.txt": "Name:               gpu-node-2\nRoles:              <none>\n"
+                         "Taints:             node.kubernetes.io/unreachable:NoExecute\nConditions:\n"
+                         "  Type             Status    LastHeartbeatTime                 LastTransitionTime"
+                         "                Reason              Message\n"
+                         "  ----             ------    -----------------                 ------------------"
+                         "                ------              -------\n"
+                         "  Ready            Unknown   Mon, 04 Mar 2024 10:04:10 +0000   Mon, 04 Mar 2024 10:05:00 +0000"
+                         "   NodeStatusUnknown   Kubelet stopped posting node status.\n"},
+        {"kind": "node_failure", "host": "gpu-node-2"}),
+    # kubectl describe.go describePod ('Node:\t%s' name/hostIP; describeContainerState 'Last State: Terminated',
+    # 'Reason: OOMKilled', 'Exit Code: 137')
+    "kubectl_describe_last_state_oomkilled": (
+        {"describe.txt": "Name:             trainer-worker-1\nNamespace:        ml\nPriority:         0\n"
+                         "Node:             gpu-node-4/10.0.2.14\n"
+                         "Start Time:       Mon, 04 Mar 2024 10:00:00 +0000\nStatus:           Running\n"
+                         "Containers:\n  pytorch:\n    Image:          nvcr.io/nvidia/pytorch:24.02-py3\n"
+                         "    State:          Running\n      Started:      Mon, 04 Mar 2024 10:20:03 +0000\n"
+                         "    Last State:     Terminated\n      Reason:       OOMKilled\n      Exit Code:    137\n"
+                         "      Started:      Mon, 04 Mar 2024 10:00:05 +0000\n"
+                         "      Finished:     Mon, 04 Mar 2024 10:19:40 +0000\n"
+                         "    Ready:          True\n    Restart Count:  1\n"},
+        {"kind": "oom", "pod": "trainer-worker-1", "host": "gpu-node-4"}),
+    # describePod 'Status: Failed', 'Reason: Evicted', 'Message:' (kubelet eviction/helpers.go nodeLowMessageFmt)
+    "kubectl_describe_reason_evicted": (
+        {"describe.txt": "Name:           trainer-worker-2\nNamespace:      ml\nNode:           gpu-node-5/10.0.2.15\n"
+                         "Start Time:     Mon, 04 Mar 2024 10:00:00 +0000\nStatus:         Failed\n"
+                         "Reason:         Evicted\nMessage:        The node was low on resource: memory. Threshold "
+                         "quantity: 100Mi, available: 91204Ki. \n"},
+        {"kind": "oom", "pod": "trainer-worker-2", "host": "gpu-node-5"}),
+    # kubectl get events (LAST SEEN TYPE REASON OBJECT MESSAGE), kubelet's Evicted event
+    "kubectl_events_warning_evicted": (
+        {"events.txt": "LAST SEEN   TYPE      REASON      OBJECT                 MESSAGE\n"
+                       "12m         Normal    Started     pod/trainer-worker-0   Started container pytorch\n"
+                       "2m          Warning   Evicted     pod/trainer-worker-3   The node was low on resource: memory. "
+                       "Threshold quantity: 100Mi, available: 91204Ki.\n"},
+        {"kind": ("oom", "cancelled"), "pod": "trainer-worker-3"}),
+    # kubeflow/training-operator pod.go ReconcilePods (logrus text: time=, level=, msg=, sorted fields)
+    "kubeflow_operator_pod_exit": (
+        {"operator.log": 'time="2024-03-04T10:19:41Z" level=info msg="Pod: ml.trainer-worker-1 exited with code 137" '
+                         'job=ml.trainer replica-type=worker uid=7c1d2e3f\n'
+                         'time="2024-03-04T10:19:41Z" level=info msg="Need to restart the pod: ml.trainer-worker-1" '
+                         'job=ml.trainer replica-type=worker uid=7c1d2e3f\n'},
+        {"kind": "killed", "pod": "trainer-worker-1"}),
+    # ---- kernel, driver
+    # NVRM Xid (PCI:dddd:bb:dd) -> NCCL's busId of that host (src/misc/utils.cc int64ToBusId) -> rank
+    "xid_pci_id_to_rank_via_nccl_busid": (
+        {**_nccl_ranks(), "gpu-a02/dmesg.txt": DMESG_T + "NVRM: Xid (PCI:0000:86:00): 79, pid=0, GPU has fallen off "
+                                                         "the bus.\n"},
+        {"kind": "gpu_fault", "rank": 3, "host": "gpu-a02", "gpu": "0000:86:00"}),
+    # drivers/pci/pcie/err.c via dev_printk ('nvidia 0000:3b:00.0: AER: ...')
+    "aer_pci_id_to_rank_via_nccl_busid": (
+        {**_nccl_ranks(), "gpu-a01/dmesg.txt": DMESG_T + "nvidia 0000:3b:00.0: AER: can't recover (no "
+                                                         "error_detected callback)\n"},
+        {"kind": "gpu_fault", "rank": 0, "host": "gpu-a01"}),
+    # mm/oom_kill.c __oom_kill_process 'Out of memory: Killed process %d (%s)' -> the pid NCCL named -> rank
+    "oom_killer_pid_to_rank": (
+        {**_nccl_ranks(), "gpu-a02/dmesg.txt": DMESG_T + "Out of memory: Killed process 4201 (python) "
+                                                         "total-vm:87033376kB, anon-rss:61234500kB, file-rss:0kB\n"},
+        {"kind": "oom", "rank": 3, "host": "gpu-a02", "pid": 4201}),
+    # slurm task/cgroup 'Detected %u oom-kill event(s) in %ps' + srun 'srun: error: %s: task %s: Out Of Memory',
+    # torchrun under srun (no --label): srun's task is an agent, the agent names the SIGKILLed local rank
+    "slurm_oom_kill_torchrun_under_srun": (
+        {"slurm-123456.out":
+            "E0304 10:19:41.000000 140077 torch/distributed/elastic/multiprocessing/api.py:862] failed "
+            "(exitcode: -9) local_rank: 1 (pid: 140102) of binary: /usr/bin/python\n"
+            "slurmstepd: error: Detected 1 oom-kill event(s) in StepId=123456.0. Some of your processes may have "
+            "been killed by the cgroup out-of-memory handler.\n"
+            "srun: error: gpu-b12: task 1: Out Of Memory\n"},
+        {"kind": "oom", "host": "gpu-b12", "local_rank": 1, "pid": 140102, "rank": None}),
+    # torchrun's '[rank{N}]:' behind a time another program wrote first (envelope ts_rank_prefix)
+    "torch_rank_prefix_behind_a_time": (
+        {"train.log": "2024-05-01 10:00:00,123 [rank3]: Traceback (most recent call last):\n"
+                      "2024-05-01 10:00:00,123 [rank3]:   File \"train.py\", line 40, in main\n"
+                      "2024-05-01 10:00:00,124 [rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to "
+                      "allocate 2.00 GiB.\n"
+                      "2024-05-01 10:10:05,000 [rank0]: " + WATCHDOG.format(r=0).split("]:", 1)[1]},
+        {"kind": "gpu_oom", "rank": 3}),
+    # ---- launchers
+    # Open MPI --tag-output '[jobid,vpid]<stream>:' and help-orterun.txt 'Process name: [[%s,%d],%d]'
+    "openmpi_tag_output": (
+        {"mpirun.log": "[1,0]<stdout>:step 10 loss 2.3100\n[1,3]<stderr>:Traceback (most recent call last):\n"
+                       "[1,3]<stderr>:  File \"train.py\", line 10, in <module>\n[1,3]<stderr>:    main()\n"
+                       "[1,3]<stderr>:RuntimeError: CUDA error: an illegal memory access was encountered\n"
+                       "  Process name: [[29973,1],3]\n  Exit code:    1\n"},
+        {"kind": "cuda_error", "rank": 3}),
+    # opal/util/stacktrace.c '[%s:%05d] *** Process received signal ***' + help-orterun.txt 'noticed that process
+    # rank %lu with PID %lu on node %s exited on signal %d'
+    "openmpi_host_pid_signal": (
+        {"mpirun.log": "[gpu-c03:44120] *** Process received signal ***\n"
+                       "[gpu-c03:44120] Signal: Segmentation fault (11)\n"
+                       "[gpu-c03:44120] *** End of error message ***\n"
+                       "mpirun noticed that process rank 5 with PID 44120 on node gpu-c03 exited on signal 11 "
+                       "(Segmentation fault).\n"},
+        {"kind": "crash", "rank": 5, "host": "gpu-c03", "pid": 44120}),
+    # ORTE iof_base_output.c with --timestamp-output: '%s[%s,%s]<%s>:' (ctime, its newline cut)
+    "openmpi_timestamp_tag_output": (
+        {"mpirun.log": "Fri Sep 25 16:52:55 2020[1,2]<stdout>:step 812 loss 1.0312\n"
+                       "Fri Sep 25 16:52:57 2020[1,6]<stderr>:[gpu-c04:51230] *** Process received signal ***\n"
+                       "Fri Sep 25 16:52:57 2020[1,6]<stderr>:[gpu-c04:51230] Signal: Bus error (7)\n"
+                       "Fri Sep 25 16:52:57 2020[1,6]<stderr>:[gpu-c04:51230] *** End of error message ***\n"},
+        {"kind": "crash", "rank": 6, "host": "gpu-c04", "pid": 51230}),
+    # torch/multiprocessing/spawn.py ProcessRaisedException: '\n\n-- Process %d terminated with the following error:\n'
+    "mp_spawn_process_raised": (
+        {"spawn.log": "torch.multiprocessing.spawn.ProcessRaisedException: \n\n"
+                      "-- Process 2 terminated with the following error:\nTraceback (most recent call last):\n"
+                      "  File \"/usr/lib/python3/dist-packages/torch/multiprocessing/spawn.py\", line 69, in _wrap\n"
+                      "    fn(i, *args)\n"
+                      "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 2 has a total "
+                      "capacity of 79.15 GiB of which 1.20 GiB is free.\n"},
+        {"kind": "gpu_oom", "rank": 2, "local_rank": 2}),
+    # spawn.py ProcessExitedException('process %d terminated with signal %s')
+    "mp_spawn_process_exited_signal": (
+        {"spawn.log": "Traceback (most recent call last):\n"
+                      "  File \"/usr/lib/python3/dist-packages/torch/multiprocessing/spawn.py\", line 145, in join\n"
+                      "    raise ProcessExitedException(\n"
+                      "torch.multiprocessing.spawn.ProcessExitedException: process 3 terminated with signal SIGKILL\n"},
+        {"kind": "killed", "rank": 3, "local_rank": 3}),
+    # ray worker.py print_worker_logs '({actor} pid={pid}, ip={ip}) '
+    "ray_worker_prefix": (
+        {"driver.log": "(RayTrainWorker pid=4412, ip=10.0.0.7) [rank3]: torch.OutOfMemoryError: CUDA out of memory. "
+                       "Tried to allocate 2.00 GiB.\n"
+                       "(RayTrainWorker pid=4410, ip=10.0.0.5) " + WATCHDOG.format(r=1)},
+        {"kind": "gpu_oom", "rank": 3, "host": "10.0.0.7", "pid": 4412}),
+    # ---- the scheduler's acts (slurmstepd req.c '*** %s ON %s CANCELLED AT %s DUE TO ... ***', srun's own)
+    "slurm_time_limit": (
+        {"slurm.out": "[rank0]:step 4810 loss 1.0312\nslurmstepd: error: *** JOB 713158 ON gpu-b07 CANCELLED AT "
+                      "2024-03-04T10:00:00 DUE TO TIME LIMIT ***\n"},
+        {"kind": "time_limit", "host": "gpu-b07", "rank": None}),
+    "srun_time_limit_no_node": (
+        {"slurm.out": "[rank0]:step 4810 loss 1.0312\nsrun: error: *** STEP 713158.0 CANCELLED AT "
+                      "2024-03-04T10:00:00 DUE TO TIME LIMIT ***\n"},
+        {"kind": "time_limit", "host": None, "summary": "step 713158.0"}),
+    "slurm_scancel_names_the_step": (
+        {"slurm.out": "[rank0]:step 4810 loss 1.0312\nslurmstepd: error: *** STEP 713158.0 ON gpu-b07 CANCELLED AT "
+                      "2024-03-04T10:00:00 ***\nsrun: error: gpu-b07: tasks 0-7: Terminated\n"},
+        {"kind": "cancelled", "host": "gpu-b07", "summary": "step 713158.0"}),
+    "slurm_requeue_is_capped": (
+        {"slurm.out": "[rank0]:step 4810 loss 1.0312\nslurmstepd: error: *** JOB 713158 ON gpu-b07 CANCELLED AT "
+                      "2024-03-04T10:00:00 DUE TO JOB REQUEUE ***\n"},
+        {"kind": "cancelled", "host": "gpu-b07", "cap": "requeue"}),
+    "slurm_time_limit_host_cut_off": (
+        {"slurm.out": "[rank0]:step 4810 loss 1.0312\nslurmstepd: error: *** JOB 713158 ON ... CANCELLED AT "
+                      "2024-03-04T10:00:00 DUE TO TIME LIMIT ***\n"},
+        {"kind": "time_limit", "host": None, "cap": "cut"}),
+    # the reporter of a node failure is a node that survived: the failed one is not in the text
+    "slurm_node_failure_names_nobody": (
+        {"slurm.out": "[rank0]:step 4810 loss 1.0312\nslurmstepd: error: *** JOB 713158 ON gpu-b07 CANCELLED AT "
+                      "2024-03-04T10:00:00 DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***\n"},
+        {"kind": "node_failure", "host": None, "cap": "nobody"}),
+    # TCPStore.cpp waitForWorkers: the store's server gave up; who did not join is not in the text
+    "store_waiting_for_clients_names_nobody": (
+        {"rank0.log": "torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 1/2 "
+                      "clients joined.\n"},
+        {"kind": "rendezvous_timeout", "cap": "nobody"}),
+}
+
+
+def _verdict(tmp_path, monkeypatch, catalog, files: dict[str, str]) -> dict:
+    from ranktrace.ingest.pipeline import ingest
+    from ranktrace.store import open_readonly
+    monkeypatch.chdir(tmp_path)
+    for rel, text in files.items():
+        p = tmp_path / "bundle" / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    ingest([str(Path("bundle"))], str(tmp_path / "s.duckdb"), catalog)
+    con = open_readonly(str(tmp_path / "s.duckdb"))
+    try:
+        return diagnose(con)["verdict"]
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_the_verdict_names_whom_the_text_names(name, tmp_path, monkeypatch, catalog):
+    files, want = CASES[name]
+    v = _verdict(tmp_path, monkeypatch, catalog, files)
+    kinds = want["kind"] if isinstance(want["kind"], tuple) else (want["kind"],)
+    assert v["kind"] in kinds, v
+    for col in ("rank", "local_rank", "host", "pod", "pid"):
+        if col in want:
+            assert v[col] == want[col], (col, v)
+    if "gpu" in want:
+        assert (v["gpu"] or "").lower().startswith(want["gpu"]), v
+    if "summary" in want:
+        assert want["summary"] in v["summary"], v
+    r = rules()
+    cap = {"nobody": r.nobody_cap, "cut": r.cut_cap, "requeue": r.requeue_cap}.get(want.get("cap"))
+    if cap is not None:
+        assert v["confidence"] <= cap, v
+    named = any(v[c] is not None for c in r.nobody_cols)
+    if not named and v["kind"] not in r.exempt and v["kind"] not in r.scheduler_kinds:
+        assert v["confidence"] <= r.nobody_cap and "nobody named" in v["summary"], v
