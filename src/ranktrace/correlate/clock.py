@@ -323,7 +323,7 @@ def _drop_temp(con: duckdb.DuckDBPyConnection, name: str) -> None:
 KEPT_ROWS = ("progress_seconds", "step_buckets")
 
 
-def kept_rows(con: duckdb.DuckDBPyConnection, name: str, sql: str) -> list[dict]:
+def kept_rows(con: duckdb.DuckDBPyConnection, name: str, sql: str, prepare=None) -> list[dict]:
     """The rows of `sql` (one of KEPT_ROWS, over the aligned views), in its order: from the store when
     its ingest kept them for the same SQL, events, clock offsets and code, else read now (and their stamp
     noted for store_line_sets)."""
@@ -339,6 +339,8 @@ def kept_rows(con: duckdb.DuckDBPyConnection, name: str, sql: str) -> list[dict]
         if got and got[0] == stamp:
             return rows(con, f"SELECT * EXCLUDE (row_no) FROM main.{name}_stored ORDER BY row_no")
     _drop_temp(con, name)
+    if prepare is not None:   # what `sql` reads beside the views (made only when the lines are read)
+        prepare(con)
     import pyarrow as pa
     got = con.sql(sql).to_arrow_table()   # (in its order: row_no keeps it)
     got = got.append_column("row_no", pa.array(range(got.num_rows), pa.int64()))
