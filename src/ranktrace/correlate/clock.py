@@ -247,14 +247,16 @@ MAX_STEP_ANCHORS = 512
 
 def anchor_views(con: duckdb.DuckDBPyConnection) -> None:
     """Temp view events_id_a, what anchors.sql reads: events_id of the lines of
-    queries/align/anchor_lines.sql only (made once: temp table anchor_src); temp table anchor_steps
-    (the step numbers the clock reads: MAX_STEP_ANCHORS)."""
+    queries/align/anchor_lines.sql only (made once: temp table anchor_src, of the lines of temp table
+    anchor_ids, anchor_ids.sql's wider filter on integers); temp table anchor_steps (the step numbers
+    the clock reads: MAX_STEP_ANCHORS)."""
     from .identity import base_views, events_views
     con.execute(f"""
         CREATE OR REPLACE TEMP TABLE anchor_steps AS
         SELECT step FROM (SELECT step, row_number() OVER (ORDER BY step) - 1 AS i, count(*) OVER () AS n
                           FROM (SELECT DISTINCT step FROM event_rows WHERE step IS NOT NULL))
         WHERE i % CAST(ceil(n / {MAX_STEP_ANCHORS}) AS BIGINT) = 0""")
+    con.execute("CREATE OR REPLACE TEMP TABLE anchor_ids AS " + sql_file("align/anchor_ids.sql"))
     con.execute("CREATE OR REPLACE TEMP TABLE anchor_src AS " + sql_file("align/anchor_lines.sql"))
     base_views(con, "anchor_src", "_a")
     events_views(con, "_a")
