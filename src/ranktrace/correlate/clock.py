@@ -262,6 +262,10 @@ def anchor_views(con: duckdb.DuckDBPyConnection) -> None:
     events_views(con, "_a")
 
 
+def _hot_ids(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute("CREATE OR REPLACE TEMP TABLE hot_ids AS " + sql_file("align/hot_ids.sql"))
+
+
 def _hot_events(con: duckdb.DuckDBPyConnection) -> None:
     """Temp table hot_src: the events that pass the filter of queries/align/hot_events.sql, made once
     (one scan); refresh_aligned makes temp view hot_events over it. The filter reads only columns
@@ -270,7 +274,10 @@ def _hot_events(con: duckdb.DuckDBPyConnection) -> None:
     the whole view would give)."""
     from .identity import base_views, events_views
     where = sql_file("align/hot_events.sql").split("\nWHERE ", 1)[1]
-    line_set(con, "hot_src", "SELECT * FROM events_keyed WHERE " + where)
+    # (on the lines of hot_ids.sql only: its wider filter reads the lines' integers, marks and raw, not the
+    # message view event_rows cuts out of every line)
+    line_set(con, "hot_src", "SELECT * FROM events_keyed WHERE event_id IN (SELECT event_id FROM hot_ids) AND ("
+             + where + ")", prepare=_hot_ids)
     base_views(con, "hot_src", "_h")
     events_views(con, "_h")
 
@@ -294,9 +301,10 @@ def _line_set_stamp(con: duckdb.DuckDBPyConnection, sql: str) -> str:
     return hashlib.sha256(f"{view}\0{sql}\0{n_events}\0{files}\0{classes}".encode()).hexdigest()
 
 
-def line_set(con: duckdb.DuckDBPyConnection, name: str, sql: str) -> None:
+def line_set(con: duckdb.DuckDBPyConnection, name: str, sql: str, prepare=None) -> None:
     """Temp relation `name` (one of LINE_SETS): the rows of `sql`, read from the store when its ingest
-    kept them for the same SQL and events, else selected now (and its stamp noted for store_line_sets)."""
+    kept them for the same SQL and events, else selected now (and its stamp noted for store_line_sets);
+    `prepare(con)` makes what `sql` reads beside the views, only then."""
     stamp = _line_set_stamp(con, sql)
     if table_exists(con, f"{name}_stored"):
         got = con.execute("SELECT value FROM main.meta WHERE key = ?", [f"{name}_stamp"]).fetchone()
@@ -305,6 +313,8 @@ def line_set(con: duckdb.DuckDBPyConnection, name: str, sql: str) -> None:
             con.execute(f"CREATE TEMP VIEW {name} AS SELECT * FROM main.{name}_stored")
             return
     _drop_temp(con, name)
+    if prepare is not None:
+        prepare(con)
     con.execute(f"CREATE TEMP TABLE {name} AS {sql}")
     con.execute("CREATE TEMP TABLE IF NOT EXISTS line_set_stamps (name VARCHAR PRIMARY KEY, stamp VARCHAR)")
     con.execute("INSERT OR REPLACE INTO line_set_stamps VALUES (?, ?)", [name, stamp])
