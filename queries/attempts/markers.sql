@@ -7,7 +7,8 @@
 --     round   a torchrun agent starts a rendezvous round (rdzv_join; its rdzv_complete or
 --             'Starting worker group' where it wrote no join line): every round after an agent's
 --             first relaunches its workers
---     launch  a launcher process starts ('Starting elastic_operator with launch configs'), Slurm
+--     launch  a launcher process starts ('Starting elastic_operator with launch configs', DeepSpeed's
+--             runner 'cmd = pdsh ...' and each node's launch.py 'nnodes=N, num_local_procs=M, node_rank=K'), Slurm
 --             allocates the job ('sched: Allocate JobId=N'), a node's slurmd launches its batch
 --             script or a step's tasks ('Launching batch job N', 'launch task StepId=N.S')
 --     restart an agent says it restarts its worker group ('Worker group FAILED. 2/3 attempts left;
@@ -20,7 +21,7 @@
 --   ranktrace.correlate.attempts clusters these into the starts of attempts.
 SELECT event_id, file, line, ats, ts, host, pid, step_id,
        coalesce(job_id, nullif(regexp_extract(message, 'JobId=(\d+)', 1), '')) AS job_id, kind,
-       CASE WHEN kind = 'worker_start' AND message LIKE '%elastic_operator%' THEN 'launch'
+       CASE WHEN kind = 'worker_start' AND (message LIKE '%elastic_operator%' OR format = 'deepspeed') THEN 'launch'
             WHEN kind IN ('step_start', 'job_state') THEN 'launch'
             WHEN kind IN ('worker_failed', 'group_restart', 'job_requeue') THEN 'restart'
             WHEN kind IN ('rdzv_timeout', 'store_unreachable') THEN 'closed'

@@ -283,6 +283,19 @@ def test_a_launch_line_told_again_while_the_job_trains_is_the_same_launch():
     assert [a.id for a in got] == [1, 2] and got[1].start == t(2500)
 
 
+def test_every_hosts_launcher_in_one_console_is_one_launch():
+    # DeepSpeed over pdsh: each node's launch.py writes its launch line into the one console (pdsh
+    # prefixes the host); eight nodes' lines seconds apart are one launch, not eight, even with a failure
+    # line among them (a store connect refused while the nodes come up)
+    signs = [Sign(t(i), f"worker-{i}", "launch", True, "train.log", 10 + i, "a launcher started", None)
+             for i in range(8)]
+    assert len(segment(signs, [t(x) for x in range(60, 600, 10)], [t(3.5)])) == 1
+    relaunch = signs + [Sign(t(900 + i), f"worker-{i}", "launch", True, "train.log", 900 + i, "a launcher started", None)
+                        for i in range(8)]
+    got = segment(relaunch, [t(x) for x in range(60, 600, 10)], [t(700)])
+    assert [a.id for a in got] == [1, 2] and got[1].start == t(900)
+
+
 def test_survival_reads_once_per_attempt_scope_and_again_when_the_scope_changes(monkeypatch):
     """survival.healthy_until / training_stop are asked many times per attempt: read once per scope
     (attempts.scope starts a new memo), each attempt's own answer, equal to a fresh read."""

@@ -104,3 +104,37 @@ def test_pair_sliding_window_is_the_definition(seed):
                     for _ in range(rnd.choice([1, 1, 3]))]
     unc0 = rnd.choice([0.05, 1.0, 2.0])
     assert _pair(a, b, unc0) == _pair_by_definition(a, b, unc0)
+
+
+def _console(skew: float, order, late: int = 0) -> list[dict]:
+    """One console two nodes write to (pdsh, srun): w0 logs every 2 s, w1 (its clock `skew` s ahead) 1 s
+    after each; the lines in the order `order` gives the (arrival, logged, host) triples; `late`: that
+    many of w1's lines held in a buffer and delivered 25 s later."""
+    lines = []
+    for i in range(60):
+        t = 2.0 * i
+        lines.append((t, t, "w0"))
+        lines.append((t + 1 + (25 if i < late else 0), t + 1 + skew, "w1"))
+    return [ev(logged, "tick", host=h, file="console.log", line=n + 1)
+            for n, (_, logged, h) in enumerate(order(lines))]
+
+
+@pytest.mark.parametrize("skew, late", [(90.0, 0), (-140.0, 0), (90.0, 2), (0.4, 0)])
+def test_the_order_of_a_shared_console_is_a_clock(skew, late):
+    # no step, no collective, no rendezvous: only the order in which the lines reached the console
+    con = store(_console(skew, lambda ls: sorted(ls), late))
+    build_identity(con)
+    c = {x["host"]: x for x in estimate_offsets(con)}
+    rel = c["w1"]["offset_s"] - c["w0"]["offset_s"]
+    assert c["w1"]["uncertainty_s"] is not None and c["w0"]["uncertainty_s"] is not None
+    assert abs(rel - skew) <= max(c["w1"]["uncertainty_s"], c["w0"]["uncertainty_s"]) + 1e-9, c
+    # bounded by the time between two lines of the console (2 s) and the delivery time (1 s)
+    assert max(c["w1"]["uncertainty_s"], c["w0"]["uncertainty_s"]) <= 2.0 + 1e-9
+
+
+def test_a_console_whose_order_says_nothing_gives_no_offset():
+    # lines written per node and concatenated afterwards (w0's file, then w1's): no order between them
+    con = store(_console(90.0, lambda ls: sorted(ls, key=lambda x: (x[2], x[0]))))
+    build_identity(con)
+    c = {x["host"]: x for x in estimate_offsets(con)}
+    assert any(x["uncertainty_s"] is None for x in c.values()), c

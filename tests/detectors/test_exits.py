@@ -88,3 +88,33 @@ def test_ray_worker_death_names_the_worker():
                              ev(3.0, text.format(pid=6220, t="NODE_OUT_OF_MEMORY"), kind="host_oom", host="driver")])
     assert sorted((f.pid, f.host, f.kind, f.direct) for f in got) == \
         [(6218, "10.62.7.19", "unknown", False), (6220, "10.62.7.19", "oom", True)]
+
+
+WATCHDOG = ("[Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=2130, OpType=ALLREDUCE, "
+            "NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600031 milliseconds before timing out.")
+
+
+def test_sigabrt_after_its_own_watchdog_timeout_is_a_victim():
+    # torch's watchdog takes its process down (std::abort) after the timeout it reported: the SIGABRT
+    # the agent or srun reports then is no crash; a SIGABRT with no timeout of its own before is one
+    got = run(worker_exits, [
+        ev(1, "local_ranks=[0, 1]", host="cn2", file="cn2.log", line=1),
+        ev(1, "global_ranks=[4, 5]", host="cn2", file="cn2.log", line=2),
+        ev(5, WATCHDOG.format(r=4), kind="collective_timeout", host="cn2", rank=4, file="r4.log"),
+        agent(4.0, "cn2", -6, 0, 7451), agent(6.0, "cn2", -6, 1, 7452)])
+    by = {f.pid: f for f in got}
+    assert by[7451].kind == "killed" and not by[7451].direct and by[7451].extra.get("watchdog"), by[7451]
+    assert by[7452].kind == "crash" and by[7452].direct
+
+
+def test_srun_aborted_task_after_its_watchdog_timeout_is_a_victim():
+    # srun's report has no time of its own (it may show an earlier one): no time is compared
+    got = run(task_exits, [ev(30, WATCHDOG.format(r=4), kind="collective_timeout", host="g3", rank=4),
+                           ev(30, WATCHDOG.format(r=0), kind="collective_timeout", host="g1", rank=0),
+                           ev(20, "srun: error: g3: task 4: Aborted", host="g3"),
+                           ev(21, "srun: error: g1: task 0: Aborted", host="g1"),
+                           ev(22, "srun: error: g2: task 2: Aborted", host="g2"),
+                           ev(23, "srun: error: g1: tasks 1,3,5: Terminated", host="g1")])
+    by = {f.rank: f for f in got}
+    assert by[4].kind == "killed" and by[0].kind == "killed" and by[4].extra.get("watchdog")
+    assert by[2].kind == "crash" and by[2].direct

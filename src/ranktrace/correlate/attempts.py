@@ -51,8 +51,9 @@ class Sign:
 
     @property
     def key(self) -> tuple:
-        """One launch writes each of these once: the same key again is another launch."""
-        return (self.signal, self.file, self.step)
+        """One launch writes each of these once: the same key again is another launch. The host is part
+        of it: one console may hold every host's launcher (pdsh prefixes each remote line with its host)."""
+        return (self.signal, self.file, self.step, self.host)
 
 
 @dataclass

@@ -4,8 +4,9 @@ coincide on every host (queries/align/anchors.sql), and the aligned-time view.
 offset_s = how far a host's clock runs AHEAD of the reference host's clock, so
 aligned time = logged time - offset_s (design.md section 4).
 
-Estimator, per host H against the reference R, per anchor class (progress step,
-collective start, rendezvous completion), best class first: d_k = t(H,k) - t(R,k)
+Estimator, per host H against the reference R, per anchor class (progress step, the
+order of a console many hosts write to (arrival_offsets), collective start, rendezvous
+completion), best class first: d_k = t(H,k) - t(R,k)
 over the anchors k both hosts logged; offset = median(d_k); uncertainty = the class's
 own bound (how far apart two hosts may truly log it) plus twice the 90th percentile of
 |d_k - offset| (disagreement among anchors). An offset within its uncertainty of 0 is
@@ -24,7 +25,7 @@ import duckdb
 
 from .util import rows, sql_file, table_exists
 
-CLASS_ORDER = ("progress", "collective", "rendezvous")
+CLASS_ORDER = ("progress", "arrival", "collective", "rendezvous")   # arrival: the order of a shared console
 MIN_ANCHORS = {"progress": 2, "collective": 1, "rendezvous": 1}
 # Two hosts of one run share most of their anchors (a synchronous loop writes every step on every
 # rank). Hosts that share few never ran together: the nodes of a requeued job's first run and those
@@ -97,6 +98,44 @@ def _pair(a: dict, b: dict, unc0: float):
     return off, unc0 + 2 * p90, len(d)
 
 
+# A console that pdsh, srun or mpirun fed from many nodes holds their lines in the order they reached it:
+# a clock of its own (queries/align/arrival.sql). Its first lines fix the offsets (a clock's offset holds
+# for the run); a line reaches the console this soon after it was written; a pair of hosts needs this
+# many lines in each order.
+ARRIVAL_LINES = 200_000
+DELIVERY_S = 1.0
+MIN_ARRIVALS = 3
+
+
+def _mixed_files(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The files whose timed lines name more than one host."""
+    src = "event_groups" if table_exists(con, "event_groups") else "events"
+    return [f for (f,) in con.execute(
+        f"SELECT file FROM {src} WHERE host IS NOT NULL AND ts_kind IN ('exact', 'local', 'year_inferred', 'envelope') "
+        "GROUP BY file HAVING count(DISTINCT host) > 1 ORDER BY file").fetchall()]
+
+
+def arrival_offsets(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, str], tuple[float, float, int]]:
+    """(a, b) -> (offset of a's clock relative to b's, uncertainty, lines read) from the consoles that
+    interleave their lines: a's line before b's bounds offset(a) - offset(b) from below, b's before a's
+    from above (less the delivery time); the offset is the middle of the two bounds. Pairs whose bounds
+    cross (output held in a buffer, not a clock) give nothing."""
+    files = _mixed_files(con)
+    if not files:
+        return {}
+    d95 = {(r["host_a"], r["host_b"]): (float(r["d95"]), r["n"])
+           for r in rows(con, sql_file("align/arrival.sql"), {"files": files, "max_line": ARRIVAL_LINES})}
+    out = {}
+    for (a, b), (first, n) in d95.items():
+        back = d95.get((b, a))
+        if back is None or min(n, back[1]) < MIN_ARRIVALS:
+            continue
+        lo, hi = first - DELIVERY_S, -back[0] + DELIVERY_S
+        if lo <= hi:
+            out[(a, b)] = ((lo + hi) / 2, (hi - lo) / 2, n + back[1])
+    return out
+
+
 def _spans(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[float, float]]:
     """Per host, the first and last time it logged (epoch seconds, as logged)."""
     return {h: (lo, hi) for h, lo, hi in con.execute(
@@ -123,7 +162,8 @@ def estimate_offsets(con: duckdb.DuckDBPyConnection, offsets: dict[str, float] |
             continue
         anchors.setdefault(r["class"], {}).setdefault(r["host"], {}).setdefault(r["akey"], []).append(float(r["t"]))
         unc0[r["class"]] = float(r["unc_s"])
-    with_anchors = {h for c in anchors.values() for h, ks in c.items() if ks}
+    arrivals = arrival_offsets(con)
+    with_anchors = {h for c in anchors.values() for h, ks in c.items() if ks} | {h for pair in arrivals for h in pair}
     ref = reference_host(con, with_anchors) if with_anchors else reference_host(con)
     out: dict[str, dict] = {}
     if ref is not None:
@@ -133,6 +173,11 @@ def estimate_offsets(con: duckdb.DuckDBPyConnection, offsets: dict[str, float] |
 
     def estimate(h: str, against: str):
         for cls in CLASS_ORDER:
+            if cls == "arrival":
+                if (h, against) in arrivals:
+                    off, unc, n = arrivals[(h, against)]
+                    return off, unc, f"the order of {n} of its lines and {against}'s in one console"
+                continue
             per = anchors.get(cls, {})
             if h in per and against in per:
                 p = _pair(per[h], per[against], unc0.get(cls, 1.0))

@@ -159,7 +159,9 @@ def _group(findings: list[Finding]) -> dict:
         host = key[1]
         if any(f.kind in NODE_LEVEL for f in cands[key].findings):
             continue
-        ranks = [c for k, c in cands.items() if k[0] == "rank" and c.field("host") == host and c.direct]
+        # (a rank its watchdog took down is a process of that host too: the host's report may be of its end)
+        ranks = [c for k, c in cands.items() if k[0] == "rank" and c.field("host") == host
+                 and (c.direct or any(f.extra.get("watchdog") for f in c.findings))]
         if len(ranks) != 1:
             # the one rank on that host that another source ties to the same failure kind
             # (sacct's MaxRSSTask for a step over its memory limit)

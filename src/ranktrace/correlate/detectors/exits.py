@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from ..hostlist import compress_ranges, expand_ranges
-from ..util import on, rows
+from ..util import on, rows, table_exists
 from .base import SIGNALS, Finding, query, signal_kind
 
 
@@ -24,9 +24,28 @@ RAY_EXIT = {"SYSTEM_ERROR": ("unknown", 0.45, False), "USER_ERROR": ("exception"
             "NODE_OUT_OF_MEMORY": ("oom", 0.75, True)}
 
 
+# torch's watchdog takes its own process down after a collective timed out (ProcessGroupNCCL: "To avoid data
+# inconsistency, we are taking the entire process down", then std::abort): a rank that reported a timeout
+# in this attempt and died of SIGABRT is a victim of whatever it waited for, not a crash. No time is
+# compared: a dead process writes nothing, so its timeout line came first, whatever the clocks of the
+# report (a launcher's, srun's: often a line without a time of its own) say.
+def watchdog_ranks(con) -> set[tuple]:
+    """(host, rank) of the ranks that said their watchdog caught a timeout or aborted."""
+    src = "hot_events" if table_exists(con, "hot_events") else "aligned_events"
+    return set(con.execute(f"SELECT DISTINCT host, rank FROM {src} WHERE kind IN ('collective_timeout', "
+                           "'watchdog_abort') AND rank IS NOT NULL").fetchall())
+
+
+def watchdog_abort(ranks: set[tuple], host, rank, sig) -> bool:
+    """The exit by `sig` of rank `rank` on `host` (None: unknown) is its watchdog's own abort."""
+    return sig == 6 and rank is not None and any(
+        r == rank and (host is None or h is None or h == host) for h, r in ranks)
+
+
 def worker_exits(con) -> list[Finding]:
     rs = query(con, "worker_exits")
     out: list[Finding] = []
+    wd = watchdog_ranks(con) if any(r["signal"] == 6 for r in rs) else set()
     agent = [r for r in rs if r["source"] == "agent"]
     first_host_time = {}
     for r in agent:
@@ -52,6 +71,17 @@ def worker_exits(con) -> list[Finding]:
                                why=f"Ray's raylet reports worker pid {r['pid']}{on(r['host'])} died ({m.group(1)})",
                                host=r["host"], pid=r["pid"], time=r["ats"], evidence=[r["event_id"]],
                                extra={"source": "ray", "exit_type": m.group(1)}))
+            continue
+        rank = r["rank"]
+        if sig == 6 and rank is None and wd:   # an agent names the local rank and pid: the links the rank
+            from ..identity import lookup
+            rank = lookup(con, host=r["host"], pid=r["pid"], local_rank=r["local_rank"]).get("rank")
+        if watchdog_abort(wd, r["host"], rank, sig):
+            out.append(Finding(detector="worker_exits", kind="killed", score=0.03,
+                               why=f"rank {rank}{on(r['host'])} died of SIGABRT after its own watchdog caught a "
+                                   "collective timeout (the watchdog takes the process down: a victim)",
+                               rank=rank, local_rank=r["local_rank"], host=r["host"], pid=r["pid"],
+                               evidence=[r["event_id"]], extra={"source": r["source"], "signal": 6, "watchdog": True}))
             continue
         if r["source"] in ("agent", "launcher"):
             if sig == 15:
@@ -134,7 +164,15 @@ def task_exits(con) -> list[Finding]:
                 for t, (kind, score, r) in sorted(others.items())]
     # tasks reported with a state other than Terminated
     n_other_tasks = len(others)
+    wd = watchdog_ranks(con) if any(k == "crash" for k, _, _ in others.values()) else set()
     for t, (kind, score, r) in sorted(others.items()):
+        if kind == "crash" and re.search(r"(?i)aborted", r["state"]) and watchdog_abort(wd, r["node"], t, 6):
+            out.append(Finding(detector="task_exits", kind="killed", score=0.03,
+                               why=f"srun: task {t} on {r['node']} ended '{r['state']}' after its own watchdog caught "
+                                   "a collective timeout (the watchdog takes the process down: a victim)",
+                               rank=t, host=r["node"], time=r["ats"], evidence=[r["event_id"]],
+                               extra={"state": r["state"], "watchdog": True}))
+            continue
         if n_other_tasks > 1 and kind in ("killed", "exception"):
             score *= 0.6   # several tasks killed: a whole-step kill (OOM of the step, cancel)
         out.append(Finding(detector="task_exits", kind=kind, score=score,
