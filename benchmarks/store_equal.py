@@ -1,6 +1,11 @@
 """Two ranktrace versions' stores of the same logs, proven equal relation by relation.
 
     python benchmarks/store_equal.py OLD_PYTHON INPUT... [--work DIR]
+    python benchmarks/store_equal.py OLD_PYTHON --stores OLD_STORE NEW_STORE
+
+The second form compares two stores made already (e.g. of a long run, each ingested by its own
+version: no second ingest), and `diagnose --format json` of OLD_STORE by OLD_PYTHON with NEW_STORE's
+by this python.
 
 OLD_PYTHON is the python of another ranktrace install (e.g. a checkout of the
 commit before a store change, with its own venv). Each INPUT (a bundle, a
@@ -26,16 +31,18 @@ import duckdb
 from ranktrace import store
 
 IGNORED = {"files": {"ingested_at"}}
-# rows that differ by design: the schema version, and the new store's year reference (the old
-# store moved its lines' times instead: store.infer_years)
-IGNORED_ROWS = {"meta": "key NOT IN ('schema_version', 'year_reference')"}
+# rows that differ by design: the schema version, the new store's year reference (the old
+# store moved its lines' times instead: store.infer_years) and the stamps of the summaries it keeps (a hash of the SQL and code that made them: any change of
+# either changes them; the summaries themselves are compared)
+IGNORED_ROWS = {"meta": "key NOT IN ('schema_version', 'year_reference') AND NOT ends_with(key, '_stamp')"}
 BOOKKEEPING = {"lines_files"}   # where the new store keeps its lines files: nothing of the logs
 
 
-def relations(con) -> dict[str, list[str]]:
+def relations(con, tables_only: bool = False) -> dict[str, list[str]]:
     rels = {}
-    for (t,) in con.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' "
-                            "ORDER BY 1").fetchall():
+    kind = " AND table_type = 'BASE TABLE'" if tables_only else ""
+    for (t,) in con.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'"
+                            f"{kind} ORDER BY 1").fetchall():
         rels[t] = [r[0] for r in con.execute("SELECT column_name FROM information_schema.columns WHERE "
                                              "table_schema = 'main' AND table_name = ? ORDER BY ordinal_position",
                                              [t]).fetchall()]
@@ -49,15 +56,16 @@ def dump(con, rels: dict[str, list[str]], out: Path) -> None:
         con.execute(f"COPY (SELECT * FROM \"{t}\") TO '{out}/{t}.parquet' (FORMAT parquet)")
 
 
-def compare(old_db: Path, new_db: Path, tmp: Path) -> list[str]:
-    a = duckdb.connect(str(old_db), read_only=True)
+def compare(old_db: Path, new_db: Path, tmp: Path, tables_only: bool = False) -> list[str]:
+    # (a store of the directory layout: its views read lines files relative to it)
+    a = store.connect(old_db) if Path(old_db).is_dir() else duckdb.connect(str(old_db), read_only=True)
     a.execute("SET TimeZone = 'UTC'")
-    ra = relations(a)
+    ra = {t: c for t, c in relations(a, tables_only).items() if t not in BOOKKEEPING}
     dump(a, ra, tmp / "old")
     a.close()
     b = store.connect(new_db)
     b.execute("SET TimeZone = 'UTC'")
-    rb = {t: c for t, c in relations(b).items() if t not in BOOKKEEPING}
+    rb = {t: c for t, c in relations(b, tables_only).items() if t not in BOOKKEEPING}
     dump(b, rb, tmp / "new")
     b.close()
     con = duckdb.connect()
@@ -81,12 +89,34 @@ def compare(old_db: Path, new_db: Path, tmp: Path) -> list[str]:
     return diffs
 
 
+def compare_stores(old_python: str, old: Path, new: Path, work: Path | None, tables_only: bool) -> int:
+    """Two stores made already: every relation (every table only: what an end of ingest writes, when
+    both stores were merged from the same part, whose lines they share), and each version's
+    `diagnose --format json` of its own. (Every view of a 15 M-line store dumped took 15 GB.)"""
+    with tempfile.TemporaryDirectory(prefix="rt-store-equal-") as t:
+        diffs = compare(old, new, (work or Path(t)) / "dump", tables_only)
+        verdicts = [subprocess.run([py, "-m", "ranktrace.cli", "diagnose", "--db", str(db), "--format", "json"],
+                                   capture_output=True).stdout for py, db in ((old_python, old), (sys.executable, new))]
+    real = [x for x in diffs if "not compared" not in x]
+    if verdicts[0] != verdicts[1]:
+        real.append("diagnose --format json differs")
+    if not verdicts[0]:
+        real.append("the old version gave no verdict")
+    print(f"{'EQUAL' if not real else 'DIFFERENT'}  {old} / {new}" + "".join(f"\n    {x}" for x in real + [
+        x for x in diffs if x not in real]))
+    return 1 if real else 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("old_python")
-    ap.add_argument("inputs", nargs="+")
+    ap.add_argument("inputs", nargs="*")
     ap.add_argument("--work", type=Path)
+    ap.add_argument("--stores", nargs=2, type=Path, metavar=("OLD_STORE", "NEW_STORE"))
+    ap.add_argument("--tables-only", action="store_true", help="with --stores: the DuckDB tables, not the views")
     args = ap.parse_args()
+    if args.stores:
+        return compare_stores(args.old_python, *args.stores, args.work, args.tables_only)
     failed = 0
     with tempfile.TemporaryDirectory(prefix="rt-store-equal-") as t:
         work = args.work or Path(t)

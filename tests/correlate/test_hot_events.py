@@ -102,6 +102,18 @@ def test_hot_events_are_the_aligned_events_that_pass_the_filter(con):
     assert _rows(con, "SELECT * FROM hot_events") == _rows(con, "SELECT * FROM aligned_events WHERE " + where)
 
 
+def test_hot_ids_hold_every_line_the_filter_passes(con):
+    """hot_src is selected among the lines of hot_ids.sql (a wider filter on the lines' integers, marks and
+    raw): every line hot_events.sql's filter passes, with or without its marks guard, is one of them."""
+    where = sql_file("align/hot_events.sql").split("\nWHERE ", 1)[1]
+    ids = sql_file("align/hot_ids.sql")
+    for w in (where, where.replace("has_mark(marks, 'hot') AND (", "TRUE AND (")):
+        passed = con.execute(f"SELECT count(*) FROM events_keyed WHERE {w}").fetchone()[0]
+        missing = con.execute(f"SELECT count(*) FROM events_keyed WHERE ({w}) "
+                              f"AND event_id NOT IN (SELECT event_id FROM ({ids}))").fetchone()[0]
+        assert passed and missing == 0
+
+
 def test_the_marks_guard_leaves_out_no_line_its_text_tests_pass(con):
     """hot_events.sql runs its text tests on the lines the engine marked only: without the
     guard the same lines pass (marks.py; tests/correlate/test_marks.py checks each literal)."""

@@ -164,3 +164,62 @@ def test_echoes_are_looked_for_only_where_a_ranks_files_meet_in_time_and_find_wh
         assert shared == {str(console), str(tee)}
     finally:
         con.close()
+
+
+# The attempts' reads of every progress line on the aligned clock (ranktrace.correlate.attempts: step_buckets.sql,
+# PROGRESS_SECONDS), defined the plain way: every line resolved and aligned by view aligned_events.
+STEP_BUCKETS_ONE_STEP = """
+SELECT e.host, e.rank, CASE WHEN e.rank IS NULL THEN e.file END AS file,
+       time_bucket(INTERVAL 1 MINUTE, e.ats) AS t,
+       min(e.ats) AS first_ats, max(e.ats) AS last_ats,
+       min(coalesce(p.epoch, 0) * 1000000000 + p.step) AS lo,
+       max(coalesce(p.epoch, 0) * 1000000000 + p.step) AS hi,
+       arg_min(e.file, (e.ats, e.file, e.line)) AS first_file, arg_min(e.line, (e.ats, e.file, e.line)) AS first_line
+FROM aligned_events e JOIN progress p USING (event_id)
+WHERE e.kind = 'progress' AND e.ats IS NOT NULL AND e.ts_ok AND p.step IS NOT NULL
+GROUP BY ALL
+ORDER BY host NULLS LAST, rank NULLS LAST, file NULLS LAST, t
+"""
+PROGRESS_SECONDS_ONE_STEP = ("SELECT DISTINCT time_bucket(INTERVAL 1 SECOND, ats) AS t FROM aligned_events "
+                             "WHERE kind = 'progress' AND ats IS NOT NULL ORDER BY 1")
+PROGRESS_CASES = ("slurm_torchrun_sigkill_skew", "torchrun_hang_skew", "k8s_exception_cri_skew", "torchrun_restart_resume",
+                  "slurm_requeue_node_failure")
+
+
+@pytest.mark.skipif(not BUNDLES, reason="no sample_logs bundles")
+@pytest.mark.parametrize("offsets", ["estimated", "odd"])
+@pytest.mark.parametrize("name", PROGRESS_CASES)
+def test_progress_reads_through_identity_keys_equal_their_definitions(name, offsets, tmp_path, catalog, monkeypatch):
+    """step_buckets.sql and attempts.PROGRESS_SECONDS read a progress line's host, rank, file and clock
+    offset from its identity key (attempts.progress_keys); they give what every line resolved and aligned by
+    aligned_events gives, with the clock's offsets and with odd ones (milliseconds that put a minute's
+    boundary inside a logged second, a whole minute, negative)."""
+    from ranktrace.correlate import attempts
+    from ranktrace.correlate.clock import align, create_aligned_view
+    from ranktrace.correlate.util import has_columns
+    bundle = next((b for b in BUNDLES if b.name == name), None)
+    if bundle is None:
+        pytest.skip(f"no bundle {name}")
+    db = str(tmp_path / "s.duckdb")
+    monkeypatch.chdir(bundle.parent)
+    ingest(_files(bundle), db, catalog)
+    con = store_connect(db)
+    try:
+        clock = align(con)
+        if offsets == "odd":
+            odd = (0.4567, -60.0, 37.0011, -0.999, 119.5)
+            clock = [dict(c, offset_s=odd[i % len(odd)]) for i, c in enumerate(clock)]
+            create_aligned_view(con, clock)
+        attempts.progress_keys(con)
+        got = con.execute(attempts.PROGRESS_SECONDS).fetchall()
+        assert got == con.execute(PROGRESS_SECONDS_ONE_STEP).fetchall()
+        assert got, "no progress line: the comparison proves nothing"
+        if has_columns(con, "progress", "step"):
+            oracle = STEP_BUCKETS_ONE_STEP if has_columns(con, "progress", "epoch") else \
+                STEP_BUCKETS_ONE_STEP.replace("p.epoch", "NULL")
+            got = con.execute(attempts.query_text(con, "step_buckets")).fetchall()
+            assert got == con.execute(oracle).fetchall()
+            assert got, "no step bucket: the comparison proves nothing"
+    finally:
+        con.close()
+

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from ranktrace.correlate.attempts import query_text
+from ranktrace.correlate.attempts import PREPARE, query_text
 from ranktrace.correlate.clock import align
 from ranktrace.correlate.util import sql_header
 from ranktrace.resources import data_dir
@@ -39,4 +39,6 @@ def test_header_and_runs(path: Path, con):
                                 "files": ["n1.log", "n2.log"], "max_line": 1000}.items() if f"${k}" in text} or None
     if path.parent.name == "attempts":   # as the correlator runs them on this store
         text = query_text(con, path.stem)
+        if path.stem in PREPARE:
+            PREPARE[path.stem](con)
     con.execute(text, params).fetchall()

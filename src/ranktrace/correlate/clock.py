@@ -292,17 +292,23 @@ MAX_STEP_ANCHORS = 512
 
 def anchor_views(con: duckdb.DuckDBPyConnection) -> None:
     """Temp view events_id_a, what anchors.sql reads: events_id of the lines of
-    queries/align/anchor_lines.sql only (made once: temp table anchor_src); temp table anchor_steps
-    (the step numbers the clock reads: MAX_STEP_ANCHORS)."""
+    queries/align/anchor_lines.sql only (made once: temp table anchor_src, of the lines of temp table
+    anchor_ids, anchor_ids.sql's wider filter on integers); temp table anchor_steps (the step numbers
+    the clock reads: MAX_STEP_ANCHORS)."""
     from .identity import base_views, events_views
     con.execute(f"""
         CREATE OR REPLACE TEMP TABLE anchor_steps AS
         SELECT step FROM (SELECT step, row_number() OVER (ORDER BY step) - 1 AS i, count(*) OVER () AS n
                           FROM (SELECT DISTINCT step FROM event_rows WHERE step IS NOT NULL))
         WHERE i % CAST(ceil(n / {MAX_STEP_ANCHORS}) AS BIGINT) = 0""")
+    con.execute("CREATE OR REPLACE TEMP TABLE anchor_ids AS " + sql_file("align/anchor_ids.sql"))
     con.execute("CREATE OR REPLACE TEMP TABLE anchor_src AS " + sql_file("align/anchor_lines.sql"))
     base_views(con, "anchor_src", "_a")
     events_views(con, "_a")
+
+
+def _hot_ids(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute("CREATE OR REPLACE TEMP TABLE hot_ids AS " + sql_file("align/hot_ids.sql"))
 
 
 def _hot_events(con: duckdb.DuckDBPyConnection) -> None:
@@ -313,7 +319,10 @@ def _hot_events(con: duckdb.DuckDBPyConnection) -> None:
     the whole view would give)."""
     from .identity import base_views, events_views
     where = sql_file("align/hot_events.sql").split("\nWHERE ", 1)[1]
-    line_set(con, "hot_src", "SELECT * FROM events_keyed WHERE " + where)
+    # (on the lines of hot_ids.sql only: its wider filter reads the lines' integers, marks and raw, not the
+    # message view event_rows cuts out of every line)
+    line_set(con, "hot_src", "SELECT * FROM events_keyed WHERE event_id IN (SELECT event_id FROM hot_ids) AND ("
+             + where + ")", prepare=_hot_ids)
     base_views(con, "hot_src", "_h")
     events_views(con, "_h")
 
@@ -337,9 +346,10 @@ def _line_set_stamp(con: duckdb.DuckDBPyConnection, sql: str) -> str:
     return hashlib.sha256(f"{view}\0{sql}\0{n_events}\0{files}\0{classes}".encode()).hexdigest()
 
 
-def line_set(con: duckdb.DuckDBPyConnection, name: str, sql: str) -> None:
+def line_set(con: duckdb.DuckDBPyConnection, name: str, sql: str, prepare=None) -> None:
     """Temp relation `name` (one of LINE_SETS): the rows of `sql`, read from the store when its ingest
-    kept them for the same SQL and events, else selected now (and its stamp noted for store_line_sets)."""
+    kept them for the same SQL and events, else selected now (and its stamp noted for store_line_sets);
+    `prepare(con)` makes what `sql` reads beside the views, only then."""
     stamp = _line_set_stamp(con, sql)
     if table_exists(con, f"{name}_stored"):
         got = con.execute("SELECT value FROM main.meta WHERE key = ?", [f"{name}_stamp"]).fetchone()
@@ -348,6 +358,8 @@ def line_set(con: duckdb.DuckDBPyConnection, name: str, sql: str) -> None:
             con.execute(f"CREATE TEMP VIEW {name} AS SELECT * FROM main.{name}_stored")
             return
     _drop_temp(con, name)
+    if prepare is not None:
+        prepare(con)
     con.execute(f"CREATE TEMP TABLE {name} AS {sql}")
     con.execute("CREATE TEMP TABLE IF NOT EXISTS line_set_stamps (name VARCHAR PRIMARY KEY, stamp VARCHAR)")
     con.execute("INSERT OR REPLACE INTO line_set_stamps VALUES (?, ?)", [name, stamp])
@@ -368,7 +380,7 @@ def _drop_temp(con: duckdb.DuckDBPyConnection, name: str) -> None:
 KEPT_ROWS = ("progress_seconds", "step_buckets")
 
 
-def kept_rows(con: duckdb.DuckDBPyConnection, name: str, sql: str) -> list[dict]:
+def kept_rows(con: duckdb.DuckDBPyConnection, name: str, sql: str, prepare=None) -> list[dict]:
     """The rows of `sql` (one of KEPT_ROWS, over the aligned views), in its order: from the store when
     its ingest kept them for the same SQL, events, clock offsets and code, else read now (and their stamp
     noted for store_line_sets)."""
@@ -384,6 +396,8 @@ def kept_rows(con: duckdb.DuckDBPyConnection, name: str, sql: str) -> list[dict]
         if got and got[0] == stamp:
             return rows(con, f"SELECT * EXCLUDE (row_no) FROM main.{name}_stored ORDER BY row_no")
     _drop_temp(con, name)
+    if prepare is not None:   # what `sql` reads beside the views (made only when the lines are read)
+        prepare(con)
     import pyarrow as pa
     got = con.sql(sql).to_arrow_table()   # (in its order: row_no keeps it)
     got = got.append_column("row_no", pa.array(range(got.num_rows), pa.int64()))

@@ -1,0 +1,25 @@
+-- name: hot_ids
+-- kind: align
+-- params: none (reads view event_lines and table event_classes)
+-- returns: event_id of the lines hot_events.sql's filter may pass: the same terms, wider and without
+--   view event_rows' message (its class-level terms as a list of classes; its text tests as the mark
+--   'hot' alone; its two tests without a literal on raw, the gang rows' message cut out of raw only for
+--   lines with a '/'). ranktrace.correlate.clock makes temp table hot_ids of them, then hot_events.sql's
+--   filter runs on those lines only (in one pass over events_keyed every line's message was cut out of
+--   its raw text before the filter: 4.3 CPU-s on a long run's 15 M lines; 1.5 + 1.3 in two). A term added
+--   to hot_events.sql needs its wider form here (tests/correlate/test_hot_events.py holds the two
+--   filters together on real stores).
+SELECT event_id FROM event_lines
+WHERE class_id IN (SELECT class_id FROM event_classes
+                   WHERE role IN ('cause', 'symptom')
+                      OR kind IN ('worker_failed', 'failure_summary', 'sigterm_sent', 'signal_received', 'task_exit',
+                                  'step_cancelled', 'hang_report', 'rdzv_join', 'rdzv_complete', 'rdzv_timeout',
+                                  'store_unreachable', 'node_failure')
+                      OR kind IN ('worker_start', 'group_restart', 'job_requeue', 'step_start', 'job_state')
+                      OR kind IN ('worker_group_done', 'step_end', 'training_done')
+                      OR starts_with(kind, 'etcd_') OR starts_with(kind, 'apiserver_')
+                      OR format = 'slurm_topology')
+   OR has_mark(marks, 'hot')
+   OR (ascii(raw) IN (116, 104, 114, 101, 32, 9, 10, 12, 13) AND NOT contains(raw, chr(10))
+       AND regexp_matches(raw, '^\s*(time|host|rank|exitcode)\s*:'))
+   OR (contains(raw, '/') AND regexp_matches(substr(raw, message_at, message_len), '^[a-z0-9][a-z0-9.-]*\s+\d+/\d+\s+\S+\s+\d+'))
