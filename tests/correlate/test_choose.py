@@ -46,6 +46,20 @@ def test_victim_complained_before_it_died():
     assert fw["explains"] == 0.0
 
 
+def test_a_silent_rank_on_a_host_that_lost_its_ib_peer_waited_on_that_link():
+    # host n2's ranks name n1's address in IB completion errors (ib_peers accuses n1); n2's rank 3,
+    # which complained and then fell silent in the collective, is no hang of its own; n3's silent
+    # rank 5, whose host reported no lost peer, stays a hang candidate
+    lost = cand(("host", "n1"), f("ib_peers", "network_error", 0.7, host="n1", t=5.0, reporters=["n2"]))
+    stuck = cand(("rank", 3), f("silent_ranks", "hang", 0.5, rank=3, host="n2", t=0.0, direct=False))
+    quiet = cand(("rank", 5), f("silent_ranks", "hang", 0.5, rank=5, host="n3", t=0.0, direct=False))
+    lanes = [(("n2", 3), T0 + dt.timedelta(seconds=40)), (("n3", 5), T0 + dt.timedelta(seconds=40))]
+    fl, fs, fq = features([lost, stuck, quiet], set(), {}, lanes)
+    assert fl["accused"] == 1.0
+    assert fs["absent"] == 1.0 and fs["victim"] == 1.0
+    assert fq["absent"] == 1.0 and fq["victim"] == 0.0
+
+
 def test_victim_slack_is_for_deaths_known_from_someone_elses_report():
     # each complained 5 s after the time of the finding that orders it
     own = cand(("rank", 1), f("first_cause", "network_error", 0.8, rank=1, host="n1", t=10.0))

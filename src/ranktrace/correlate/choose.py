@@ -124,6 +124,10 @@ def features(cands: list, node_failed: set[str], unc: dict[str | None, float],
     first_hosts = {c.field("host") for c in live if c.direct and c.order_time == t_first}
     t_any = min(any_times) if any_times else None
     n_sym = len(symptom_times)
+    # hosts whose IB completion errors name a lost peer (network.ib_peers): a rank of theirs that
+    # complained and fell silent waited on that link, it did not hang of its own
+    lost_peer = {h for c in live for x in c.findings if x.detector == "ib_peers" and not x.extra.get("survived")
+                 for h in x.extra.get("reporters", ())}
     out = []
     for c in cands:
         fs = c.findings
@@ -156,6 +160,8 @@ def features(cands: list, node_failed: set[str], unc: dict[str | None, float],
         own = any(x.time == c.time and x.detector not in SECOND_HAND and not x.extra.get("reported") for x in fs)
         t_fail, slack = (c.time, dt.timedelta(0)) if own else (t, VICTIM_SLACK)
         if mine and t_fail is not None and min(mine) < t_fail + slack:
+            f["victim"] = 1.0
+        if mine and f["absent"] and not c.direct and host in lost_peer:
             f["victim"] = 1.0
         if n_sym and t is not None:
             after = sum(1 for lane, ts in symptom_times if lane != me and ts >= t - dt.timedelta(seconds=MIN_ORDER_S))
