@@ -158,9 +158,13 @@ def _connect(path: str | Path, read_only: bool) -> duckdb.DuckDBPyConnection:
     config = {"file_search_path": str(store_dir.resolve()), "memory_limit": READER_MEMORY,
               "temp_directory": spill_dir(store_dir)}
     try:
-        return duckdb.connect(str(db), read_only=read_only, config=config)
+        con = duckdb.connect(str(db), read_only=read_only, config=config)
     except duckdb.Error as exc:
         raise store_error(db, exc) from None
+    # No progress bar of DuckDB's own: it writes to stdout, into `diagnose --format json` and `sql` output
+    # (ranktrace reports its own progress on stderr).
+    con.execute("SET enable_progress_bar = false")
+    return con
 
 
 def connect(path: str | Path, read_only: bool = True) -> duckdb.DuckDBPyConnection:
