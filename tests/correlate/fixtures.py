@@ -23,6 +23,7 @@ ROLE = {"progress": "info", "python_exception": "cause", "host_oom": "cause", "g
         "cancelled": "cause", "task_exit": "lifecycle", "network_error": "cause", "desync": "cause",
         "hang_report": "cause", "watchdog_abort": "symptom", None: "info"}
 _ids = itertools.count(1)
+_file_ids: dict[str, int] = {}   # one id per file name, as a store numbers its files
 
 
 def ev(t: float | None, message: str, *, kind=None, host=None, rank=None, local_rank=None, pid=None,
@@ -30,7 +31,8 @@ def ev(t: float | None, message: str, *, kind=None, host=None, rank=None, local_
     """One event; t = seconds after T0 (None: no time)."""
     n = next(_ids)
     file = file or f"{host or 'job'}.log"
-    return dict(event_id=n, file_id=1, file=file, line=line or n, end_line=line or n,
+    return dict(event_id=n, file_id=_file_ids.setdefault(file, len(_file_ids) + 1), file=file, line=line or n,
+                end_line=line or n,
                 ts=None if t is None else T0 + dt.timedelta(seconds=t),
                 ts_kind=ts_kind or ("none" if t is None else "exact"), format="test",
                 host=host, rank=rank, local_rank=local_rank, pid=pid,

@@ -307,7 +307,7 @@ def test_survival_reads_once_per_attempt_scope_and_again_when_the_scope_changes(
     fresh = {}
     for a in (1, 2):
         scope(con, a)
-        fresh[a] = (survival._healthy_until(con), survival._training_stop(con))
+        fresh[a] = (survival._healthy_until(con), survival._training_stop(survival._spans(con)))
     assert fresh[1] != fresh[2]   # the two attempts stop training at different times
     reads = []
     real = survival.query

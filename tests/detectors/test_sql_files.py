@@ -22,7 +22,7 @@ def con():
     c = store(progress + [
         ev(9, "RuntimeError: x", kind="python_exception", host="n2", rank=3),
         ev(10, "srun: error: n1: tasks 0-1: Terminated", host="n1")],
-        {"progress": [{"event_id": e["event_id"], "file_id": 1, "step": int(e["message"].split()[2])}
+        {"progress": [{"event_id": e["event_id"], "file_id": e["file_id"], "step": int(e["message"].split()[2])}
                       for e in progress]})
     refresh_summaries(c)   # what every ingest ends with: canned queries read events_aligned and echoes
     align(c)

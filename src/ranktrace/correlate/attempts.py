@@ -306,14 +306,16 @@ def segment(signs: list[Sign], progress: list[dt.datetime], failures: list[dt.da
     late = sorted((s for s in signs if not s.early), key=lambda s: s.t)
     # the early signs of one launch: close in time, the job did not train in between, and no log writes
     # the same launch sign twice (an agent's second round is another launch, however soon: a crash
-    # loop; a restart may be announced in two lines: Slurm's requeue), and a notice that the job restarts
-    # after launch signs with none before them ends that launch: it ran, silently, and failed. The
+    # loop; a restart may be announced in two lines: Slurm's requeue), and a host's notice that it
+    # restarts after its own launch signs, with no notice before them, ends that launch: it ran,
+    # silently, and failed (another host's notice is that host leaving the launch before for this one,
+    # as elastic agents follow one another into a new round within seconds). The
     # failures of the teardown around a restart do not cut it (they interleave with the new rounds)
     launches: list[list[Sign]] = []
     for s in early:
         c = launches[-1] if launches else None
         ends = s.signal == "restart" and c is not None and not any(x.signal == "restart" for x in c) \
-            and any(x.signal in ("round", "launch") for x in c)
+            and any(x.signal in ("round", "launch") and (s.host is None or x.host == s.host) for x in c)
         if c is not None and (s.t - c[-1].t).total_seconds() <= GAP_S and not trained(c[-1].t, s.t) \
                 and not ends and (s.signal == "restart" or s.key not in {x.key for x in c}):
             c.append(s)

@@ -4,7 +4,10 @@ Long runs carry warnings they survive: IB port flaps, retried socket and store c
 slow rank. A cause-role line is the root cause only if progress stopped after it (or the cascade follows
 it, which it does when progress stopped). So a finding whose own scope kept making progress well after
 it, its rank's progress for a rank, the progress of its host's ranks for a host-only line, the job's for a
-line naming nobody, is demoted: not direct, a small score, and says why.
+line naming nobody, is demoted: not direct, a small score, and says why. "Well after" is the survival
+window, or a few steps when the job trained to the end of its lines (the logs end, or it was stopped
+from outside: trained_to_the_end); in a file that also holds its rank's steps, the steps written after
+the line say it exactly, whatever the lines' times.
 
 Without progress lines the cascade decides: a real failure is followed by the job coming down (watchdog
 timeouts, aborts, the launcher's teardown) within CASCADE_WINDOW_S; a cause line that nothing of the kind
@@ -13,6 +16,7 @@ follows, while a later cause line is followed by it, was survived. With neither,
 from __future__ import annotations
 
 import datetime as dt
+import math
 import statistics
 import weakref
 
@@ -20,6 +24,7 @@ from .detectors.base import NEXT_TIMED_ATS, Finding, query
 
 MIN_WINDOW_S = 120.0     # progress this long after a line, at least, before it counts as survived
 STEPS = 5                # ... and at least this many of the job's typical step intervals
+IN_FLIGHT = 1            # steps a rank may still log after what stops it (the step it had finished)
 CASCADE_WINDOW_S = 1200.0   # a collective timeout (default 10 min) and the teardown after it fit in this
 CASCADE_KINDS = ("collective_timeout", "watchdog_abort", "sigterm_sent", "signal_received", "worker_failed",
                  "failure_summary", "job_exit", "step_cancelled", "comm_abort")
@@ -59,7 +64,8 @@ def progress_spans(con) -> list[dict]:
 def step_s(spans: list[dict]) -> float | None:
     """The job's typical interval between two progress lines of a rank (s), None when unknown."""
     steps = [(s["last_ats"] - s["first_ats"]).total_seconds() / (s["n"] - 1) for s in spans if s["n"] > 2]
-    return statistics.median(steps) if steps else None
+    # 0: progress lines without a time of their own (each took the last timed line's): no interval known
+    return (statistics.median(steps) or None) if steps else None
 
 
 def window_s(spans: list[dict]) -> float:
@@ -117,27 +123,72 @@ def _demote_by_cascade(con, findings: list[Finding]) -> int:
 
 def demote_survived(con, findings: list[Finding]) -> int:
     """Demote, in place, direct findings followed by healthy progress of their scope (without progress
-    data: followed by no teardown while a later one is). Returns how many."""
+    data: followed by no teardown while a later one is). Returns how many. By time first; then, for a
+    line without a time of its own or when the job trained to the end of its lines, by the steps its
+    rank wrote after it in the same file."""
     spans = _spans(con)
     if not spans:
         return _demote_by_cascade(con, findings)
-    w = window_s(spans)
-    latest = _latest_times(con, [f for f in findings if f.direct and f.time is not None])
-    n = 0
-    for f in findings:
-        if not f.direct or f.time is None:
-            continue
+    w = survival_window_s(con)
+    direct = [f for f in findings if f.direct and f.time is not None]
+    latest = _latest_times(con, direct)
+    undecided = []
+    for f in direct:
         last = last_progress(spans, f)
         t = latest.get(id(f), f.time)
         if last is None or t is None or (last - t).total_seconds() <= w:
+            undecided.append(f)
             continue
-        f.direct = False
-        f.score = min(f.score, 0.1)
-        f.extra["survived"] = True
-        f.why += (f" — survived: its {'rank' if f.rank is not None else 'node' if f.host else 'job'} made progress "
-                  f"until {(last - f.time).total_seconds() / 60:.0f} min later (context, not the cause)")
-        n += 1
-    return n
+        _survived(f, f"its {'rank' if f.rank is not None else 'node' if f.host else 'job'} made progress "
+                     f"until {(last - f.time).total_seconds() / 60:.0f} min later")
+    end = trained_to_the_end(con)
+    ordered = [f for f in undecided if end is not None or f.extra.get("ts_ok") is False]
+    step = step_s(spans)
+    need = (IN_FLIGHT + 1 if end == "the logs end" else STEPS if step is None or end
+            else max(STEPS, math.ceil(w / step)))
+    after = _steps_after(con, ordered)
+    for f in ordered:
+        if after.get(id(f), 0) >= need:
+            _survived(f, f"its {'rank' if f.rank is not None or f.local_rank is not None else 'file'} wrote "
+                         f"{after[id(f)]} more steps after it in the same file")
+    return len(direct) - len(undecided) + sum(1 for f in ordered if after.get(id(f), 0) >= need)
+
+
+def _survived(f: Finding, because: str) -> None:
+    f.direct = False
+    f.score = min(f.score, 0.1)
+    f.extra["survived"] = True
+    f.why += f" — survived: {because} (context, not the cause)"
+
+
+# after a line, the distinct steps its rank (its local rank, in a node's console of several ranks; any
+# rank when it names none) wrote in the same file up to the file's last progress line of the attempt in
+# scope; on the lines' Parquet with literal bounds, so that only the row groups of that stretch are read
+STEPS_AFTER = """
+    SELECT {event_id} AS event_id, count(DISTINCT p.step) AS steps
+    FROM event_lines p, (SELECT rank, local_rank FROM event_lines WHERE file_id = {file_id} AND line = {line}) f
+    WHERE p.file_id = {file_id} AND p.line > {line} AND p.line <= {until} AND p.step IS NOT NULL
+      AND (f.local_rank IS NULL OR p.local_rank IS NULL OR p.local_rank = f.local_rank)
+      AND (f.rank IS NULL OR p.rank IS NULL OR p.rank = f.rank)
+"""
+
+
+def _steps_after(con, findings: list[Finding]) -> dict[int, int]:
+    """id(finding) -> the steps its scope wrote after its line in the same file (STEPS_AFTER): a file's
+    order is exact where times are not (a torchrun console's `[default3]:` lines carry none: each takes
+    the last timed line's; two hosts' clocks differ by the alignment's uncertainty)."""
+    ids = sorted({f.evidence[0] for f in findings if f.evidence})
+    if not ids:
+        return {}
+    where = con.execute("SELECT event_id, file_id, line FROM hot_events_all WHERE event_id IN (SELECT unnest(?))",
+                        [ids]).fetchall()
+    until = dict(con.execute("SELECT file_id, max(last_line) FROM aligned_groups WHERE max_step IS NOT NULL "
+                             "AND file_id IN (SELECT unnest(?)) GROUP BY file_id",
+                             [sorted({w[1] for w in where})]).fetchall())
+    parts = [STEPS_AFTER.format(event_id=int(e), file_id=int(fid), line=int(line), until=int(until[fid]))
+             for e, fid, line in where if until.get(fid) is not None and until[fid] > line]
+    got = dict(con.execute(" UNION ALL ".join(parts)).fetchall()) if parts else {}
+    return {id(f): got.get(f.evidence[0], 0) for f in findings if f.evidence}
 
 
 # the latest time each of some lines can have been written (detectors.base.NEXT_TIMED_ATS)
@@ -162,11 +213,10 @@ def training_stop(con) -> tuple[dt.datetime | None, dt.timedelta]:
     """When the job (in scope) last made progress, and the slack of a step or two around it (a
     synchronous job's ranks stop within one step of each other: the others block at the next
     collective). (None, slack) without progress lines."""
-    return _memo(con, "training_stop", lambda: _training_stop(con))
+    return _memo(con, "training_stop", lambda: _training_stop(_spans(con)))
 
 
-def _training_stop(con) -> tuple[dt.datetime | None, dt.timedelta]:
-    spans = _spans(con)
+def _training_stop(spans: list[dict]) -> tuple[dt.datetime | None, dt.timedelta]:
     stop = max((s["last_ats"] for s in spans), default=None)
     return stop, dt.timedelta(seconds=max(5.0, 2 * (step_s(spans) or 0.0)))
 
@@ -183,9 +233,72 @@ def _healthy_until(con) -> dt.datetime | None:
     spans = _spans(con)
     if not spans:
         return None
-    last = max(s["last_ats"] for s in spans)
+    return max(s["last_ats"] for s in spans) - dt.timedelta(seconds=_memo(
+        con, "survival_window_s", lambda: _survival_window_s(con, spans)))
+
+
+def complaints_survived_until(con) -> dt.datetime | None:
+    """healthy_until for complaints (symptom lines: a closed peer, a retried socket): when the logs end
+    while the job still trains, a complaint after which every rank that logs progress made progress
+    again was survived so far; a failure stops every rank's progress within a step."""
+    healthy = healthy_until(con)
+    if healthy is None or trained_to_the_end(con) != "the logs end":
+        return healthy
+    return max(healthy, min(s["last_ats"] for s in _spans(con)))
+
+
+def survival_window_s(con) -> float:
+    """How long after a line progress must go on for the line to count as survived, in scope: the
+    survival window, or STEPS steps when training did not stop of itself (trained_to_the_end)."""
+    return _memo(con, "survival_window_s", lambda: _survival_window_s(con, _spans(con)))
+
+
+def _survival_window_s(con, spans: list[dict]) -> float:
     step = step_s(spans)
+    if step is not None and _memo(con, "trained_to_the_end", lambda: _trained_to_the_end(con, spans)) is not None:
+        return STEPS * step
+    return window_s(spans)
+
+
+def trained_to_the_end(con) -> str | None:
+    """Why the job (in scope) was still training when its lines end, or None: it was stopped from
+    outside within OUTSIDE_STOP_SLACK of its last progress, no rank having reported a stalled collective
+    ("stopped from outside": an agent's death signal, the scheduler's cancel, preemption or time limit),
+    or the logs end within two steps of its last progress ("the logs end"). A rank's failure stops a
+    synchronous job within a step everywhere (the others block at the next collective), so progress up
+    to the end says nothing had failed before it."""
+    return _memo(con, "trained_to_the_end", lambda: _trained_to_the_end(con, _spans(con)))
+
+
+# what stops a job from outside: an agent's death signal (torch's elastic agent: 'Received 15 death
+# signal, shutting down workers' on SIGTERM/SIGINT/SIGHUP/SIGQUIT), and the kinds whose failure is a
+# scheduler's cancel or time limit (parsers/kinds.toml); a Slurm step 'CANCELLED' with no reason is
+# srun's teardown after a failed task, not an outside stop
+OUTSIDE_STOP_KINDS = ("signal_received",)
+OUTSIDE_STOP_FAILURES = ("cancelled", "time_limit")
+# an outside stop falls anywhere in a step, on another host's clock (the alignment's uncertainty) than
+# the last progress line; a job that stalled first stays stalled for its collective timeout (minutes)
+# before anything ends it
+OUTSIDE_STOP_SLACK = dt.timedelta(seconds=30)
+# a rank's report that a collective stalled: the job was not training, whatever its progress lines' clock
+# says (a requeue's cancel after a hang is its teardown)
+STALL_KINDS = ("collective_timeout", "watchdog_abort", "hang_report")
+
+
+def _trained_to_the_end(con, spans: list[dict]) -> str | None:
+    last, slack = _training_stop(spans)
+    if last is None:
+        return None
+    wide = max(slack, OUTSIDE_STOP_SLACK)
+    stop = con.execute(
+        "SELECT min(first_ats) FROM aligned_groups WHERE ts_ok AND last_ats >= ? AND (kind IN (SELECT unnest(?)) "
+        "OR kind IN (SELECT kind FROM kind_catalog WHERE failure IN (SELECT unnest(?))))",
+        [last - wide, list(OUTSIDE_STOP_KINDS), list(OUTSIDE_STOP_FAILURES)]).fetchone()[0]
+    if stop is not None and abs(stop - last) <= wide and not con.execute(
+            "SELECT count(*) FROM aligned_groups WHERE kind IN (SELECT unnest(?)) AND first_ats < ?",
+            [list(STALL_KINDS), stop]).fetchone()[0]:
+        return "stopped from outside"
     end = con.execute("SELECT max(last_ats) FROM aligned_groups WHERE ts_ok").fetchone()[0]
-    if step is not None and end is not None and (end - last).total_seconds() <= 2 * step:
-        return last - dt.timedelta(seconds=STEPS * step)
-    return last - dt.timedelta(seconds=window_s(spans))
+    if end is not None and end - last <= slack:
+        return "the logs end"
+    return None

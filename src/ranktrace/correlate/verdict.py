@@ -32,7 +32,7 @@ from .choose import calibrated, features, load_weights, rank
 from .naming import review as _review_names, who as _who
 from .stranded import apply as _stranded
 from .detectors.network import uncorroborated_port_errors
-from .survival import demote_survived, healthy_until, progress_spans, window_s
+from .survival import OUTSIDE_STOP_FAILURES, complaints_survived_until, demote_survived, healthy_until, progress_spans, trained_to_the_end, window_s
 from .topology import topology as _topology
 from .util import ensure_kind_catalog, iso, platforms, rows, short, sql_file
 
@@ -312,12 +312,35 @@ def _failure_seen(con, findings: list[Finding]) -> bool:
     if healthy is None:
         if findings:
             return True
-    elif any((f.direct or f.time is None or f.time >= healthy) and not f.extra.get("survived") for f in findings):
-        return True
-    return con.execute("SELECT count(*) FROM aligned_groups WHERE (role IN ('cause', 'symptom') "
-                       "OR (severity IN ('error', 'critical') AND role <> 'info')) "
-                       "AND (CAST(? AS TIMESTAMP) IS NULL OR last_ats IS NULL OR last_ats >= ?)",
-                       [healthy, healthy]).fetchone()[0] > 0
+    else:
+        until = {False: healthy, True: complaints_survived_until(con)}
+        if any((f.direct or f.time is None or f.time >= until[f.detector == "first_symptom"])
+               and not f.extra.get("survived") for f in findings):
+            return True
+    # lines no finding was made of; a group whose last line a finding judged survived is not one
+    complaints = complaints_survived_until(con)
+    survived = [e for f in findings if f.extra.get("survived") for e in f.evidence]
+    return con.execute("SELECT count(*) FROM aligned_groups WHERE (((role = 'cause' OR (severity IN ('error', 'critical') "
+                       "AND role NOT IN ('info', 'symptom'))) AND (CAST(? AS TIMESTAMP) IS NULL OR last_ats IS NULL OR last_ats >= ?)) "
+                       "OR (role = 'symptom' AND (CAST(? AS TIMESTAMP) IS NULL OR last_ats IS NULL OR last_ats >= ?))) "
+                       "AND last_event_id NOT IN (SELECT unnest(?::BIGINT[]))",
+                       [healthy, healthy, complaints, complaints, survived]).fetchone()[0] > 0
+
+
+def _outside_stop_only(con, findings: list[Finding]) -> list[Finding] | None:
+    """The findings of the stop, when the job trained until it was stopped from outside (a cancel, a
+    preemption, a time limit, its agents' death signal: survival.trained_to_the_end) and nothing it
+    did not survive failed before the stop: the lines after it are its teardown. None otherwise."""
+    if trained_to_the_end(con) != "stopped from outside":
+        return None
+    stops = [f for f in findings if f.kind in OUTSIDE_STOP_FAILURES and f.time is not None]
+    if not stops:
+        return None
+    first = min(f.time for f in stops)
+    if any(f.direct and not f.extra.get("survived") and f.kind not in OUTSIDE_STOP_FAILURES
+           and (f.time is None or f.time < first) for f in findings):
+        return None
+    return stops
 
 
 def diagnose(con: duckdb.DuckDBPyConnection, *, offsets: dict[str, float] | None = None) -> dict:
@@ -353,6 +376,7 @@ def diagnose_scope(con: duckdb.DuckDBPyConnection, clock: list[dict]) -> dict:
     findings = run_all(con)
     for f in findings:
         _complete(con, f)
+    demote_survived(con, findings)   # warnings followed by healthy progress are context (survival.py)
     # once the job assembled, a rendezvous error is not the cause: after it, teardown; before it, a
     # retry the rendezvous got past
     from .detectors.rendezvous import job_started
@@ -363,9 +387,8 @@ def diagnose_scope(con: duckdb.DuckDBPyConnection, clock: list[dict]) -> dict:
                 f.direct, f.score = False, 0.05
                 f.why += (" (after the job had started: teardown)" if f.time > started else
                           " (the job assembled after it: a retry the rendezvous got past)")
-    demote_survived(con, findings)   # warnings followed by healthy progress are context (survival.py)
     uncorroborated_port_errors(con, findings)   # a port error no failed work request followed (network.py)
-    cands = _group(findings)
+    cands = _group(_outside_stop_only(con, findings) or findings)
     node_failed = {f.host for f in findings if f.kind == "node_failure" and f.host}
     # a job that ended normally everywhere did not fail: what it logged on the way was survived, unless
     # a failure line with a time of its own says otherwise (an end told after a missed restart)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .absence import named_ranks, silent_ranks, watchdog
 from .base import KINDS, Finding
-from .causes import first_cause, first_symptom, step_cancels
+from .causes import first_cause, first_symptom, outside_stops, step_cancels
 from .exits import sacct_maxrss, task_exits, worker_exits
 from .gpu import xid
 from .network import ib_peers
@@ -13,7 +13,7 @@ from .nodes import half_dead_nodes, node_events
 from .rendezvous import rendezvous
 
 RULES = (first_cause, worker_exits, task_exits, sacct_maxrss, named_ranks, watchdog, silent_ranks, half_dead_nodes,
-         node_events, rendezvous, xid, ib_peers, step_cancels, first_symptom)
+         node_events, rendezvous, xid, ib_peers, step_cancels, outside_stops, first_symptom)
 
 
 def run_all(con) -> list[Finding]:

@@ -109,7 +109,9 @@ def silent_ranks(con) -> list[Finding]:
     """Ranks with no cause/symptom line of their own while most peers report a lost peer. A line
     written while the job still trained (a retried socket before the hang) is not a complaint about
     this failure."""
-    from ..survival import training_stop
+    from ..survival import trained_to_the_end, training_stop
+    if trained_to_the_end(con) == "the logs end":
+        return []   # every rank made progress until the logs end: none of them went silent
     rs = query(con, "rank_activity")
     if len(rs) < 2:
         return []

@@ -66,8 +66,10 @@ class Finding:
 
 # The latest time a line `e` of hot_events can have been written: its file's next line with a time of its
 # own (a line that carries none inherits the one before it, so it was written between the two); NULL when
-# none follows. Used by survival (is a warning survived?) and network (is a port event recent?).
-NEXT_TIMED_ATS = ("(SELECT min(n.ats) FROM hot_events_all n "
+# none follows. The next by line, not the earliest of those after it: in a console several hosts write
+# to, a later line on another host's clock can read earlier by the alignment's error. Used by survival
+# (is a warning survived?) and network (is a port event recent?).
+NEXT_TIMED_ATS = ("(SELECT arg_min(n.ats, n.line) FROM hot_events_all n "
                   "WHERE n.file = e.file AND n.line > e.line AND n.ts_ok)")
 
 

@@ -116,3 +116,23 @@ def step_cancels(con) -> list[Finding]:
     return [Finding(detector="step_cancels", kind="cancelled", score=0.3,
                     why=f"the scheduler cancelled the step with no reason given ({(r['message'] or '').strip()[:100]})",
                     host=r["node"] or r["host"], time=r["ats"], evidence=[r["event_id"]])]
+
+
+def outside_stops(con) -> list[Finding]:
+    """The job was training when its launcher's agents were signalled to stop (torch's elastic agent:
+    'Received 15 death signal, shutting down workers'): stopped from outside (scancel, preemption, a
+    resubmit), not by a failure of its own, which would have stopped its progress first
+    (survival.trained_to_the_end). Weak on its own: a failure's line before it decides."""
+    from ..survival import trained_to_the_end
+    if trained_to_the_end(con) != "stopped from outside":
+        return []
+    r = rows(con, """
+        SELECT event_id, ats, host, message FROM aligned_events
+        WHERE kind = 'signal_received' AND ats IS NOT NULL ORDER BY ats, file, line LIMIT 1""")
+    if not r:
+        return []   # the scheduler's own cancel or time limit said so: first_cause has it
+    r = r[0]
+    return [Finding(detector="outside_stops", kind="cancelled", score=0.3,
+                    why=f"the launcher was signalled to stop while the job was still training "
+                        f"({(r['message'] or '').strip()[:100]}): stopped from outside (a user, preemption, a resubmit)",
+                    time=r["ats"], evidence=[r["event_id"]])]

@@ -1,0 +1,123 @@
+"""A job still training when its lines end (issue 27's false alarms): the logs end while every rank
+trains, or the job was stopped from outside (its agents' death signal, the scheduler's cancel) while it
+trained. What it logged before is survived, the lines after the stop are its teardown, and a file's order
+proves survival where its lines carry no time of their own (ranktrace.correlate.survival)."""
+
+from __future__ import annotations
+
+from ranktrace.correlate import diagnose
+from ranktrace.correlate.attempts import Sign, find_attempts, scope, segment
+from ranktrace.correlate.clock import align
+from ranktrace.correlate.detectors import run_all
+from ranktrace.correlate.survival import demote_survived, trained_to_the_end
+
+from .fixtures import ev, steps, store
+from .test_attempts import HOSTS, launch, t
+
+
+def port_error(at: float | None, host: str = "n1", rank: int = 0, **kw) -> dict:
+    return ev(at, f"{host}:4242:4250 [{rank}] transport/net_ib.cc:93 NCCL WARN NET/IB : Got async event : port error",
+              kind="network_error", host=host, rank=rank, file=f"{host}.log", **kw)
+
+
+def death_signals(at: float) -> list[dict]:
+    """torch's elastic agent on each host, SIGTERMed from outside (elastic/agent/server/api.py)."""
+    return [ev(at + i * 0.2, "Received 15 death signal, shutting down workers", kind="signal_received", host=h,
+               pid=100, file=f"{h}.log", role="symptom", severity="warning") for i, h in enumerate(HOSTS)]
+
+
+def teardown(at: float) -> list[dict]:
+    return [ev(at, "socketProgressOpt: Call to recv from n1<43001> failed : Connection reset by peer",
+               kind="peer_closed", host="n2", rank=2, file="n2.log")]
+
+
+def test_a_job_signalled_while_it_trained_was_cancelled_and_its_warning_survived():
+    # 60 steps of 5 s; a port warning 80 s before the agents are SIGTERMed (within the 120 s survival
+    # window, far more than five steps); the peers' closed sockets after the signal are its teardown
+    evs = launch(0) + steps(HOSTS, 60, step_time=5.0, start=10) + [port_error(230)] + death_signals(311) + teardown(313)
+    doc = diagnose(store(evs))
+    v = doc["verdict"]
+    assert v["kind"] == "cancelled" and v["rank"] is None
+    assert "signalled to stop while the job was still training" in v["summary"]
+    # the stop is the only candidate: nothing failed before it, the closed sockets came after it
+    assert [h["kind"] for h in doc["hypotheses"]] == ["cancelled"]
+
+
+def test_a_signal_long_after_training_stopped_is_no_outside_stop():
+    # the job hung at step 30 (t=160) and was SIGTERMed 10 minutes later: it had stopped of itself
+    evs = launch(0) + steps(HOSTS, 30, step_time=5.0, start=10) + [port_error(158)] + death_signals(760) + teardown(762)
+    con = store(evs)
+    align(con)
+    find_attempts(con)
+    scope(con, 1)
+    assert trained_to_the_end(con) is None
+    assert diagnose(store(evs))["verdict"]["kind"] != "cancelled"
+
+
+def test_a_complaint_every_rank_trained_past_before_the_logs_end_is_no_failure():
+    # the logs end while every rank trains; rank 2 complained between the last two steps
+    evs = launch(0) + steps(HOSTS, 60, step_time=5.0, start=10) + teardown(306)
+    doc = diagnose(store(evs))
+    assert [a["outcome"] for a in doc["attempts"]] == ["running"]
+    assert doc["verdict"]["rank"] is None and "no failure line" in doc["verdict"]["summary"]
+    assert not doc["cascade"]
+
+
+def _findings(evs):
+    con = store(evs)
+    align(con)
+    find_attempts(con)
+    scope(con, 1)
+    fs = run_all(con)
+    demote_survived(con, fs)
+    return [f for f in fs if f.kind == "network_error"]
+
+
+def test_a_line_without_a_time_is_survived_by_the_steps_its_rank_wrote_after_it_in_the_same_file():
+    # a torchrun console: the agent's lines have times, the workers' do not (each takes the last timed
+    # line's: t=0); rank 0 wrote 40 steps after its port warning, then the agents were signalled
+    untimed = [ev(0.0, f"[rank{r}] step {k} loss 0.5", kind="progress", host="n1", rank=r, file="n1.log",
+                  ts_kind="interpolated") for k in range(1, 61) for r in (0, 1)]
+    for i, e in enumerate(untimed):
+        e["line"] = 10 + 2 * i
+    warn = port_error(0.0, ts_kind="interpolated", line=10 + 2 * 40 + 1)   # after step 20 of both ranks
+    evs = [ev(0.0, "[default] Starting worker group", kind="worker_start", host="n1", pid=100, file="n1.log", line=1)]
+    evs += untimed + [warn, ev(900.0, "Received 15 death signal, shutting down workers", kind="signal_received",
+                               host="n1", pid=100, file="n1.log", line=500, role="symptom", severity="warning")]
+    (f,) = _findings(evs)
+    assert f.extra.get("survived") and "more steps after it in the same file" in f.why
+    # the same warning two steps before the file's last step is not proven survived by the file
+    late = [e for e in evs if e is not warn] + [dict(warn, line=10 + 2 * 116 + 1)]   # after step 58
+    (g,) = _findings(late)
+    assert "more steps after it in the same file" not in g.why
+
+
+def test_another_hosts_restart_notice_joins_the_new_launch_instead_of_ending_it():
+    # elastic agents follow one another into a new round within seconds: n1 starts round 2, then n2
+    # announces its restart and joins it; one relaunch, not two
+    signs = [Sign(t(0), "n1", "round", True, "n1.log", 1), Sign(t(1), "n2", "round", True, "n2.log", 1),
+             Sign(t(1000), "n1", "round", True, "n1.log", 90), Sign(t(1003), "n2", "restart", True, "n2.log", 88),
+             Sign(t(1004), "n2", "round", True, "n2.log", 91)]
+    got = segment(signs, [t(x) for x in range(30, 900, 5)], [t(950)])
+    assert [a.id for a in got] == [1, 2] and got[1].start == t(1000)
+    # a host's notice after its own round of the launch ends that launch (it ran, silently, and failed)
+    own = signs[:3] + [Sign(t(1003), "n1", "restart", True, "n1.log", 95), Sign(t(1004), "n1", "round", True, "n1.log", 96)]
+    assert len(segment(own, [t(x) for x in range(30, 900, 5)], [t(950)])) == 3
+
+
+def test_a_line_without_a_time_was_written_before_the_next_timed_line_of_its_file_not_the_earliest():
+    # an srun console: n2's line after it reads earlier than n1's next line (another clock): the bound
+    # is the next line's time, not the earliest of those that follow
+    from ranktrace.correlate.detectors.base import Finding
+    from ranktrace.correlate.survival import _latest_times
+    cause = ev(50.0, "0: AssertionError: loss is nan", kind="python_exception", host="n1", rank=0, file="out",
+               line=10, ts_kind="interpolated")
+    evs = [ev(50.0, "0: step 40", kind="progress", host="n1", rank=0, file="out", line=9), cause,
+           ev(60.0, "0: [E] watchdog", kind="collective_timeout", host="n1", rank=0, file="out", line=11),
+           ev(20.0, "7: [E] watchdog", kind="collective_timeout", host="n2", rank=7, file="out", line=12)]
+    con = store(evs)
+    align(con)
+    find_attempts(con)
+    f = Finding(detector="first_cause", kind="exception", score=0.85, why="", rank=0, host="n1",
+                time=t(50), evidence=[cause["event_id"]], extra={"ts_ok": False})
+    assert _latest_times(con, [f]) == {id(f): t(60)}
