@@ -103,7 +103,9 @@ const BUCKET_EVENTS: usize = 8;
 /// A part's events: the columns of `event_schema` but the class id (made
 /// when the parts are put in file order: classes::FileClasses), and each
 /// event's class.
-pub fn event_rows(cat: &Catalog, file_id: i64, events: &[Event], classes: &[Class]) -> (Vec<ArrayRef>, classes::Local) {
+/// `facts`: each event's summary facts (classify::read; `summary::of_events` reads the same).
+pub fn event_rows(cat: &Catalog, file_id: i64, events: &[Event], classes: &[Class], facts: &[summary::Facts])
+                  -> (Vec<ArrayRef>, classes::Local) {
     // A few distinct envelope chains per file: each joined once.
     let mut joined: rustc_hash::FxHashMap<&[u16], String> = Default::default();
     for e in events {
@@ -159,7 +161,6 @@ pub fn event_rows(cat: &Catalog, file_id: i64, events: &[Event], classes: &[Clas
     cols.push(sized_text_col(events, raw_bytes, |_, e| Some(e.raw.as_str())));
     cols.push(Arc::new(arrow_array::Int32Array::from_iter_values(events.iter().map(|e| e.marks.unwrap_or_else(|| cat.marks.of(&e.raw, e.ascii))))));
     cols.push(Arc::new(arrow_array::BooleanArray::from_iter(events.iter().map(|e| Some(year_placeholder(e))))));
-    let facts = summary::of_events(cat, events, classes);
     cols.push(Arc::new(arrow_array::Int64Array::from_iter(facts.iter().map(|f| f.step))));
     cols.push(Arc::new(arrow_array::BooleanArray::from_iter(facts.iter().map(|f| f.says_step))));
     cols.push(Arc::new(arrow_array::Int32Array::from_iter(facts.iter().map(|f| f.nranks))));
