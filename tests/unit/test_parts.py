@@ -132,6 +132,22 @@ def test_parts_are_read_by_duckdb_directly(catalog, direct, parts):
     assert m["schema_version"] == store.SCHEMA_VERSION and len(m["catalog"]) == 32
 
 
+def test_fact_event_ids_are_delta_encoded_without_a_dictionary(parts):
+    """A fact's event_id is one value a row: delta encoded, no dictionary tried (parts.PartWriter._writer)."""
+    _, made, _ = parts
+    checked = 0
+    for part in made:
+        for f in sorted(Path(part).glob("*.parquet")):
+            meta = pq.ParquetFile(f).metadata
+            names = [meta.schema.column(i).name for i in range(meta.num_columns)]
+            if f.name.startswith("event_lines") or "event_id" not in names or not meta.num_row_groups:
+                continue
+            col = meta.row_group(0).column(names.index("event_id"))
+            assert "DELTA_BINARY_PACKED" in col.encodings and not col.has_dictionary_page, (f.name, col.encodings)
+            checked += 1
+    assert checked
+
+
 def test_part_name_is_deterministic_and_a_new_ingest_replaces_it(tmp_path, catalog, parts):
     _, made, dirs = parts
     out = tmp_path / "again"

@@ -116,6 +116,9 @@ pub struct MessageShapes {
     classes: Vec<Classes>,
     rule_sensitive: Vec<bool>,
     fact_sensitive: Vec<bool>,
+    /// whether a message's shape decides its summary tests (summary.rs: none of
+    /// their regexps tells digits apart), per format
+    summary_by_shape: Vec<bool>,
 }
 
 pub fn message_shapes(cat: &Catalog) -> Result<MessageShapes, String> {
@@ -123,7 +126,9 @@ pub fn message_shapes(cat: &Catalog) -> Result<MessageShapes, String> {
         classes: Vec::new(),
         rule_sensitive: vec![false; cat.rules.len()],
         fact_sensitive: vec![false; cat.facts.len()],
+        summary_by_shape: Vec::new(),
     };
+    let summary = crate::summary::shape_sources();
     for f in &cat.formats {
         let mut g = Gather::default();
         for &ri in &f.rules {
@@ -132,6 +137,11 @@ pub fn message_shapes(cat: &Catalog) -> Result<MessageShapes, String> {
         for &fi in f.facts.iter().filter(|&&fi| !cat.facts[fi].multi) {
             m.fact_sensitive[fi] = g.add(cat.facts[fi].regex.as_str())?;
         }
+        let mut by_shape = true;
+        for src in &summary {
+            by_shape &= !g.add(src)?;
+        }
+        m.summary_by_shape.push(by_shape);
         m.classes.push(g.classes());
     }
     Ok(m)
@@ -164,6 +174,8 @@ struct ByShape {
     rule_guards: Box<[Option<Guard>]>,
     /// per fact of the format
     facts: Box<[ShapeFact]>,
+    /// the summary tests (None: the format's shapes do not decide them)
+    tests: Option<crate::summary::ShapeTests>,
 }
 
 /// A fact row a message makes, in the order of the format's facts.
@@ -177,6 +189,8 @@ enum Emit {
 struct ByMessage {
     rule: Option<usize>,
     emits: Box<[Emit]>,
+    /// the message's summary tests
+    tests: crate::summary::Tests,
 }
 
 /// The classification and facts of one part of a batch.
@@ -202,12 +216,16 @@ fn src_bytes(src: Src) -> [u8; 5] {
 }
 
 impl<'c, 'e> Reader<'c, 'e> {
-    /// The rule and fact rows of event `ei` (of format `f`).
-    fn event(&mut self, f: usize, e: &'e Event, ei: usize, out: &mut Vec<FactRow>, fills: &mut Vec<(usize, usize, usize)>) -> Option<usize> {
+    /// The rule and fact rows of event `ei` (of format `f`), and its message's summary
+    /// tests when its message or its shape was met before (else None: read them from it).
+    fn event(&mut self, f: usize, e: &'e Event, ei: usize, out: &mut Vec<FactRow>, fills: &mut Vec<(usize, usize, usize)>)
+             -> (Option<usize>, Option<crate::summary::Tests>) {
         let cat = self.cat;
         let format = &cat.formats[f];
         if format.facts.is_empty() && format.raw_rules {
-            return self.rule(f, e);
+            let shaped = self.shape(f, e);
+            let tests = if shaped { self.shape_tests(e) } else { None };
+            return (self.rule_given(f, e, shaped), tests);
         }
         let mut shaped = None; // whether self.key holds e's shape, when new_message made it
         let m = match self.by_message.get(&(e.src, e.message())) {
@@ -234,12 +252,19 @@ impl<'c, 'e> Reader<'c, 'e> {
                 }
             }
         }
-        let rule = m.rule;
-        match (format.raw_rules, shaped) {
+        let (rule, tests) = (m.rule, m.tests);
+        let rule = match (format.raw_rules, shaped) {
             (false, _) => rule,
             (true, Some(s)) => self.rule_given(f, e, s),
             (true, None) => self.rule(f, e),
-        }
+        };
+        (rule, Some(tests))
+    }
+
+    /// The summary tests of event `e` from its shape, whose key `self.key` holds.
+    #[inline]
+    fn shape_tests(&self, e: &Event) -> Option<crate::summary::Tests> {
+        self.by_shape.get(self.key.as_slice())?.tests.as_ref().map(|t| t.tests(e.message()))
     }
 
     /// The first rule of format `f` that matches event `e`.
@@ -307,7 +332,11 @@ impl<'c, 'e> Reader<'c, 'e> {
             };
             emits.push(Emit::Row(fi, r.values));
         }
-        (ByMessage { rule, emits: emits.into() }, shaped)
+        let tests = match shape.and_then(|s| s.tests.as_ref()) {
+            Some(t) => t.tests(m),
+            None => crate::summary::tests(m),
+        };
+        (ByMessage { rule, emits: emits.into(), tests }, shaped)
     }
 
     /// Puts the key of event `e`'s shape in `self.key` and makes sure the
@@ -373,7 +402,8 @@ impl<'c, 'e> Reader<'c, 'e> {
                 crate::guard::make(nfa, rule_text(cat, ri, e).as_bytes(), &cat.messages.classes[f])
             })
             .collect();
-        ByShape { rule, rule_asks: self.asks.as_slice().into(), rule_guards, facts }
+        let tests = cat.messages.summary_by_shape[f].then(|| crate::summary::ShapeTests::of(m));
+        ByShape { rule, rule_asks: self.asks.as_slice().into(), rule_guards, facts, tests }
     }
 }
 
@@ -381,10 +411,14 @@ impl<'c, 'e> Reader<'c, 'e> {
 /// from facts (`identity = [...]`) where the event has none (or only a path
 /// hint): the first such fact of the catalog wins; then from the identity
 /// tokens found on its line (identity.rs). `memo`: messages of a shape met
-/// before take its answers.
-pub fn read<'c>(cat: &'c Catalog, events: &mut [Event], memo: bool) -> (Vec<Class<'c>>, Vec<FactRow>) {
+/// before take its answers. And each event's summary facts (summary.rs), as
+/// `summary::of_events` reads them: worked out once per (source, message) and
+/// per message shape, replayed for the events that repeat them.
+pub fn read<'c>(cat: &'c Catalog, events: &mut [Event], memo: bool) -> (Vec<Class<'c>>, Vec<FactRow>, Vec<crate::summary::Facts>) {
     let info = cat.severities.iter().position(|s| s == "info").unwrap_or(1) as u8;
+    let kinds = crate::summary::Kinds::of(cat);
     let mut classes = Vec::with_capacity(events.len());
+    let mut summaries = Vec::with_capacity(events.len());
     let mut out = Vec::new();
     let mut fills: Vec<(usize, usize, usize)> = Vec::new(); // (event, fact, row)
     {
@@ -411,8 +445,13 @@ pub fn read<'c>(cat: &'c Catalog, events: &mut [Event], memo: bool) -> (Vec<Clas
                 }
             }
             let f = format_of(cat, e.src);
-            let rule = f.and_then(|f| r.event(f, e, ei, &mut out, &mut fills));
-            classes.push(class_of(cat, e, f, rule, info));
+            let (rule, tests) = f.map_or((None, None), |f| r.event(f, e, ei, &mut out, &mut fills));
+            let class = class_of(cat, e, f, rule, info);
+            summaries.push(match &tests {
+                Some(t) => crate::summary::combine(&kinds, t, &class),
+                None => crate::summary::facts(&kinds, e.message(), &class),
+            });
+            classes.push(class);
         }
     }
     for (ei, fi, ri) in fills {
@@ -437,7 +476,7 @@ pub fn read<'c>(cat: &'c Catalog, events: &mut [Event], memo: bool) -> (Vec<Clas
             crate::identity::apply(cat, e, ei, at, &hits, &mut out);
         }
     }
-    (classes, out)
+    (classes, out, summaries)
 }
 
 fn typed(text: Option<&str>, t: FType) -> Val {
@@ -527,7 +566,7 @@ mod tests {
             assert!(!cat.messages.fact_sensitive[0] && cat.messages.fact_sensitive[1]);
             let read = |memo: bool| {
                 let mut evs = events(&cat, &lines);
-                let (classes, rows) = read(&cat, &mut evs, memo);
+                let (classes, rows, _) = read(&cat, &mut evs, memo);
                 let kinds: Vec<_> = classes.iter().map(|c| c.kind.map(|k| cat.kinds[k].name.clone())).collect();
                 let rows: Vec<_> = rows.iter().map(|r| (r.event, format!("{:?}", r.values))).collect();
                 (kinds, rows)
@@ -540,6 +579,29 @@ mod tests {
         }
     }
 
+    /// The summary facts replayed per message and per shape are those read from each
+    /// message (summary::of_events), memo on and off.
+    #[test]
+    fn summary_facts_replayed_as_read() {
+        let lines = [
+            "step 12 | loss 3.1", "step 345 | loss 3.1", "step 12 | loss 3.1", "STEP=99999999999999999999 x",
+            "iter 7 comm 0x1 nranks 16", "iter 8 comm 0x1 nranks 4294967296", "day 12 step 5", "warn 7 step 6",
+            "Sending process 7 closing signal SIGTERM", "Sending process 8 closing signal SIGTERM",
+            "failed (exitcode: 1) step 3", "ministep 3", "x\u{00e9} step 4", "global_step=[42] lr", "global_step=[43] lr",
+        ];
+        for raw_rules in [false, true] {
+            let cat = catalog(raw_rules);
+            for memo in [true, false] {
+                let mut evs = events(&cat, &lines);
+                let (classes, _, got) = read(&cat, &mut evs, memo);
+                let want = crate::summary::of_events(&cat, &evs, &classes);
+                assert_eq!(got, want, "raw_rules {raw_rules} memo {memo}");
+                assert!(want.iter().filter(|f| f.step.is_some()).count() >= 6, "{want:?}");
+                assert!(want.iter().any(|f| f.nranks == Some(16)) && want.iter().filter(|f| f.teardown).count() == 3);
+            }
+        }
+    }
+
     /// Two events have the same class key exactly when `same_key` says so.
     #[test]
     fn same_key_is_key_equality() {
@@ -548,7 +610,7 @@ mod tests {
         let mut evs = events(&cat, &lines);
         evs[1].ids[0] = Id::Text("h1".into()); // a text identity: part of the key
         evs[2].ids[1] = Id::Int(3); // an integer one: not
-        let (classes, _) = read(&cat, &mut evs, true);
+        let (classes, _, _) = read(&cat, &mut evs, true);
         let key = |i: usize| {
             let mut k = Vec::new();
             crate::classes::key(&cat, &evs[i], &classes[i], None, &mut k);

@@ -289,16 +289,20 @@ impl FileParser {
         }
         lap("carry+times");
         let (file_id, file) = (self.file_id, self.file.as_str());
-        let (classes, mut rows): (Vec<_>, Vec<_>) =
-            par::map(events.iter_mut().map(Vec::as_mut_slice).collect(), |evs: &mut [events::Event]| classify::read(cat, evs, memo_on))
-                .into_iter()
-                .unzip();
+        let mut classes = Vec::with_capacity(events.len());
+        let mut rows = Vec::with_capacity(events.len());
+        let mut summaries = Vec::with_capacity(events.len());
+        for (c, r, s) in par::map(events.iter_mut().map(Vec::as_mut_slice).collect(), |evs: &mut [events::Event]| classify::read(cat, evs, memo_on)) {
+            classes.push(c);
+            rows.push(r);
+            summaries.push(s);
+        }
         // identity implied for a stream, after each line's own and its tokens' (in order, over the parts)
         stream::carry(cat, &mut events, &mut rows, &mut self.streams);
         let parts = par::map(
-            events.iter().zip(classes.iter()).zip(rows.iter()).collect(),
-            |((evs, classes), rows): ((&Vec<events::Event>, &Vec<classify::Class>), &Vec<classify::FactRow>)| {
-                (out::event_rows(cat, file_id, evs, classes), out::fact_batches(cat, file_id, evs, rows))
+            events.iter().zip(classes.iter()).zip(rows.iter()).zip(summaries.iter()).collect(),
+            |(((evs, classes), rows), summaries): (((&Vec<events::Event>, &Vec<classify::Class>), &Vec<classify::FactRow>), &Vec<summary::Facts>)| {
+                (out::event_rows(cat, file_id, evs, classes, summaries), out::fact_batches(cat, file_id, evs, rows))
             },
         );
         let schema = out::event_schema(cat);

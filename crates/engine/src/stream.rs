@@ -197,7 +197,7 @@ mod tests {
                 chunk.iter().enumerate().map(|(i, l)| r.read(&mut memo, (k * cut + i + 1) as i64, 0, l.to_string(), &mut [0])).collect();
             let n = peeled.len();
             let mut evs = crate::events::build(cat, &mut peeled, &vec![NO_BLOCK; n], &vec![usize::MAX; n], &vec![Id::None; 4], &tz);
-            let (_, found) = crate::classify::read(cat, &mut evs, true);
+            let (_, found, _) = crate::classify::read(cat, &mut evs, true);
             parts.push(evs);
             rows.push(found);
         }

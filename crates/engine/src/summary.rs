@@ -112,10 +112,124 @@ pub fn facts(kinds: &Kinds, message: &str, class: &Class) -> Facts {
     f
 }
 
-/// The facts of every event of a batch (its class beside it).
+/// The facts of every event of a batch (its class beside it), each read from its message
+/// (the reference: classify.rs gives the same facts, replayed per message and per shape).
 pub fn of_events(cat: &Catalog, events: &[Event], classes: &[Class]) -> Vec<Facts> {
     let kinds = Kinds::of(cat);
     events.iter().zip(classes).map(|(e, c)| facts(&kinds, e.span(e.message), c)).collect()
+}
+
+/// What a message's text says, whatever its class: `facts(kinds, m, class)` is
+/// `combine(kinds, tests(m), class)`. A message met again (classify.rs: per (source,
+/// message)) or of a shape met before (per shape: `ShapeTests`) takes them without a search.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Tests {
+    /// the step the step regexp reads (whatever the class)
+    pub step: Option<i64>,
+    /// whether the says-step regexp matches
+    pub says: bool,
+    pub nranks: Option<i32>,
+    pub teardown: bool,
+}
+
+/// The literals of the tests, their searchers made once (memmem::find makes one per call).
+struct Finders {
+    tep: memchr::memmem::Finder<'static>,
+    iter: memchr::memmem::Finder<'static>,
+    nranks: memchr::memmem::Finder<'static>,
+    exitcode: memchr::memmem::Finder<'static>,
+    sigterm: memchr::memmem::Finder<'static>,
+}
+
+/// The literals `teardown` looks for.
+pub const TEARDOWN: [&str; 2] = ["failed (exitcode:", "closing signal SIGTERM"];
+
+fn finders() -> &'static Finders {
+    static F: OnceLock<Finders> = OnceLock::new();
+    F.get_or_init(|| Finders {
+        tep: memchr::memmem::Finder::new(b"tep"),
+        iter: memchr::memmem::Finder::new(b"iter"),
+        nranks: memchr::memmem::Finder::new(b"nranks "),
+        exitcode: memchr::memmem::Finder::new(TEARDOWN[0].as_bytes()),
+        sigterm: memchr::memmem::Finder::new(TEARDOWN[1].as_bytes()),
+    })
+}
+
+/// The tests of `message`, read from its text.
+pub fn tests(message: &str) -> Tests {
+    let b = message.as_bytes();
+    let f = finders();
+    let mut t = Tests::default();
+    // the step regexps need `step`, `iter` or `iteration` in any case (`facts`' cheap test)
+    let maybe = f.tep.find(b).is_some() || f.iter.find(b).is_some() || !message.is_ascii() || b.iter().any(u8::is_ascii_uppercase);
+    if maybe {
+        t.step = rx().step.captures(message).and_then(|c| int(c.get(1)?.as_str()));
+        t.says = rx().says.is_match(message);
+    }
+    if f.nranks.find(b).is_some() {
+        t.nranks = rx().nranks.captures(message).and_then(|c| int(c.get(1)?.as_str()));
+    }
+    t.teardown = f.exitcode.find(b).is_some() || f.sigterm.find(b).is_some();
+    t
+}
+
+/// `facts` of a message whose tests are `t`, for its class.
+#[inline]
+pub fn combine(kinds: &Kinds, t: &Tests, class: &Class) -> Facts {
+    let progress = class.kind.is_some() && class.kind == kinds.progress;
+    let no_kind = class.kind.is_none();
+    let quiet = kinds.quiet.get(class.severity as usize).copied().unwrap_or(false);
+    Facts {
+        step: if (progress || no_kind) && (progress || quiet) { t.step } else { None },
+        says_step: (no_kind && t.says).then_some(true),
+        nranks: t.nranks,
+        teardown: t.teardown,
+    }
+}
+
+/// The regexps and literals of the tests, for the byte classes of message shapes
+/// (classify.rs): ASCII messages of one shape match them alike, with the same spans.
+pub fn shape_sources() -> Vec<String> {
+    let mut s = vec![STEP.to_string(), SAYS_STEP.to_string(), NRANKS.to_string()];
+    s.extend(TEARDOWN.iter().map(|l| regex::escape(l)));
+    s
+}
+
+/// The tests of a message shape: where its step and nranks digits are (spans of the
+/// message), and the answers that need no digits.
+#[derive(Debug, Clone, Copy)]
+pub struct ShapeTests {
+    step: Option<(u32, u32)>,
+    says: bool,
+    nranks: Option<(u32, u32)>,
+    teardown: bool,
+}
+
+impl ShapeTests {
+    /// Read on the message that made the shape.
+    pub fn of(message: &str) -> ShapeTests {
+        let span = |re: &Regex| re.captures(message).and_then(|c| c.get(1)).map(|m| (m.start() as u32, m.end() as u32));
+        let b = message.as_bytes();
+        let f = finders();
+        ShapeTests {
+            step: span(&rx().step),
+            says: rx().says.is_match(message),
+            nranks: span(&rx().nranks),
+            teardown: f.exitcode.find(b).is_some() || f.sigterm.find(b).is_some(),
+        }
+    }
+
+    /// The tests of `message`, of this shape: only its digits are read.
+    #[inline]
+    pub fn tests(&self, message: &str) -> Tests {
+        let at = |s: (u32, u32)| &message[s.0 as usize..s.1 as usize];
+        Tests {
+            step: self.step.and_then(|s| int(at(s))),
+            says: self.says,
+            nranks: self.nranks.and_then(|s| int(at(s))),
+            teardown: self.teardown,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -154,6 +268,21 @@ mod tests {
         assert_eq!(facts(&k, "x STEP=5", &class(Some(0), 1)).step, Some(5));
         // \d is ASCII: an Arabic-Indic digit is none
         assert_eq!(facts(&k, "step \u{0663}", &class(Some(0), 1)).step, None);
+    }
+
+    /// `facts` is `combine` of `tests`, and of a shape's tests on the message that made it.
+    #[test]
+    fn facts_are_tests_combined() {
+        let k = kinds();
+        let msgs = ["step 11 | loss 2.4", "global_step=[42] lr", "Iteration: 7", "warmup_step 5", "STEP: 3 done",
+                    "step 99999999999999999999", "step\u{0B}5", "\u{017F}tep 5", "comm 0x1 rank 3 nranks 16",
+                    "nranks 4294967296", "failed (exitcode: 1)", "closing signal SIGTERM", "no steps here", ""];
+        for m in msgs {
+            for c in [class(Some(0), 3), class(Some(0), 1), class(None, 1), class(None, 4), class(Some(1), 1)] {
+                assert_eq!(combine(&k, &tests(m), &c), facts(&k, m, &c), "{m:?}");
+                assert_eq!(combine(&k, &ShapeTests::of(m).tests(m), &c), facts(&k, m, &c), "{m:?}");
+            }
+        }
     }
 
     #[test]
