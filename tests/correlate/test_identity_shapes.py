@@ -197,6 +197,19 @@ CASES = {
                       "               NVRM: fallen off the bus and is not responding to commands.\n"
                       "[ 1843.439662] NVRM: The NVIDIA probe routine failed for 1 device(s).\n"},
         {"kind": "gpu_fault", "gpu": "0000:b3:00"}),
+    # accelerate test_utils/testing.py _stream_subprocess tee: print("stderr:", line) on every child line;
+    # behind it a worker's traceback and the agent's report of that worker
+    "accelerate_tee_stderr_label": (
+        {"run.log": "stderr: Traceback (most recent call last):\n"
+                    "stderr:   File \"/srv/train.py\", line 88, in <module>\n"
+                    "stderr:     loss.backward()\n"
+                    "stderr: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 3 has a "
+                    "total capacity of 79.15 GiB of which 1.20 GiB is free.\n"
+                    "stderr: WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 3301 closing "
+                    "signal SIGTERM\n"
+                    "stderr: ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 3 "
+                    "(pid: 3304) of binary: /usr/bin/python\n"},
+        {"kind": "gpu_oom", "local_rank": 3, "pid": 3304}),
     # ---- the scheduler's acts (slurmstepd req.c '*** %s ON %s CANCELLED AT %s DUE TO ... ***', srun's own)
     "slurm_time_limit": (
         {"slurm.out": "[rank0]:step 4810 loss 1.0312\nslurmstepd: error: *** JOB 713158 ON gpu-b07 CANCELLED AT "
