@@ -210,6 +210,26 @@ CASES = {
                     "stderr: ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 3 "
                     "(pid: 3304) of binary: /usr/bin/python\n"},
         {"kind": "gpu_oom", "local_rank": 3, "pid": 3304}),
+    # ray python/ray/exceptions.py ActorDiedError: '\tpid: ', '\tip: ' lines then the raylet's exit detail;
+    # the driver's exception line is a report about the actor, not a cause of its own
+    "ray_actor_died_pid_ip": (
+        {"driver.log": "Traceback (most recent call last):\n"
+                       "  File \"/srv/main_ppo.py\", line 42, in main\n"
+                       "    ray.get(refs)\n"
+                       "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.\n"
+                       "\tclass_name: WorkerDict\n\tactor_id: 5066c201b724a3936948a11201000000\n\tpid: 8768\n"
+                       "\tname: WorkerDict_0:3\n\tnamespace: b8860f81\n\tip: 10.0.4.23\n"
+                       "The actor is dead because its worker process has died. Worker exit type: SYSTEM_ERROR Worker "
+                       "exit detail: Worker unexpectedly exits with a connection error code 2. End of file.\n"},
+        {"kind": ("unknown", "killed"), "host": "10.0.4.23", "pid": 8768}),
+    "ray_actor_died_k8s_memory_limit": (
+        {"driver.log": "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.\n"
+                       "\tclass_name: TaskRunner\n\tactor_id: 8d1498767d305748d59d87da01000000\n\tpid: 3190\n"
+                       "\tnamespace: 1109301e\n\tip: 10.0.4.24\n"
+                       "The actor is dead because its worker process has died. Worker exit type: SYSTEM_ERROR Worker "
+                       "exit detail: Worker exits unexpectedly. Worker exits with an exit code None. The worker may "
+                       "have exceeded K8s pod memory limits.\n"},
+        {"kind": "oom", "host": "10.0.4.24", "pid": 3190}),
     # ---- the scheduler's acts (slurmstepd req.c '*** %s ON %s CANCELLED AT %s DUE TO ... ***', srun's own)
     "slurm_time_limit": (
         {"slurm.out": "[rank0]:step 4810 loss 1.0312\nslurmstepd: error: *** JOB 713158 ON gpu-b07 CANCELLED AT "
