@@ -11,7 +11,7 @@
 --   local rank, and a pid only when one subprocess was killed); Ray's raylet on a worker it lost
 --   (source 'ray'; src/ray/raylet/node_manager.cc: '... Worker IP address: {ip} Worker port: {port}
 --   Worker PID: {pid} Worker exit type: {type} ...': the host is the worker's IP, the exit type is
---   in the text). Columns: event_id, source, ats,
+--   in the text; or ActorDiedError's cause line with the pid and ip ray.toml carried to it). Columns: event_id, source, ats,
 --   host, rank, local_rank, pid, exitcode, signal (exit by signal N, else NULL), file, line, text.
 WITH agent AS (
     SELECT event_id, 'agent' AS source, ats, host, CAST(NULL AS INTEGER) AS rank_ev, file, line, message AS text,  -- an agent line is no rank's own
@@ -40,6 +40,13 @@ WITH agent AS (
            regexp_extract(message, 'Worker IP address: (\S*) Worker port: \d+ Worker PID: (\d+)', ['ip', 'pid']) AS m
     FROM aligned_events
     WHERE kind IN ('worker_failed', 'host_oom') AND message LIKE '%Worker PID: %'
+    UNION ALL   -- the same exit detail as ray.exceptions.ActorDiedError's cause line (python/ray/exceptions.py:
+                -- '\tpid: {pid}', '\tip: {ip}' lines, then 'The actor is dead because its worker process has
+                -- died. Worker exit type: {type} ...'): ray.toml carries the pid and ip to that line
+    SELECT event_id, ats, file, line, message AS text,
+           {'ip': coalesce(host, ''), 'pid': coalesce(CAST(pid AS VARCHAR), '')} AS m
+    FROM aligned_events
+    WHERE kind = 'worker_failed' AND message LIKE 'The actor is dead because its worker process has died.%'
 ), entries AS (
     SELECT event_id, file, line, raw, ats,
            CASE WHEN strpos(raw, 'Root Cause') > 0 THEN strpos(raw, 'Root Cause') ELSE 1000000000 END AS rc_pos,

@@ -172,6 +172,64 @@ CASES = {
                        "Tried to allocate 2.00 GiB.\n"
                        "(RayTrainWorker pid=4410, ip=10.0.0.5) " + WATCHDOG.format(r=1)},
         {"kind": "gpu_oom", "rank": 3, "host": "10.0.0.7", "pid": 4412}),
+    # ray raylet node_manager.cc OOM summary, forwarded to the driver behind '(raylet) ' (spdlog
+    # '[%Y-%m-%d %H:%M:%S,%e %L %P %t] ', component, file:line): the node is the raylet's own
+    "ray_raylet_oom_summary_node": (
+        {"driver.log": "(raylet) [2024-03-04 10:10:29,118 E 5120 5120] (raylet) node_manager.cc:3064: 3 Workers "
+                       "(tasks / actors) killed due to memory pressure (OOM), 0 Workers crashed due to other reasons "
+                       "at node (ID: 8c5a1410013588601db2a6344fa1e074, IP: 10.0.4.21) over the last time period. To "
+                       "see more information about the Workers killed on this node, use `ray logs raylet.out -ip "
+                       "10.0.4.21`\n(raylet) \n"},
+        {"kind": "oom", "host": "10.0.4.21", "pid": None}),
+    # the memory monitor's kill detail in the driver's OutOfMemoryError: the killed worker's pid, its node
+    "ray_memory_monitor_kill_detail": (
+        {"driver.log": "Memory on the node (IP: 10.0.4.22, ID: 90efe99b630d4b1f6ac1504df6476473) where the task "
+                       "(actor ID: 0dab4ab45f6c947201afac6d01000000, name=RayWorkerWrapper.__init__, pid=7310, memory "
+                       "used=11.15GB) was running was 12.49GB / 13.15GB (0.950003), which exceeds the memory usage "
+                       "threshold of 0.95. Ray killed this worker (ID: 79a553ea91fe46f9) because it was the most "
+                       "recently scheduled task\n"},
+        {"kind": "oom", "host": "10.0.4.22", "pid": 7310}),
+    # nvidia nv.c 'NVRM: The NVIDIA GPU %04x:%02x:%02x.%x\n NVRM: (PCI ID: ...) installed in this system has\n
+    # NVRM: fallen off the bus ...' (no Xid line)
+    "nvrm_the_nvidia_gpu_fallen_off": (
+        {"dmesg.txt": "[ 1843.308145] NVRM: The NVIDIA GPU 0000:b3:00.0\n"
+                      "               NVRM: (PCI ID: 10de:26b5) installed in this system has\n"
+                      "               NVRM: fallen off the bus and is not responding to commands.\n"
+                      "[ 1843.439662] NVRM: The NVIDIA probe routine failed for 1 device(s).\n"},
+        {"kind": "gpu_fault", "gpu": "0000:b3:00"}),
+    # accelerate test_utils/testing.py _stream_subprocess tee: print("stderr:", line) on every child line;
+    # behind it a worker's traceback and the agent's report of that worker
+    "accelerate_tee_stderr_label": (
+        {"run.log": "stderr: Traceback (most recent call last):\n"
+                    "stderr:   File \"/srv/train.py\", line 88, in <module>\n"
+                    "stderr:     loss.backward()\n"
+                    "stderr: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 3 has a "
+                    "total capacity of 79.15 GiB of which 1.20 GiB is free.\n"
+                    "stderr: WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 3301 closing "
+                    "signal SIGTERM\n"
+                    "stderr: ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 3 "
+                    "(pid: 3304) of binary: /usr/bin/python\n"},
+        {"kind": "gpu_oom", "local_rank": 3, "pid": 3304}),
+    # ray python/ray/exceptions.py ActorDiedError: '\tpid: ', '\tip: ' lines then the raylet's exit detail;
+    # the driver's exception line is a report about the actor, not a cause of its own
+    "ray_actor_died_pid_ip": (
+        {"driver.log": "Traceback (most recent call last):\n"
+                       "  File \"/srv/main_ppo.py\", line 42, in main\n"
+                       "    ray.get(refs)\n"
+                       "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.\n"
+                       "\tclass_name: WorkerDict\n\tactor_id: 5066c201b724a3936948a11201000000\n\tpid: 8768\n"
+                       "\tname: WorkerDict_0:3\n\tnamespace: b8860f81\n\tip: 10.0.4.23\n"
+                       "The actor is dead because its worker process has died. Worker exit type: SYSTEM_ERROR Worker "
+                       "exit detail: Worker unexpectedly exits with a connection error code 2. End of file.\n"},
+        {"kind": ("unknown", "killed"), "host": "10.0.4.23", "pid": 8768}),
+    "ray_actor_died_k8s_memory_limit": (
+        {"driver.log": "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.\n"
+                       "\tclass_name: TaskRunner\n\tactor_id: 8d1498767d305748d59d87da01000000\n\tpid: 3190\n"
+                       "\tnamespace: 1109301e\n\tip: 10.0.4.24\n"
+                       "The actor is dead because its worker process has died. Worker exit type: SYSTEM_ERROR Worker "
+                       "exit detail: Worker exits unexpectedly. Worker exits with an exit code None. The worker may "
+                       "have exceeded K8s pod memory limits.\n"},
+        {"kind": "oom", "host": "10.0.4.24", "pid": 3190}),
     # ---- the scheduler's acts (slurmstepd req.c '*** %s ON %s CANCELLED AT %s DUE TO ... ***', srun's own)
     "slurm_time_limit": (
         {"slurm.out": "[rank0]:step 4810 loss 1.0312\nslurmstepd: error: *** JOB 713158 ON gpu-b07 CANCELLED AT "
