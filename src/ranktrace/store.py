@@ -162,8 +162,12 @@ def _connect(path: str | Path, read_only: bool) -> duckdb.DuckDBPyConnection:
     except duckdb.Error as exc:
         raise store_error(db, exc) from None
     # No progress bar of DuckDB's own: it writes to stdout, into `diagnose --format json` and `sql` output
-    # (ranktrace reports its own progress on stderr).
-    con.execute("SET enable_progress_bar = false")
+    # (ranktrace reports its own progress on stderr). A connection to a store this process has open already
+    # and confined (query.confine locks the configuration) cannot say so; its first connection did.
+    try:
+        con.execute("SET enable_progress_bar = false")
+    except duckdb.InvalidInputException:
+        pass
     return con
 
 

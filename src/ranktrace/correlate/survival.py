@@ -149,8 +149,7 @@ def demote_survived(con, findings: list[Finding]) -> int:
     after = _steps_after(con, ordered)
     for f in ordered:
         if after.get(id(f), 0) >= need:
-            _survived(f, f"its {'rank' if f.rank is not None or f.local_rank is not None else 'file'} wrote "
-                         f"{after[id(f)]} more steps after it in the same file")
+            _survived(f, f"its rank wrote {after[id(f)]} more steps after it in the same file")
     return len(direct) - len(undecided) + sum(1 for f in ordered if after.get(id(f), 0) >= need)
 
 
@@ -161,15 +160,15 @@ def _survived(f: Finding, because: str) -> None:
     f.why += f" — survived: {because} (context, not the cause)"
 
 
-# after a line, the distinct steps its rank (its local rank, in a node's console of several ranks; any
-# rank when it names none) wrote in the same file up to the file's last progress line of the attempt in
-# scope; on the lines' Parquet with literal bounds, so that only the row groups of that stretch are read
+# after a line, the distinct steps the same process wrote in the same file (the line and the steps say
+# the same rank or local rank: another process's steps can reach a shared console late, from a stdout
+# buffer flushed at its exit) up to the file's last progress line of the attempt in scope; on the lines'
+# Parquet with literal bounds, so that only the row groups of that stretch are read
 STEPS_AFTER = """
     SELECT {event_id} AS event_id, count(DISTINCT p.step) AS steps
     FROM event_lines p, (SELECT rank, local_rank FROM event_lines WHERE file_id = {file_id} AND line = {line}) f
     WHERE p.file_id = {file_id} AND p.line > {line} AND p.line <= {until} AND p.step IS NOT NULL
-      AND (f.local_rank IS NULL OR p.local_rank IS NULL OR p.local_rank = f.local_rank)
-      AND (f.rank IS NULL OR p.rank IS NULL OR p.rank = f.rank)
+      AND (p.rank = f.rank OR (p.local_rank = f.local_rank AND p.rank IS NOT DISTINCT FROM f.rank))
 """
 
 

@@ -333,10 +333,10 @@ def _outside_stop_only(con, findings: list[Finding]) -> list[Finding] | None:
     did not survive failed before the stop: the lines after it are its teardown. None otherwise."""
     if trained_to_the_end(con) != "stopped from outside":
         return None
-    stops = [f for f in findings if f.kind in OUTSIDE_STOP_FAILURES and f.time is not None]
-    if not stops:
+    stops = [f for f in findings if f.kind in OUTSIDE_STOP_FAILURES]   # the scheduler's untimed records too
+    if not any(f.time is not None for f in stops):
         return None
-    first = min(f.time for f in stops)
+    first = min(f.time for f in stops if f.time is not None)
     if any(f.direct and not f.extra.get("survived") and f.kind not in OUTSIDE_STOP_FAILURES
            and (f.time is None or f.time < first) for f in findings):
         return None
