@@ -32,7 +32,8 @@ from .choose import calibrated, features, load_weights, rank
 from .naming import review as _review_names, who as _who
 from .stranded import apply as _stranded
 from .detectors.network import uncorroborated_port_errors
-from .survival import OUTSIDE_STOP_FAILURES, complaints_survived_until, demote_survived, healthy_until, progress_spans, trained_to_the_end, window_s
+from .survival import (OUTSIDE_STOP_FAILURES, complaints_survived_until, demote_survived, healthy_until,
+                       progress_spans, trained_to_the_end, window_s)
 from .topology import topology as _topology
 from .util import ensure_kind_catalog, iso, platforms, rows, short, sql_file
 
@@ -312,19 +313,29 @@ def _failure_seen(con, findings: list[Finding]) -> bool:
     if healthy is None:
         if findings:
             return True
-    else:
-        until = {False: healthy, True: complaints_survived_until(con)}
-        if any((f.direct or f.time is None or f.time >= until[f.detector == "first_symptom"])
-               and not f.extra.get("survived") for f in findings):
-            return True
+    complaints = complaints_survived_until(con)   # a complaint (symptom line) may be survived sooner
+    if healthy is not None and any(
+            (f.direct or f.time is None or f.time >= (complaints if f.detector == "first_symptom" else healthy))
+            and not f.extra.get("survived") for f in findings):
+        return True
     # lines no finding was made of; a group whose last line a finding judged survived is not one
-    complaints = complaints_survived_until(con)
     survived = [e for f in findings if f.extra.get("survived") for e in f.evidence]
-    return con.execute("SELECT count(*) FROM aligned_groups WHERE (((role = 'cause' OR (severity IN ('error', 'critical') "
-                       "AND role NOT IN ('info', 'symptom'))) AND (CAST(? AS TIMESTAMP) IS NULL OR last_ats IS NULL OR last_ats >= ?)) "
-                       "OR (role = 'symptom' AND (CAST(? AS TIMESTAMP) IS NULL OR last_ats IS NULL OR last_ats >= ?))) "
-                       "AND last_event_id NOT IN (SELECT unnest(?::BIGINT[]))",
-                       [healthy, healthy, complaints, complaints, survived]).fetchone()[0] > 0
+    return con.execute(FAILURE_LINES, {"healthy": healthy, "complaints": complaints,
+                                       "survived": survived}).fetchone()[0] > 0
+
+
+# failure lines written after the time up to which the job trained on past them (for a complaint, a
+# symptom line: every rank did, when the logs end while it trains)
+FAILURE_LINES = """
+    WITH g AS (
+        SELECT last_ats, last_event_id,
+               CASE WHEN role = 'symptom' THEN CAST($complaints AS TIMESTAMP) ELSE CAST($healthy AS TIMESTAMP) END AS until
+        FROM aligned_groups
+        WHERE role IN ('cause', 'symptom') OR (severity IN ('error', 'critical') AND role <> 'info'))
+    SELECT count(*) FROM g
+    WHERE (until IS NULL OR last_ats IS NULL OR last_ats >= until)
+      AND last_event_id NOT IN (SELECT unnest($survived::BIGINT[]))
+"""
 
 
 def _outside_stop_only(con, findings: list[Finding]) -> list[Finding] | None:
