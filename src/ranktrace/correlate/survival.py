@@ -232,8 +232,7 @@ def _healthy_until(con) -> dt.datetime | None:
     spans = _spans(con)
     if not spans:
         return None
-    return max(s["last_ats"] for s in spans) - dt.timedelta(seconds=_memo(
-        con, "survival_window_s", lambda: _survival_window_s(con, spans)))
+    return max(s["last_ats"] for s in spans) - dt.timedelta(seconds=_survival_window_s(con, spans))
 
 
 def complaints_survived_until(con) -> dt.datetime | None:

@@ -126,8 +126,8 @@ def outside_stops(con) -> list[Finding]:
     from ..survival import trained_to_the_end
     if trained_to_the_end(con) != "stopped from outside":
         return []
-    r = rows(con, """
-        SELECT event_id, ats, host, message FROM aligned_events
+    r = rows(con, f"""
+        SELECT event_id, ats, host, message FROM {"hot_events" if table_exists(con, "hot_events") else "aligned_events"}
         WHERE kind = 'signal_received' AND ats IS NOT NULL ORDER BY ats, file, line LIMIT 1""")
     if not r:
         return []   # the scheduler's own cancel or time limit said so: first_cause has it
