@@ -8,7 +8,7 @@ import datetime as dt
 import pytest
 
 from ranktrace.correlate import diagnose
-from ranktrace.correlate.attempts import Sign, segment, step_signs
+from ranktrace.correlate.attempts import Sign, run_markers, segment, step_signs
 from ranktrace.correlate.clock import align
 
 from .fixtures import T0, ev, steps, store
@@ -281,6 +281,22 @@ def test_a_launch_line_told_again_while_the_job_trains_is_the_same_launch():
     after = again + [Sign(t(2500), None, "launch", True, "slurmctld.log", 2500, "Slurm job 4242 starts", None)]
     got = segment(after, progress, [t(2200)])
     assert [a.id for a in got] == [1, 2] and got[1].start == t(2500)
+
+
+def test_a_scheduler_that_repeats_an_allocation_gives_its_first_telling_and_the_one_after_a_failure():
+    # the query hands Python only the tellings _retold can keep: 82 allocation lines, two launches
+    ctl = "slurmctld.log"
+    alloc = [ev(x, "sched: Allocate JobId=7 NodeList=n[1-2] #CPUs=4 Partition=gpu", kind="job_state", file=ctl,
+                job_id="7") for x in [*range(0, 205, 5), *range(240, 445, 5)]]
+    evs = (alloc + [dict(e, job_id="7") for e in steps(HOSTS, 38, step_time=5.0, start=10)] + crash(212, "n2", 3)
+           + [dict(e, job_id="7") for e in steps(HOSTS, 30, step_time=5.0, start=250)])
+    con = store(evs)
+    d = diagnose(con)
+    assert [a["start"][:19] for a in d["attempts"]] == [t(0).isoformat()[:19], t(240).isoformat()[:19]]
+    failing = "SELECT DISTINCT ats AS t FROM aligned_events WHERE role = 'cause' AND ats IS NOT NULL"
+    told = run_markers(con, {"7"}, failing)
+    assert [(m["ats"], m["signal"]) for m in told] == [(t(0), "launch"), (t(240), "launch")]
+    assert run_markers(con, {"8"}, failing) == []
 
 
 def test_every_hosts_launcher_in_one_console_is_one_launch():

@@ -88,20 +88,26 @@ def _run(con, name: str) -> list[dict]:
     return rows(con, query_text(con, name))
 
 
-def agent_signs(markers: list[dict], jobs: set[str] | None = None) -> list[Sign]:
+def run_markers(con: duckdb.DuckDBPyConnection, jobs: set[str] | None, failures: str) -> list[dict]:
+    """queries/attempts/markers.sql's rows of the run (`jobs`: its Slurm jobs, None: every job) less
+    the launches told again that _retold would drop anyway (queries/attempts/markers_told.sql);
+    `failures`: a query of the times of cause lines (column t)."""
+    con.execute(f"CREATE OR REPLACE TEMP VIEW attempt_markers AS {query_text(con, 'markers')}")
+    con.execute(f"CREATE OR REPLACE TEMP VIEW attempt_failures AS {failures}")
+    return rows(con, sql_file("attempts/markers_told.sql"), {"jobs": sorted(jobs) if jobs is not None else None})
+
+
+def agent_signs(markers: list[dict]) -> list[Sign]:
     """Early signs: each rendezvous round of a launcher's log, each launcher's start (torchrun, a Slurm
     allocation, a node's batch script or step tasks), and each notice that the workers or the job are
     restarted (which announces the next launch and ends the attempt on its host); late ones: a
-    rendezvous closed to an agent (the round it began started nothing). `jobs`: the Slurm jobs of the
-    run (a daemon's log holds other jobs' lines too); None: every job. A log's rounds are read from the
+    rendezvous closed to an agent (the round it began started nothing). A log's rounds are read from the
     first of join / complete / 'Starting worker group' it writes, so that one round is one sign (the
     three are written within seconds; a block such as the rendezvous result carries no pid, so a log,
     not a pid, is the unit)."""
     signs: list[Sign] = []
     logs: dict[tuple, dict[str, list[dict]]] = {}
     for m in markers:
-        if m["job_id"] is not None and jobs is not None and m["job_id"] not in jobs:
-            continue
         where = m["host"] or m["file"]
         if m["signal"] == "launch":
             what = (f"Slurm job {m['job_id']} starts on {where}" if m["job_id"] is not None
@@ -118,9 +124,9 @@ def agent_signs(markers: list[dict], jobs: set[str] | None = None) -> list[Sign]
             logs.setdefault((m["host"] or "", m["file"]), {}).setdefault(m["kind"], []).append(m)
     for (host, file), by_kind in sorted(logs.items()):
         kind = next(k for k in ("rdzv_join", "rdzv_complete", "worker_start") if k in by_kind)
-        for i, m in enumerate(by_kind[kind]):
+        for m in by_kind[kind]:
             signs.append(Sign(m["ats"], host or None, "round", True, m["file"], m["line"],
-                              f"rendezvous round {i + 1} in {file}"))
+                              f"rendezvous round {m['round_no']} in {file}"))
     return signs
 
 
@@ -237,16 +243,16 @@ def collect(con: duckdb.DuckDBPyConnection) -> tuple[list[Sign], list[dt.datetim
     """(signs, progress, failures): the seconds (aligned) in which the job trained, and
     the times of cause lines (a new failure; the teardown's symptoms come with a restart, they do not
     separate one launch from the next)."""
-    signs = agent_signs(_run(con, "markers"), run_jobs(con))
+    src = "hot_events" if table_exists(con, "hot_events") else "aligned_events"
+    failing = f"SELECT DISTINCT ats AS t FROM {src} WHERE role = 'cause' AND ats IS NOT NULL"
+    failures = [r[0] for r in con.execute(failing + " ORDER BY 1").fetchall()]
+    signs = agent_signs(run_markers(con, run_jobs(con), failing))
     signs += pid_signs(_run(con, "incarnations"))
     from .clock import kept_rows   # (kept by the ingest: a pass over every progress line)
     keys = _once(progress_keys)
     progress = [r["t"] for r in kept_rows(con, "progress_seconds", PROGRESS_SECONDS, prepare=keys)]
     if table_exists(con, "progress"):
         signs += step_signs(kept_rows(con, "step_buckets", query_text(con, "step_buckets"), prepare=keys))
-    src = "hot_events" if table_exists(con, "hot_events") else "aligned_events"
-    failures = [r[0] for r in con.execute(
-        f"SELECT DISTINCT ats FROM {src} WHERE role = 'cause' AND ats IS NOT NULL ORDER BY 1").fetchall()]
     return signs, progress, failures
 
 
