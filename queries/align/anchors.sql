@@ -5,7 +5,7 @@
 -- returns: host, akey, t (epoch seconds, as logged), unc_s (how far apart the same anchor may
 --   truly be on two hosts), class. Events that must be (nearly) simultaneous on every host:
 --   step N of a synchronous loop (progress), the start of collective SeqNum N of a watchdog
---   timeout (logged time minus "ran for"), a rendezvous completion. A run that restarts does
+--   timeout (logged time minus "ran for"), a rendezvous completion (keyed by the round's master address and port). A run that restarts does
 --   steps, sequence numbers and rendezvous again: a host gives one row per time it wrote the key
 --   (more than 30 s after the one before), and ranktrace.correlate.clock pairs each with the
 --   occurrence of the other host that most keys agree on (one attempt's step meets the same one,
@@ -47,12 +47,17 @@ seq AS (   -- sequence numbers start again in every attempt's process groups: th
     FROM (SELECT host, n, t, lag(t) OVER (PARTITION BY host, n ORDER BY t) AS prev
           FROM seq0 WHERE n IS NOT NULL AND t IS NOT NULL)
 ),
-rdzv AS (
-    SELECT host, epoch(ts) AS t FROM timed WHERE kind = 'rdzv_complete'
+rdzv AS (   -- a round of an elastic rendezvous: its result block names the round's master (every agent
+    -- of the round reads the same address and port, each round a new port: real torchrun 2.13 runs);
+    -- without it, one key for every round
+    SELECT host, epoch(ts) AS t,
+           'rdzv' || coalesce(':' || nullif(regexp_extract(raw, 'master_addr=(\S+)', 1), '') || ':'
+                              || nullif(regexp_extract(raw, 'master_port=(\d+)', 1), ''), '') AS akey
+    FROM timed WHERE kind = 'rdzv_complete'
 )
 SELECT host, 'step:' || n AS akey, median(t) AS t, 0.05 AS unc_s, 'progress' AS class
 FROM progress_first GROUP BY host, n, occ
 UNION ALL
 SELECT host, 'seq:' || n, median(t), 1.0, 'collective' FROM seq GROUP BY host, n, occ
 UNION ALL
-SELECT host, 'rdzv', t, 2.0, 'rendezvous' FROM rdzv
+SELECT host, akey, t, 2.0, 'rendezvous' FROM rdzv

@@ -138,3 +138,34 @@ def test_a_console_whose_order_says_nothing_gives_no_offset():
     build_identity(con)
     c = {x["host"]: x for x in estimate_offsets(con)}
     assert any(x["uncertainty_s"] is None for x in c.values()), c
+
+
+def result(t, host, port):
+    """torchrun's rendezvous result block (elastic/agent/server/api.py), one event."""
+    raw = ("[default] Rendezvous complete for workers. Result:\n  restart_count=0\n"
+           f"  master_addr=a\n  master_port={port}\n  group_rank=0")
+    return ev(t, "[default] Rendezvous complete for workers. Result:", kind="rdzv_complete", host=host,
+              pid=100, raw=raw)
+
+
+def test_each_rendezvous_round_is_its_own_anchor_by_the_masters_port():
+    # an elastic job restarted three times, host b's clock 208 s behind a's: more than the time between
+    # rounds. torchrun's result block names each round's master port (all agents read the same one, a
+    # new one each round); one key for every round would pair a's round with b's next one
+    rounds = [(60.0, 40001), (420.0, 40002), (700.0, 40003)]
+    con = store([result(t, "a", p) for t, p in rounds] + [result(t - 208.0 + 0.3, "b", p) for t, p in rounds])
+    clock = {c["host"]: c for c in align(con)}
+    assert clock["b"]["offset_s"] == pytest.approx(-207.7, abs=0.5), clock["b"]
+    assert clock["b"]["basis"].startswith("3 shared rendezvous anchors")
+
+
+def test_hosts_whose_logs_read_apart_are_aligned_when_they_joined_one_rendezvous_round():
+    # b's clock 300 s behind: as written, b's 60 s of training ends before a's begins (a host of another
+    # attempt reads like that too: its steps would pair with the wrong ones). One round's master port,
+    # written once by each, says it is the same attempt; its steps then give the offset
+    evs = steps({"a": [0, 1], "b": [2, 3]}, 30, step_time=2.0, start=20, skew={"b": -300.0})
+    same = store(evs + [result(10.0, "a", 40001), result(10.0 - 300.0, "b", 40001)])
+    clock = {c["host"]: c for c in align(same)}
+    assert clock["b"]["offset_s"] == pytest.approx(-300.0, abs=0.1) and "progress" in clock["b"]["basis"]
+    other = store(evs + [result(10.0, "a", 40001), result(10.0 - 300.0, "b", 40002)])
+    assert {c["host"]: c for c in align(other)}["b"]["uncertainty_s"] is None

@@ -148,6 +148,14 @@ def apart(a: tuple[float, float] | None, b: tuple[float, float] | None) -> bool:
     return a is not None and b is not None and max(a[0], b[0]) - min(a[1], b[1]) > APART_S
 
 
+def same_round(a: dict, b: dict) -> bool:
+    """Two hosts' rendezvous anchors (akey -> times) show them in one rendezvous round: they share a
+    round's master address and port, which each wrote once (a port each round: the same attempt,
+    however far apart their logs read)."""
+    keys = [k for k in set(a) & set(b) if k != "rdzv"]
+    return bool(keys) and all(len(a[k]) == 1 and len(b[k]) == 1 for k in keys)
+
+
 def estimate_offsets(con: duckdb.DuckDBPyConnection, offsets: dict[str, float] | None = None) -> list[dict]:
     """The `clock` list of the verdict: [{host, offset_s, uncertainty_s, basis}], sorted by host."""
     if not table_exists(con, "events_id"):
@@ -170,6 +178,7 @@ def estimate_offsets(con: duckdb.DuckDBPyConnection, offsets: dict[str, float] |
         out[ref] = {"host": ref, "offset_s": 0.0, "uncertainty_s": 0.0, "basis": "reference host"}
 
     spans = _spans(con)
+    rounds = anchors.get("rendezvous", {})
 
     def estimate(h: str, against: str):
         for cls in CLASS_ORDER:
@@ -182,7 +191,7 @@ def estimate_offsets(con: duckdb.DuckDBPyConnection, offsets: dict[str, float] |
             if h in per and against in per:
                 p = _pair(per[h], per[against], unc0.get(cls, 1.0))
                 if p and p[2] >= MIN_ANCHORS[cls] and p[2] >= SHARED * min(len(per[h]), len(per[against])) \
-                        and not apart(spans.get(h), spans.get(against)):
+                        and (not apart(spans.get(h), spans.get(against)) or same_round(rounds.get(h, {}), rounds.get(against, {}))):
                     return p[0], p[1], f"{p[2]} shared {cls} anchors with {against}"
         return None
 
