@@ -125,3 +125,51 @@ def test_a_line_without_a_time_was_written_before_the_next_timed_line_of_its_fil
     f = Finding(detector="first_cause", kind="exception", score=0.85, why="", rank=0, host="n1",
                 time=t(50), evidence=[cause["event_id"]], extra={"ts_ok": False})
     assert _latest_times(con, [f]) == {id(f): t(60)}
+
+
+def test_a_complaint_without_a_time_is_survived_by_the_steps_its_process_wrote_after_it():
+    # n1's console: its workers' lines carry no time (each takes the last timed one's); rank 1 complains
+    # of a reset connection after step 20, then writes 40 more steps; n2 trains to the end of the logs
+    n2 = steps({"n2": [2, 3]}, 60, step_time=5.0, start=10)
+    untimed = [ev(290.0, f"[rank{r}] step {k} loss 0.5", kind="progress", host="n1", rank=r, file="n1.log",
+                  ts_kind="interpolated", line=10 + 2 * i + r) for i, k in enumerate(range(1, 61)) for r in (0, 1)]
+    reset = ev(290.0, "n1:4242:4250 [1] misc/socket.cc:573 NCCL WARN socketProgressOpt: Call to recv from n2<43001> "
+                      "failed : Connection reset by peer", kind="peer_closed", host="n1", rank=1, file="n1.log",
+               ts_kind="interpolated", line=10 + 2 * 20 + 1)
+    start = ev(0.0, "[default] Starting worker group", kind="worker_start", host="n1", pid=100, file="n1.log", line=1)
+    con = store([start] + untimed + [reset] + n2)
+    align(con)
+    find_attempts(con)
+    scope(con, 1)
+    fs = run_all(con)
+    demote_survived(con, fs)
+    complaint = [f for f in fs if f.evidence == [reset["event_id"]]]
+    assert complaint and all(f.extra.get("survived") and "more steps after it in the same file" in f.why
+                             for f in complaint)
+    assert [a["outcome"] for a in diagnose(store([start] + untimed + [reset] + n2))["attempts"]] == ["running"]
+
+
+def test_a_port_that_blinked_as_the_logs_end_while_every_rank_trains_is_no_failure():
+    # a port error two steps before the end of the logs, no IB work request failed after it: context
+    evs = launch(0) + steps(HOSTS, 60, step_time=5.0, start=10) + [port_error(302)]
+    doc = diagnose(store(evs))
+    assert [a["outcome"] for a in doc["attempts"]] == ["running"]
+
+
+def test_a_node_whose_kernel_locked_up_is_the_failed_node_named_by_its_own_line():
+    # n2's kernel reports a CPU stuck (kernel/watchdog.c) and the job stops; n1's ranks then time out:
+    # the node failed, and the lockup line's own host is that node (not a reporter of another)
+    evs = (launch(0) + steps(HOSTS, 20, step_time=5.0, start=10)
+           + [ev(112, "watchdog: BUG: soft lockup - CPU#51 stuck for 22s! [python:50727]", kind="kernel_lockup",
+                 role="cause", host="n2", file="journal/n2.log")]
+           + [ev(300 + r, f"[Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=99, "
+                          "OpType=ALLREDUCE, Timeout(ms)=120000) ran for 120001 milliseconds before timing out.",
+                 kind="collective_timeout", host="n1", rank=r, file="n1.log") for r in (0, 1)])
+    con = store(evs)
+    align(con)
+    find_attempts(con)
+    scope(con, 1)
+    (f,) = [f for f in run_all(con) if f.detector == "first_cause" and f.kind == "node_failure"]
+    assert f.host == "n2" and f.direct
+    v = diagnose(store(evs))["verdict"]
+    assert v["kind"] == "node_failure" and v["host"] == "n2"

@@ -125,7 +125,7 @@ def demote_survived(con, findings: list[Finding]) -> int:
     """Demote, in place, direct findings followed by healthy progress of their scope (without progress
     data: followed by no teardown while a later one is). Returns how many. By time first; then, for a
     line without a time of its own or when the job trained to the end of its lines, by the steps its
-    rank wrote after it in the same file."""
+    rank wrote after it in the same file (complaints too, by this rule alone)."""
     spans = _spans(con)
     if not spans:
         return _demote_by_cascade(con, findings)
@@ -142,7 +142,10 @@ def demote_survived(con, findings: list[Finding]) -> int:
         _survived(f, f"its {'rank' if f.rank is not None else 'node' if f.host else 'job'} made progress "
                      f"until {(last - f.time).total_seconds() / 60:.0f} min later")
     end = trained_to_the_end(con)
-    ordered = [f for f in undecided if end is not None or f.extra.get("ts_ok") is False]
+    # a complaint (a finding that is no cause: a peer's reset connection, a symptom) is judged by the
+    # same file order: the steps its process wrote after it
+    complaints = [f for f in findings if not f.direct and not f.extra.get("survived") and f.evidence]
+    ordered = [f for f in undecided + complaints if end is not None or f.extra.get("ts_ok") is False]
     step = step_s(spans)
     need = (IN_FLIGHT + 1 if end == "the logs end" else STEPS if step is None or end
             else max(STEPS, math.ceil(w / step)))

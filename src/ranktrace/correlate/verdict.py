@@ -314,12 +314,16 @@ def _failure_seen(con, findings: list[Finding]) -> bool:
         if findings:
             return True
     complaints = complaints_survived_until(con)   # a complaint (symptom line) may be survived sooner
+    # when the logs end while every rank trains, what was judged context (a port that blinked, another
+    # host's link) or a complaint is not what stopped the job: nothing stopped it
+    training = trained_to_the_end(con) == "the logs end"
+    past = [f for f in findings if f.extra.get("survived") or (training and not f.direct)]
     if healthy is not None and any(
             (f.direct or f.time is None or f.time >= (complaints if f.detector == "first_symptom" else healthy))
-            and not f.extra.get("survived") for f in findings):
+            for f in findings if f not in past):
         return True
-    # lines no finding was made of; a group whose last line a finding judged survived is not one
-    survived = [e for f in findings if f.extra.get("survived") for e in f.evidence]
+    # lines no finding was made of; a group whose last line a finding judged past is not one
+    survived = [e for f in past for e in f.evidence]
     return con.execute(FAILURE_LINES, {"healthy": healthy, "complaints": complaints,
                                        "survived": survived}).fetchone()[0] > 0
 
