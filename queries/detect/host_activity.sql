@@ -13,7 +13,7 @@ SELECT host,
        CAST(coalesce(sum(n) FILTER (WHERE role = 'cause'), 0) AS BIGINT) AS n_cause,
        CAST(coalesce(sum(n) FILTER (WHERE role = 'symptom'), 0) AS BIGINT) AS n_symptom,
        -- its last complaint or cause line, a kernel stall report left out (a frozen node's own last word)
-       max(last_ats) FILTER (WHERE ts_ok AND role IN ('cause', 'symptom') AND kind IS DISTINCT FROM 'kernel_hung_task')
+       max(last_ats) FILTER (WHERE ts_ok AND role IN ('cause', 'symptom') AND kind NOT IN ('kernel_hung_task', 'kernel_lockup'))
            AS last_fail_ats,
        CAST(sum(CASE WHEN kind IN ('worker_failed', 'failure_summary', 'sigterm_sent', 'task_exit', 'signal_received')
                      THEN n ELSE n_teardown_text END) AS BIGINT) AS n_teardown,

@@ -42,7 +42,7 @@ PER_LINE = {
     "host_activity": """
         SELECT host, min(ats) FILTER (WHERE ts_ok) AS first_ats, max(ats) FILTER (WHERE ts_ok) AS last_ats,
                count(*) FILTER (WHERE role = 'cause') AS n_cause, count(*) FILTER (WHERE role = 'symptom') AS n_symptom,
-               max(ats) FILTER (WHERE ts_ok AND role IN ('cause', 'symptom') AND kind IS DISTINCT FROM 'kernel_hung_task')
+               max(ats) FILTER (WHERE ts_ok AND role IN ('cause', 'symptom') AND kind NOT IN ('kernel_hung_task', 'kernel_lockup'))
                    AS last_fail_ats,
                count(*) FILTER (WHERE kind IN ('worker_failed', 'failure_summary', 'sigterm_sent', 'task_exit', 'signal_received')
                                   OR message LIKE '%failed (exitcode:%' OR message LIKE '%closing signal SIGTERM%') AS n_teardown,

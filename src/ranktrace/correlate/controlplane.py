@@ -22,7 +22,7 @@ from .util import iso, short, top_score
 GRACE_S = 60.0       # a node marked NotReady this long after the last etcd trouble is still its effect
 MIN_TROUBLE = 3      # etcd/apiserver lines needed to call the control plane saturated
 STRONG = ("etcd_slow_disk", "etcd_slow_request", "etcd_request_failed", "apiserver_etcd_error", "apiserver_slow_request")
-NODE_FAULTS = ("gpu_xid", "host_oom", "kernel_panic", "kernel_hung_task", "gpu_unhealthy", "machine_check")
+NODE_FAULTS = ("gpu_xid", "host_oom", "kernel_panic", "kernel_hung_task", "kernel_lockup", "gpu_unhealthy", "machine_check")
 
 
 def _parse(t):

@@ -34,6 +34,10 @@ _SYMPTOM_TEXT = re.compile(r"(?i)connection (?:closed|reset|refused)|closed by p
                            r"timed out|timeout|watchdog|socket.*(?:closed|error)|ncclRemoteError|remote process exited")
 
 
+# node failures the node's own kernel reports (a CPU stuck in the kernel): the line's host is the node
+OWN_NODE_KINDS = ("kernel_lockup",)
+
+
 def first_cause(con) -> list[Finding]:
     """Each culprit's first cause line, and its first once the job had stopped training when that
     differs: the first of those (a warning the job trained past is not the failure's first) is the
@@ -62,7 +66,7 @@ def first_cause(con) -> list[Finding]:
             score *= 0.9   # time inherited from a neighbouring line
         ident = dict(rank=r["rank"], local_rank=r["local_rank"], host=r["host"], pid=r["pid"], pod=r["pod"],
                      gpu=r["gpu"])
-        if r["failure"] == "node_failure":
+        if r["failure"] == "node_failure" and r["kind"] not in OWN_NODE_KINDS:
             # "node n2 not responding", "JOB 7 ON n1 CANCELLED ... DUE TO NODE FAILURE": the line's own
             # host is a reporter; node_events names the node
             ident = dict.fromkeys(ident)
