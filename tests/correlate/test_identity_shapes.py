@@ -36,6 +36,23 @@ def _nccl_ranks(hosts=("gpu-a01", "gpu-a02")) -> dict[str, str]:
 
 DMESG_T = "[Mon Mar  4 10:10:29 2024] "
 
+
+def _ds_line(src: str, msg: str, level: str = "INFO") -> str:
+    """deepspeed/utils/logging.py's launcher format: '[%(asctime)s] [%(levelname)s] [%(filename)s:%(lineno)d:%(funcName)s] '."""
+    return f"[2024-03-04 10:00:03,201] [{level}] [{src}] {msg}\n"
+
+
+def _ds_pdsh_launch() -> str:
+    """Each node's launch.py under pdsh ('host: ' on every line): world info, its node rank, the rank mapping."""
+    out = ""
+    for i, h in enumerate(("gpu-a01", "gpu-a02")):
+        out += (f"{h}: " + _ds_line("launch.py:146:main", "WORLD INFO DICT: {'gpu-a01': [0, 1, 2, 3], 'gpu-a02': [0, 1, 2, 3]}") +
+                f"{h}: " + _ds_line("launch.py:152:main", f"nnodes=2, num_local_procs=4, node_rank={i}") +
+                f"{h}: " + _ds_line("launch.py:163:main", "global_rank_mapping=defaultdict(<class 'list'>, "
+                                    "{'gpu-a01': [0, 1, 2, 3], 'gpu-a02': [4, 5, 6, 7]})") +
+                f"{h}: " + _ds_line("launch.py:164:main", "dist_world_size=8"))
+    return out
+
 CASES = {
     # ---- Kubernetes
     # kubectl printers (pkg/printers/internalversion printNode: NAME STATUS ROLES AGE VERSION)
@@ -261,6 +278,44 @@ CASES = {
         {"rank0.log": "torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 1/2 "
                       "clients joined.\n"},
         {"kind": "rendezvous_timeout", "cap": "nobody"}),
+    # ---- DeepSpeed launcher (deepspeed/launcher/launch.py)
+    # sigkill_handler: 'Killing subprocess {pid}' for every process it started, then the command of the
+    # last one it spawned: with one subprocess, that pid and that command's --local_rank are the failed one's
+    "deepspeed_one_subprocess_is_the_failed_one": (
+        {"ds.log": _ds_line("launch.py:152:main", "nnodes=1, num_local_procs=1, node_rank=0") +
+                   _ds_line("launch.py:428:sigkill_handler", "Killing subprocess 8821") +
+                   _ds_line("launch.py:434:sigkill_handler", "['/usr/bin/python3', '-u', 'main.py', '--local_rank=0', "
+                            "'--deepspeed'] exits with return code = -9", "ERROR")},
+        {"kind": ("killed", "oom"), "local_rank": 0, "pid": 8821}),
+    # the same handler with two subprocesses, the first 'Killing subprocess' line glued to a stray print: two
+    # processes were killed, so neither the pid nor the printed command's --local_rank is the failed one's
+    "deepspeed_two_subprocesses_one_kill_line_glued": (
+        {"ds.log": "step 812 done" + _ds_line("launch.py:318:sigkill_handler", "Killing subprocess 7702") +
+                   _ds_line("launch.py:318:sigkill_handler", "Killing subprocess 7703") +
+                   _ds_line("launch.py:324:sigkill_handler", "['/usr/bin/python3', '-u', 'main.py', '--local_rank=1', "
+                            "'--deepspeed'] exits with return code = -11", "ERROR")},
+        {"kind": "crash", "local_rank": None, "pid": None}),
+    # main: 'process {pid} spawned with command: {cmd}' (pid -> local rank) and 'global_rank_mapping={...}'
+    # (node -> global ranks in spawn order; LOCAL_RANK = rank % the node's count): the kernel's OOM kill of a
+    # pid on the second node names global rank 5
+    "deepspeed_spawned_pid_and_rank_mapping": (
+        {"console.log": _ds_pdsh_launch() +
+                        "".join(f"gpu-a02: " + _ds_line("launch.py:272:main", f"process {4100 + lr} spawned with "
+                                                        f"command: ['/usr/bin/python3', '-u', 'train.py', "
+                                                        f"'--local_rank={lr}', '--deepspeed']") for lr in range(4)),
+         "gpu-a02/kern.log": "Mar  4 10:10:29 gpu-a02 kernel: Out of memory: Killed process 4101 (python3) "
+                             "total-vm:87033376kB, anon-rss:61122336kB, file-rss:0kB, shmem-rss:0kB, UID:1000 "
+                             "pgtables:124020kB oom_score_adj:0\n"},
+        {"kind": "oom", "pid": 4101, "host": "gpu-a02", "local_rank": 1, "rank": 5}),
+    # --enable_each_rank_log DIR: f"{time.strftime('%Y%m%d%H%M%S')}_rank{dist_rank}.log" holds one rank's
+    # output; global_rank_mapping says which node ran that rank
+    "deepspeed_rank_log_file_and_mapping": (
+        {"console.log": _ds_pdsh_launch(),
+         "ds_logs/20240304100003_rank6.log": "Traceback (most recent call last):\n"
+                                             '  File "/home/u/proj/train.py", line 211, in <module>\n'
+                                             "    loss.backward()\n"
+                                             "RuntimeError: CUDA error: an illegal memory access was encountered\n"},
+        {"kind": "cuda_error", "rank": 6, "host": "gpu-a02"}),
 }
 
 
