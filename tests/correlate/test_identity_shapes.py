@@ -189,6 +189,18 @@ CASES = {
                        "Tried to allocate 2.00 GiB.\n"
                        "(RayTrainWorker pid=4410, ip=10.0.0.5) " + WATCHDOG.format(r=1)},
         {"kind": "gpu_oom", "rank": 3, "host": "10.0.0.7", "pid": 4412}),
+    # the same prefix with an actor's __repr__ in place of its name (Ray docs, 'Customizing prefixes for Actor
+    # logs': '(MyActor(index=2) pid=482120) hello there'): a role and rank, a class with its arguments
+    "ray_actor_repr_role_rank_prefix": (
+        {"driver.log": "(head, rank=2, pid=4412, ip=10.0.0.7) torch.OutOfMemoryError: CUDA out of memory. "
+                       "Tried to allocate 2.00 GiB.\n"
+                       "(Trainer(index=1) pid=4410, ip=10.0.0.5) step 812 loss 1.031\n"},
+        {"kind": "gpu_oom", "rank": 2, "host": "10.0.0.7", "pid": 4412}),
+    "ray_actor_repr_with_arguments_prefix": (
+        {"driver.log": "(Trainer(index=0) pid=4410, ip=10.0.0.5) step 812 loss 1.031\n"
+                       "(Trainer(index=1) pid=4412, ip=10.0.0.7) torch.OutOfMemoryError: CUDA out of memory. "
+                       "Tried to allocate 2.00 GiB.\n"},
+        {"kind": "gpu_oom", "host": "10.0.0.7", "pid": 4412}),
     # ray raylet node_manager.cc OOM summary, forwarded to the driver behind '(raylet) ' (spdlog
     # '[%Y-%m-%d %H:%M:%S,%e %L %P %t] ', component, file:line): the node is the raylet's own
     "ray_raylet_oom_summary_node": (
