@@ -88,6 +88,13 @@ CASES = {
                          "      Finished:     Mon, 04 Mar 2024 10:19:40 +0000\n"
                          "    Ready:          True\n    Restart Count:  1\n"},
         {"kind": "oom", "pod": "trainer-worker-1", "host": "gpu-node-4"}),
+    # the command pasted above a cut dump (kubectl 'describe (-f FILENAME | TYPE [NAME_PREFIX | -l label] | TYPE/NAME)',
+    # behind a shell prompt): the dump is about that pod
+    "kubectl_describe_command_above_cut_dump": (
+        {"describe.txt": "[root@master-1 ~]# kubectl describe pod -n ml trainer-worker-7\n...\n"
+                         "Status:         Failed\nReason:         Evicted\nMessage:        The node was low on "
+                         "resource: memory. \n...\n"},
+        {"kind": "oom", "pod": "trainer-worker-7"}),
     # describePod 'Status: Failed', 'Reason: Evicted', 'Message:' (kubelet eviction/helpers.go nodeLowMessageFmt)
     "kubectl_describe_reason_evicted": (
         {"describe.txt": "Name:           trainer-worker-2\nNamespace:      ml\nNode:           gpu-node-5/10.0.2.15\n"
@@ -290,6 +297,18 @@ CASES = {
         {"rank0.log": "torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 1/2 "
                       "clients joined.\n"},
         {"kind": "rendezvous_timeout", "cap": "nobody"}),
+    # Open MPI's non-zero exit report (help-orterun.txt / help-prun.txt [non-zero-exit]): the process name's vpid
+    # is the rank of the first process that exited non-zero
+    "openmpi_first_nonzero_process_name": (
+        {"mpirun.out": "-" * 74 + "\nmpirun detected that one or more processes exited with non-zero status, thus "
+                       "causing\nthe job to be terminated. The first process to do so was:\n\n"
+                       "  Process name: [[40112,1],12]\n  Exit code:    3\n" + "-" * 74 + "\n"},
+        {"kind": "exception", "rank": 12}),
+    # open-gpu-kernel-modules osinit.c RmInitAdapter: NV_DEV_PRINTF 'NVRM: GPU {pci}: RmInitAdapter failed! (...)'
+    "nvrm_rminitadapter_failed_gpu": (
+        {"dmesg.txt": "[   19.804411] NVRM: GPU 0000:b1:00.0: RmInitAdapter failed! (0x62:0x65:1860)\n"
+                      "[   19.804662] NVRM: GPU 0000:b1:00.0: rm_init_adapter failed, device minor number 3\n"},
+        {"kind": "gpu_fault", "gpu": "0000:b1:00"}),
     # ---- DeepSpeed launcher (deepspeed/launcher/launch.py)
     # sigkill_handler: 'Killing subprocess {pid}' for every process it started, then the command of the
     # last one it spawned: with one subprocess, that pid and that command's --local_rank are the failed one's
