@@ -23,6 +23,8 @@ WHERE role IN ('cause', 'symptom')                          -- first_cause, firs
    OR starts_with(kind, 'etcd_') OR starts_with(kind, 'apiserver_')
    -- topology
    OR format = 'slurm_topology'
+   -- worker_exits: DeepSpeed's 'Killing subprocess N' glued to other output (no format claims it: no kind)
+   OR (has_mark(marks, 'hot') AND (raw LIKE '%sigkill_handler] Killing subprocess %'))
    -- worker_exits: a Root Cause / Failures entry line by line (no literal of its own: it starts with
    -- a word; its first byte is one the regexp can start with: cheap, exact; ascii() of the first
    -- character, one test where nine starts_with were: t h r e, space, tab, LF, FF, CR)

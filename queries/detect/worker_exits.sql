@@ -8,7 +8,8 @@
 --   line); the DeepSpeed launcher's `{cmd} exits with return code = N` (source 'launcher';
 --   deepspeed/launcher/launch.py sigkill_handler: it prints 'Killing subprocess {pid}' for every
 --   subprocess, then the command of the LAST one it spawned, whichever failed: the line names no
---   local rank, and a pid only when one subprocess was killed); Ray's raylet on a worker it lost
+--   local rank, and a pid only when one subprocess was killed, and then the command's --local_rank
+--   is that process's own); Ray's raylet on a worker it lost
 --   (source 'ray'; src/ray/raylet/node_manager.cc: '... Worker IP address: {ip} Worker port: {port}
 --   Worker PID: {pid} Worker exit type: {type} ...': the host is the worker's IP, the exit type is
 --   in the text; or ActorDiedError's cause line with the pid and ip ray.toml carried to it). Columns: event_id, source, ats,
@@ -24,14 +25,18 @@ WITH agent AS (
            TRY_CAST(regexp_extract(message, 'exits with return code = (-?\d+)', 1) AS INTEGER) AS code
     FROM aligned_events
     WHERE kind = 'worker_failed' AND message LIKE '%exits with return code = %'
-), ds_kill AS (   -- the handler's 'Killing subprocess N' lines just before its report
-    SELECT file_id, line, TRY_CAST(regexp_extract(message, 'Killing subprocess (\d+)', 1) AS BIGINT) AS kpid
+), ds_kill AS (   -- the handler's 'Killing subprocess N' lines just before its report, also one glued to other
+                   -- output (a stray print without its newline: no format claims it, and it is still a process killed)
+    SELECT file_id, line, TRY_CAST(regexp_extract(raw, 'Killing subprocess (\d+)', 1) AS BIGINT) AS kpid
     FROM aligned_events
-    WHERE kind = 'sigterm_sent' AND message LIKE 'Killing subprocess %'
+    WHERE raw LIKE '%sigkill_handler] Killing subprocess %'
 ), launcher AS (
     SELECT d.event_id, any_value(d.ats) AS ats, any_value(d.host) AS host, any_value(d.code) AS code,
            any_value(d.file) AS file, any_value(d.line) AS line, any_value(d.message) AS text,
-           CASE WHEN count(DISTINCT k.kpid) = 1 THEN any_value(k.kpid) END AS pid
+           CASE WHEN count(DISTINCT k.kpid) = 1 THEN any_value(k.kpid) END AS pid,
+           -- one subprocess killed: the command printed is that process's own (the spawn loop's last is its only)
+           CASE WHEN count(DISTINCT k.kpid) = 1
+                THEN TRY_CAST(nullif(regexp_extract(any_value(d.message), '--local_rank=(\d+)', 1), '') AS INTEGER) END AS lrank
     FROM ds d LEFT JOIN ds_kill k ON k.file_id = d.file_id AND k.line < d.line AND k.line >= d.line - 64
     WHERE d.code IS NOT NULL
     GROUP BY d.event_id
@@ -94,7 +99,7 @@ SELECT event_id, source, ats, host, rank_ev AS rank, CAST(m.local_rank AS INTEGE
        file, line, text
 FROM agent WHERE m.pid <> ''
 UNION ALL
-SELECT event_id, 'launcher', ats, host, CAST(NULL AS INTEGER), CAST(NULL AS INTEGER), pid, code,
+SELECT event_id, 'launcher', ats, host, CAST(NULL AS INTEGER), lrank, pid, code,
        CASE WHEN code < 0 THEN -code WHEN code > 128 THEN code - 128 END, file, line, text
 FROM launcher
 UNION ALL

@@ -36,6 +36,23 @@ def _nccl_ranks(hosts=("gpu-a01", "gpu-a02")) -> dict[str, str]:
 
 DMESG_T = "[Mon Mar  4 10:10:29 2024] "
 
+
+def _ds_line(src: str, msg: str, level: str = "INFO") -> str:
+    """deepspeed/utils/logging.py's launcher format: '[%(asctime)s] [%(levelname)s] [%(filename)s:%(lineno)d:%(funcName)s] '."""
+    return f"[2024-03-04 10:00:03,201] [{level}] [{src}] {msg}\n"
+
+
+def _ds_pdsh_launch() -> str:
+    """Each node's launch.py under pdsh ('host: ' on every line): world info, its node rank, the rank mapping."""
+    out = ""
+    for i, h in enumerate(("gpu-a01", "gpu-a02")):
+        out += (f"{h}: " + _ds_line("launch.py:146:main", "WORLD INFO DICT: {'gpu-a01': [0, 1, 2, 3], 'gpu-a02': [0, 1, 2, 3]}") +
+                f"{h}: " + _ds_line("launch.py:152:main", f"nnodes=2, num_local_procs=4, node_rank={i}") +
+                f"{h}: " + _ds_line("launch.py:163:main", "global_rank_mapping=defaultdict(<class 'list'>, "
+                                    "{'gpu-a01': [0, 1, 2, 3], 'gpu-a02': [4, 5, 6, 7]})") +
+                f"{h}: " + _ds_line("launch.py:164:main", "dist_world_size=8"))
+    return out
+
 CASES = {
     # ---- Kubernetes
     # kubectl printers (pkg/printers/internalversion printNode: NAME STATUS ROLES AGE VERSION)
@@ -71,6 +88,13 @@ CASES = {
                          "      Finished:     Mon, 04 Mar 2024 10:19:40 +0000\n"
                          "    Ready:          True\n    Restart Count:  1\n"},
         {"kind": "oom", "pod": "trainer-worker-1", "host": "gpu-node-4"}),
+    # the command pasted above a cut dump (kubectl 'describe (-f FILENAME | TYPE [NAME_PREFIX | -l label] | TYPE/NAME)',
+    # behind a shell prompt): the dump is about that pod
+    "kubectl_describe_command_above_cut_dump": (
+        {"describe.txt": "[root@master-1 ~]# kubectl describe pod -n ml trainer-worker-7\n...\n"
+                         "Status:         Failed\nReason:         Evicted\nMessage:        The node was low on "
+                         "resource: memory. \n...\n"},
+        {"kind": "oom", "pod": "trainer-worker-7"}),
     # describePod 'Status: Failed', 'Reason: Evicted', 'Message:' (kubelet eviction/helpers.go nodeLowMessageFmt)
     "kubectl_describe_reason_evicted": (
         {"describe.txt": "Name:           trainer-worker-2\nNamespace:      ml\nNode:           gpu-node-5/10.0.2.15\n"
@@ -172,6 +196,18 @@ CASES = {
                        "Tried to allocate 2.00 GiB.\n"
                        "(RayTrainWorker pid=4410, ip=10.0.0.5) " + WATCHDOG.format(r=1)},
         {"kind": "gpu_oom", "rank": 3, "host": "10.0.0.7", "pid": 4412}),
+    # the same prefix with an actor's __repr__ in place of its name (Ray docs, 'Customizing prefixes for Actor
+    # logs': '(MyActor(index=2) pid=482120) hello there'): a role and rank, a class with its arguments
+    "ray_actor_repr_role_rank_prefix": (
+        {"driver.log": "(head, rank=2, pid=4412, ip=10.0.0.7) torch.OutOfMemoryError: CUDA out of memory. "
+                       "Tried to allocate 2.00 GiB.\n"
+                       "(Trainer(index=1) pid=4410, ip=10.0.0.5) step 812 loss 1.031\n"},
+        {"kind": "gpu_oom", "rank": 2, "host": "10.0.0.7", "pid": 4412}),
+    "ray_actor_repr_with_arguments_prefix": (
+        {"driver.log": "(Trainer(index=0) pid=4410, ip=10.0.0.5) step 812 loss 1.031\n"
+                       "(Trainer(index=1) pid=4412, ip=10.0.0.7) torch.OutOfMemoryError: CUDA out of memory. "
+                       "Tried to allocate 2.00 GiB.\n"},
+        {"kind": "gpu_oom", "host": "10.0.0.7", "pid": 4412}),
     # ray raylet node_manager.cc OOM summary, forwarded to the driver behind '(raylet) ' (spdlog
     # '[%Y-%m-%d %H:%M:%S,%e %L %P %t] ', component, file:line): the node is the raylet's own
     "ray_raylet_oom_summary_node": (
@@ -261,6 +297,56 @@ CASES = {
         {"rank0.log": "torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 1/2 "
                       "clients joined.\n"},
         {"kind": "rendezvous_timeout", "cap": "nobody"}),
+    # Open MPI's non-zero exit report (help-orterun.txt / help-prun.txt [non-zero-exit]): the process name's vpid
+    # is the rank of the first process that exited non-zero
+    "openmpi_first_nonzero_process_name": (
+        {"mpirun.out": "-" * 74 + "\nmpirun detected that one or more processes exited with non-zero status, thus "
+                       "causing\nthe job to be terminated. The first process to do so was:\n\n"
+                       "  Process name: [[40112,1],12]\n  Exit code:    3\n" + "-" * 74 + "\n"},
+        {"kind": "exception", "rank": 12}),
+    # open-gpu-kernel-modules osinit.c RmInitAdapter: NV_DEV_PRINTF 'NVRM: GPU {pci}: RmInitAdapter failed! (...)'
+    "nvrm_rminitadapter_failed_gpu": (
+        {"dmesg.txt": "[   19.804411] NVRM: GPU 0000:b1:00.0: RmInitAdapter failed! (0x62:0x65:1860)\n"
+                      "[   19.804662] NVRM: GPU 0000:b1:00.0: rm_init_adapter failed, device minor number 3\n"},
+        {"kind": "gpu_fault", "gpu": "0000:b1:00"}),
+    # ---- DeepSpeed launcher (deepspeed/launcher/launch.py)
+    # sigkill_handler: 'Killing subprocess {pid}' for every process it started, then the command of the
+    # last one it spawned: with one subprocess, that pid and that command's --local_rank are the failed one's
+    "deepspeed_one_subprocess_is_the_failed_one": (
+        {"ds.log": _ds_line("launch.py:152:main", "nnodes=1, num_local_procs=1, node_rank=0") +
+                   _ds_line("launch.py:428:sigkill_handler", "Killing subprocess 8821") +
+                   _ds_line("launch.py:434:sigkill_handler", "['/usr/bin/python3', '-u', 'main.py', '--local_rank=0', "
+                            "'--deepspeed'] exits with return code = -9", "ERROR")},
+        {"kind": ("killed", "oom"), "local_rank": 0, "pid": 8821}),
+    # the same handler with two subprocesses, the first 'Killing subprocess' line glued to a stray print: two
+    # processes were killed, so neither the pid nor the printed command's --local_rank is the failed one's
+    "deepspeed_two_subprocesses_one_kill_line_glued": (
+        {"ds.log": "step 812 done" + _ds_line("launch.py:318:sigkill_handler", "Killing subprocess 7702") +
+                   _ds_line("launch.py:318:sigkill_handler", "Killing subprocess 7703") +
+                   _ds_line("launch.py:324:sigkill_handler", "['/usr/bin/python3', '-u', 'main.py', '--local_rank=1', "
+                            "'--deepspeed'] exits with return code = -11", "ERROR")},
+        {"kind": "crash", "local_rank": None, "pid": None}),
+    # main: 'process {pid} spawned with command: {cmd}' (pid -> local rank) and 'global_rank_mapping={...}'
+    # (node -> global ranks in spawn order; LOCAL_RANK = rank % the node's count): the kernel's OOM kill of a
+    # pid on the second node names global rank 5
+    "deepspeed_spawned_pid_and_rank_mapping": (
+        {"console.log": _ds_pdsh_launch() +
+                        "".join(f"gpu-a02: " + _ds_line("launch.py:272:main", f"process {4100 + lr} spawned with "
+                                                        f"command: ['/usr/bin/python3', '-u', 'train.py', "
+                                                        f"'--local_rank={lr}', '--deepspeed']") for lr in range(4)),
+         "gpu-a02/kern.log": "Mar  4 10:10:29 gpu-a02 kernel: Out of memory: Killed process 4101 (python3) "
+                             "total-vm:87033376kB, anon-rss:61122336kB, file-rss:0kB, shmem-rss:0kB, UID:1000 "
+                             "pgtables:124020kB oom_score_adj:0\n"},
+        {"kind": "oom", "pid": 4101, "host": "gpu-a02", "local_rank": 1, "rank": 5}),
+    # --enable_each_rank_log DIR: f"{time.strftime('%Y%m%d%H%M%S')}_rank{dist_rank}.log" holds one rank's
+    # output; global_rank_mapping says which node ran that rank
+    "deepspeed_rank_log_file_and_mapping": (
+        {"console.log": _ds_pdsh_launch(),
+         "ds_logs/20240304100003_rank6.log": "Traceback (most recent call last):\n"
+                                             '  File "/home/u/proj/train.py", line 211, in <module>\n'
+                                             "    loss.backward()\n"
+                                             "RuntimeError: CUDA error: an illegal memory access was encountered\n"},
+        {"kind": "cuda_error", "rank": 6, "host": "gpu-a02"}),
 }
 
 

@@ -166,6 +166,36 @@ def rendezvous_links(con) -> list[dict]:
     return out
 
 
+# deepspeed/launcher/launch.py main: logger.info(f"global_rank_mapping={global_rank_mapping}"), a
+# defaultdict(list) of the hostfile's node names (world_info's keys, the names runner.py hands pdsh -w)
+# to the global ranks of their processes, printed alike by every node's launcher.
+_DS_NODE = re.compile(r"'([^']+)': \[([0-9, ]*)\]")
+_DS_LOCAL = {"localhost", "127.0.0.1"}
+
+
+def deepspeed_mapping_links(con) -> list[dict]:
+    """(host, rank, local_rank) from DeepSpeed's `global_rank_mapping=` lines. launch.py spawns a
+    node's processes in the order of its list (dist_rank = global_rank_mapping[local_node][local_proc])
+    and gives each LOCAL_RANK = dist_rank % num_local_procs (num_local_procs: the length of that
+    node's list). A node name is the host as pdsh and NCCL print it (a name cut at its first dot,
+    an IP whole); 'localhost' (no hostfile) names no host."""
+    q = """SELECT DISTINCT raw FROM events_base
+           WHERE has_mark(marks, 'hot') AND (raw LIKE '%global_rank_mapping=%')"""
+    out: dict[tuple, dict] = {}
+    for r in rows(con, q):
+        for node, ranks in _DS_NODE.findall(r["raw"].split("global_rank_mapping=", 1)[1]):
+            if node in _DS_LOCAL:
+                continue
+            try:
+                rs = [int(x) for x in ranks.split(",") if x.strip()]
+            except ValueError:
+                continue
+            host = node if re.fullmatch(r"\d{1,3}(?:\.\d{1,3}){3}", node) else node.split(".", 1)[0]
+            for g in rs:
+                out[(host, g)] = {"host": host, "rank": g, "local_rank": g % len(rs)}
+    return list(out.values())
+
+
 def srun_runs_agents(con) -> bool:
     """True when srun --label streams carry torchrun agents (torchrun under srun): then the
     label is the agent's task index, not a rank. As build_base found it for this connection
@@ -410,6 +440,10 @@ def build_identity(con: duckdb.DuckDBPyConnection) -> None:
     if rz:
         con.executemany("INSERT INTO identity (host, rank, local_rank, source) VALUES (?, ?, ?, 'rendezvous')",
                         [[r["host"], r["rank"], r["local_rank"]] for r in rz])
+    ds = deepspeed_mapping_links(con)
+    if ds:
+        con.executemany("INSERT INTO identity (host, rank, local_rank, source) VALUES (?, ?, ?, 'deepspeed_mapping')",
+                        [[r["host"], r["rank"], r["local_rank"]] for r in ds])
     build_maps(con)
     events_views(con, "")
     events_views(con, "_g")
