@@ -82,6 +82,9 @@ CREATE TABLE IF NOT EXISTS event_classes (
 --   nranks      INTEGER    the NCCL communicator size a line says (`nranks N`)
 --   teardown    BOOLEAN    the line says a worker failed (exitcode) or SIGTERM was sent to one
 --               (these four are decided by the engine as it parses: crates/engine/src/summary.rs)
+--   progress_lo, progress_hi BIGINT  the least and greatest training position the line's rows of
+--               fact table progress give, coalesce(epoch, 0) * 1000000000 + step (rows with a step);
+--               NULL on other lines (written by the engine with the facts: crates/engine/src/out.rs)
 --   class_id    BIGINT     its row of event_classes
 -- The lines files the view reads, relative to the store's directory, in order.
 CREATE TABLE IF NOT EXISTS lines_files (

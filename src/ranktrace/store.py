@@ -43,8 +43,9 @@ FACT_SQL_TYPES = {"str": "VARCHAR", "int": "BIGINT", "float": "DOUBLE"}
 # 3: events is a view over event_rows and event_classes; 4: event_rows.marks; 5: table event_lines
 # keeps the message as a span of raw, view event_rows gives it back; 6: a store is a directory,
 # its lines Parquet files of its parts (view event_lines); 7: the lines carry the summaries' text tests,
-# decided by the engine (step, says_step, nranks, teardown)
-SCHEMA_VERSION = "7"
+# decided by the engine (step, says_step, nranks, teardown); 8: and the training position their
+# progress facts give (progress_lo, progress_hi: the attempts' step buckets read no join of the facts)
+SCHEMA_VERSION = "8"
 # DuckDB's memory for a reader (diagnose, report, tui, export, sql): beyond it, it spills to a
 # directory of its own (spill_dir). 1.9 GB of diagnose on a store of 150k long Xid lines was all
 # DuckDB's; the process stays under 1 GB with this.
@@ -311,7 +312,7 @@ LINE_COLUMNS = (
     ("local_rank", "BIGINT"), ("task", "BIGINT"), ("pid", "BIGINT"), ("tid", "BIGINT"),
     ("message_at", "INTEGER"), ("message_len", "INTEGER"), ("raw", "VARCHAR"), ("marks", "INTEGER"),
     ("year_placeholder", "BOOLEAN"), ("step", "BIGINT"), ("says_step", "BOOLEAN"), ("nranks", "INTEGER"),
-    ("teardown", "BOOLEAN"), ("class_id", "BIGINT"))
+    ("teardown", "BOOLEAN"), ("progress_lo", "BIGINT"), ("progress_hi", "BIGINT"), ("class_id", "BIGINT"))
 
 # The summaries' per-line text tests, which the engine decides in the scan (columns step, says_step,
 # nranks, teardown of the lines: crates/engine/src/summary.rs), as SQL over a line's message, kind and
@@ -332,6 +333,24 @@ def scan_summaries(message: str, kind: str, severity: str) -> dict[str, str]:
     """SCAN_SUMMARIES over the given SQL expressions of a line's message, kind and severity."""
     return {c: e.format(message=message, kind=kind, severity=severity) for c, e in SCAN_SUMMARIES.items()}
 _NARROW = {"rank": "INTEGER", "local_rank": "INTEGER", "task": "INTEGER"}
+
+
+# The training position of a line's progress facts (columns progress_lo, progress_hi of the lines, which
+# the engine writes from the facts it makes: crates/engine/src/out.rs progress_positions), as SQL over
+# fact table progress: for the stores tests make by hand (insert_events, the facts given before the
+# events), and the reference the engine is held equal to (tests/correlate/test_scan_summaries.py).
+PROGRESS_POSITION = "coalesce(p.epoch, 0) * 1000000000 + p.step"
+
+
+def progress_positions(con: duckdb.DuckDBPyConnection, event_id: str) -> dict[str, str]:
+    """SQL of columns progress_lo / progress_hi of the line whose event_id is `event_id`, from the
+    store's fact table progress (NULL when it has none, or no step column)."""
+    from .correlate.util import has_columns
+    if not has_columns(con, "progress", "step"):
+        return {"progress_lo": "NULL", "progress_hi": "NULL"}
+    pos = PROGRESS_POSITION if has_columns(con, "progress", "epoch") else PROGRESS_POSITION.replace("p.epoch", "NULL")
+    q = f"(SELECT {{f}}({pos}) FROM progress p WHERE p.event_id = {event_id} AND p.step IS NOT NULL)"
+    return {"progress_lo": q.format(f="min"), "progress_hi": q.format(f="max")}
 
 
 def _year_exact(ref: float) -> str:
@@ -581,7 +600,8 @@ def insert_events(con: duckdb.DuckDBPyConnection, source: str) -> None:
            "year_placeholder": (f"w.ts IS NOT NULL AND (w.ts_kind = 'year_inferred' OR (w.ts_kind = 'interpolated' "
                                 f"AND year(w.ts) = {PLACEHOLDER_YEAR}))"),
            "class_id": "c.class_id", "marks": "w.marks",
-           **scan_summaries("w.message", "w.kind", "w.severity")}
+           **scan_summaries("w.message", "w.kind", "w.severity"),
+           **progress_positions(con, "w.event_id")}
     sel = ", ".join(f"CAST({own.get(c, 'w.' + c)} AS {t}) AS {c}" for c, t in LINE_COLUMNS)
     part = f"given-{uuid.uuid4().hex[:16]}"
     rel = f"{PARTS}/{part}/event_lines-0.parquet"
