@@ -191,8 +191,13 @@ fn progress_columns(cat: &Catalog) -> Option<(usize, usize, Option<usize>)> {
 /// no step back). None for an event without such a row. (A position past BIGINT, which made
 /// DuckDB's join fail with an overflow, is left out.)
 pub fn progress_positions(cat: &Catalog, n: usize, rows: &[FactRow]) -> (Vec<Option<i64>>, Vec<Option<i64>>) {
+    positions(progress_columns(cat), n, rows)
+}
+
+/// `progress_positions` given the columns: (table, step, epoch) by index.
+fn positions(cols: Option<(usize, usize, Option<usize>)>, n: usize, rows: &[FactRow]) -> (Vec<Option<i64>>, Vec<Option<i64>>) {
     let (mut lo, mut hi) = (vec![None; n], vec![None; n]);
-    let Some((t, step, epoch)) = progress_columns(cat) else { return (lo, hi) };
+    let Some((t, step, epoch)) = cols else { return (lo, hi) };
     for r in rows.iter().filter(|r| r.table == t) {
         let Val::Int(s) = r.values[step] else { continue };
         let e = match epoch.map(|c| &r.values[c]) {
@@ -252,4 +257,31 @@ pub fn fact_batches(cat: &Catalog, file_id: i64, events: &[Event], rows: &[FactR
         out.push((table.name.clone(), batch));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(table: usize, event: usize, step: Val, epoch: Val) -> FactRow {
+        FactRow { table, event, values: vec![step, Val::Null, epoch].into() }
+    }
+
+    #[test]
+    fn positions_of_progress_rows() {
+        let cols = Some((1, 0, Some(2)));
+        let rows = [
+            row(1, 0, Val::Int(7), Val::Null),          // no epoch: the step
+            row(1, 1, Val::Int(5), Val::Int(2)),        // after its epoch
+            row(1, 1, Val::Int(9), Val::Int(1)),        // a second row of the same line: least and greatest
+            row(1, 2, Val::Null, Val::Int(3)),          // no step: no position
+            row(0, 3, Val::Int(4), Val::Null),          // another table's row
+            row(1, 4, Val::Int(1), Val::Int(i64::MAX / 1000)),   // past BIGINT: left out
+        ];
+        let (lo, hi) = positions(cols, 6, &rows);
+        assert_eq!(lo, vec![Some(7), Some(1_000_000_009), None, None, None, None]);
+        assert_eq!(hi, vec![Some(7), Some(2_000_000_005), None, None, None, None]);
+        // a catalog without progress facts: none
+        assert_eq!(positions(None, 2, &rows), (vec![None, None], vec![None, None]));
+    }
 }
