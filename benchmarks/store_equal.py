@@ -35,12 +35,14 @@ IGNORED = {"files": {"ingested_at"}}
 # store moved its lines' times instead: store.infer_years) and the stamps of the summaries it keeps (a hash of the SQL and code that made them: any change of
 # either changes them; the summaries themselves are compared)
 IGNORED_ROWS = {"meta": "key NOT IN ('schema_version', 'year_reference') AND NOT ends_with(key, '_stamp')"}
-BOOKKEEPING = {"lines_files"}   # where the new store keeps its lines files: nothing of the logs
+BOOKKEEPING = {"lines_files", "fact_files"}   # where the new store keeps its lines and facts files: nothing of the logs
 
 
 def relations(con, tables_only: bool = False) -> dict[str, list[str]]:
     rels = {}
-    kind = " AND table_type = 'BASE TABLE'" if tables_only else ""
+    # (with --tables-only, the fact tables a store keeps in its parts, views over them: store.PART_FACTS)
+    kind = (" AND (table_type = 'BASE TABLE' OR table_name IN ("
+            + ", ".join(repr(t) for t in store.PART_FACTS) + "))") if tables_only else ""
     for (t,) in con.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'"
                             f"{kind} ORDER BY 1").fetchall():
         rels[t] = [r[0] for r in con.execute("SELECT column_name FROM information_schema.columns WHERE "

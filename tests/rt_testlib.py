@@ -48,7 +48,7 @@ def split_by_host(bundle: Path, db: str, out: Path, groups: list[list[str]]) -> 
 def store_differences(a_db: str, b_db: str, ignored: dict[str, set[str]]) -> dict[str, tuple[int, int, int, int]]:
     """The tables and views of two stores that differ: (rows in a, rows in
     b, a EXCEPT ALL b, b EXCEPT ALL a), leaving out the `ignored` columns of a
-    table (and table lines_files: where each store keeps its lines files); a
+    table (and tables lines_files, fact_files: where each store keeps its parts' files); a
     table in one store only is (-1, -1, -1, -1). Empty: the stores are equal.
     Each store's relations are first copied out through a connection of its
     own (its views read its own lines files, by paths relative to it: two
@@ -77,13 +77,14 @@ def store_differences(a_db: str, b_db: str, ignored: dict[str, set[str]]) -> dic
 
 
 def _dump_relations(db: str, out: Path) -> dict[str, list[str]]:
-    """Every table and view of store `db` (but lines_files) as out/<name>.parquet; their columns."""
+    """Every table and view of store `db` (but lines_files and fact_files: where it keeps its parts' files)
+    as out/<name>.parquet; their columns."""
     out.mkdir(parents=True)
     con = store_connect(db)
     con.execute("SET enable_progress_bar = false")
     cols: dict[str, list[str]] = {}
     for (t,) in con.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' "
-                            "AND table_name <> 'lines_files' ORDER BY 1").fetchall():
+                            "AND table_name NOT IN ('lines_files', 'fact_files') ORDER BY 1").fetchall():
         cols[t] = [r[0] for r in con.execute("SELECT column_name FROM information_schema.columns "
                                              "WHERE table_schema = 'main' AND table_name = ? ORDER BY ordinal_position",
                                              [t]).fetchall()]

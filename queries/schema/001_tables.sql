@@ -82,7 +82,21 @@ CREATE TABLE IF NOT EXISTS event_classes (
 --   nranks      INTEGER    the NCCL communicator size a line says (`nranks N`)
 --   teardown    BOOLEAN    the line says a worker failed (exitcode) or SIGTERM was sent to one
 --               (these four are decided by the engine as it parses: crates/engine/src/summary.rs)
+--   progress_lo, progress_hi BIGINT  the least and greatest training position the line's rows of
+--               fact table progress give, coalesce(epoch, 0) * 1000000000 + step (rows with a step);
+--               NULL on other lines (written by the engine with the facts: crates/engine/src/out.rs)
 --   class_id    BIGINT     its row of event_classes
+-- The files of the fact tables the parts keep (ranktrace.store.PART_FACTS: progress, about a row
+-- per line): each such table is a view of its name over its files here, relative to the store's
+-- directory, in order (the other fact tables are DuckDB tables).
+CREATE TABLE IF NOT EXISTS fact_files (
+    tbl         VARCHAR NOT NULL,     -- the fact table (view) it belongs to
+    path        VARCHAR NOT NULL,     -- parts/<part>/<table>.parquet
+    part        VARCHAR NOT NULL,     -- the part it came with
+    "rows"      BIGINT NOT NULL,      -- its rows
+    seq         BIGINT NOT NULL,      -- its place in the view
+    PRIMARY KEY (tbl, path)
+);
 -- The lines files the view reads, relative to the store's directory, in order.
 CREATE TABLE IF NOT EXISTS lines_files (
     path        VARCHAR PRIMARY KEY,  -- parts/<part>/event_lines-N.parquet

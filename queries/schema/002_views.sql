@@ -6,7 +6,8 @@
 -- A line's own columns, its message cut out of raw (001_tables.sql).
 CREATE OR REPLACE VIEW event_rows AS
 SELECT event_id, file_id, line, end_line, byte_offset, ts, ts_text, rank, local_rank, task, pid, tid,
-       substr(raw, message_at, message_len) AS message, raw, marks, step, says_step, nranks, teardown, class_id
+       substr(raw, message_at, message_len) AS message, raw, marks, step, says_step, nranks, teardown,
+       progress_lo, progress_hi, class_id
 FROM event_lines;
 
 -- Every event with all its columns, in this order (001_tables.sql says what

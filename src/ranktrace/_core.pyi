@@ -4,7 +4,8 @@ Batches cross as pyarrow RecordBatches (Arrow C data interface, no copies).
 Event batches: the columns of the store's `event_lines` (the message as
 its place in raw: message_at, message_len; the summaries' per-line text
 tests decided in the scan: step, says_step, nranks, teardown, as
-crates/engine/src/summary.rs says); class batches: those
+crates/engine/src/summary.rs says; the training position of the line's progress facts:
+progress_lo, progress_hi); class batches: those
 of `event_classes` (a class leaves once, with the first batch that has it:
 crates/engine/src/classes.rs); fact batches: event_id, file_id and the
 table's columns."""

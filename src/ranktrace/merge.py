@@ -3,7 +3,8 @@
 A part's lines stay the Parquet files the engine wrote: merge places them in
 the store's directory (STORE/parts/<part>/: a hard link, or a copy from
 another file system; nothing to do for the part an ingest wrote there) and
-registers them under view event_lines. Its other tables (files, classes,
+registers them under view event_lines; so are its files of the fact tables
+of about a row per line (store.PART_FACTS: progress), under their views. Its other tables (files, classes,
 facts: a few rows per thousand lines) go into the store's DuckDB tables. All
 parts go in with one transaction (a killed merge leaves the store as it was;
 files placed for it are unregistered, and removed) and one INSERT per table,
@@ -203,10 +204,11 @@ def _merge_parts(con, parts: list[Part], cat: Catalog, out: MergeSummary) -> Non
     con.execute("CREATE OR REPLACE TEMP TABLE _part_ids (part INTEGER, old BIGINT, new BIGINT, "
                 "PRIMARY KEY (part, old))")
     con.executemany("INSERT INTO _part_ids VALUES (?, ?, ?)", mapping)
-    placed = _place_lines(con, parts, used, whole)
+    kept = sorted(t for t in cat.fact_tables if t in store.PART_FACTS)   # read in place, as the lines
+    placed = _place_lines(con, parts, used, whole, kept)
     con.begin()
     try:
-        for table in ("files", "event_classes", *sorted(cat.fact_tables)):
+        for table in ("files", "event_classes", *sorted(t for t in cat.fact_tables if t not in kept)):
             # Which part a row comes from: its file's name, read_parquet(filename = true).
             names = ", ".join(f"({i}, {sql_str(parts[i].table(table))})" for i in used)
             files = ", ".join(sql_str(parts[i].table(table)) for i in used)
@@ -215,8 +217,9 @@ def _merge_parts(con, parts: list[Part], cat: Catalog, out: MergeSummary) -> Non
                 f"FROM read_parquet([{files}], filename = true) t "
                 f"JOIN (VALUES {names}) p(part, name) ON t.filename = p.name "
                 f"JOIN _part_ids m ON m.part = p.part AND m.old = t.file_id").fetchone()[0]
-        for name, lines in placed:
+        for name, lines, facts in placed:
             store.register_lines(con, name, lines)
+            store.register_facts(con, name, facts)
             out.events += sum(n for _, n in lines)
         for i in used:
             fallback = parts[i].manifest.get("fallback_time")
@@ -226,11 +229,12 @@ def _merge_parts(con, parts: list[Part], cat: Catalog, out: MergeSummary) -> Non
         con.execute("DROP TABLE _part_ids")
     except BaseException:
         con.rollback()
-        for name, _ in placed:
+        for name, _, _ in placed:
             if not any(parts[i].path.resolve() == (store.store_dir_of(con) / store.PARTS / name).resolve()
                        for i in used):
                 shutil.rmtree(store.store_dir_of(con) / store.PARTS / name, ignore_errors=True)
         store.make_lines_view(con)
+        store.make_fact_views(con)
         raise
     con.commit()
     out.files = len(mapping)
@@ -245,12 +249,13 @@ def _moved(table: str) -> str:
     return "m.new AS file_id" + "".join(f", (m.new << 32) | (t.{c} & 4294967295) AS {c}" for c in moved)
 
 
-def _place_lines(con, parts: list[Part], used: list[int], whole: set[int]) -> list[tuple[str, list[tuple[str, int]]]]:
-    """The lines files of the parts `used`, in the store's directory (its
-    parts/<part name>/): where they are already (the part an ingest wrote
-    there), hard-linked or copied, or (a part with files the store has, or
-    whose ids were taken) written again by DuckDB without those files and
-    with the new ids. (part name, [(path relative to the store, lines)])."""
+def _place_lines(con, parts: list[Part], used: list[int], whole: set[int], kept: list[str]
+                 ) -> list[tuple[str, list[tuple[str, int]], list[tuple[str, str, int]]]]:
+    """The lines files of the parts `used`, and their files of the fact tables `kept` (store.PART_FACTS),
+    in the store's directory (its parts/<part name>/): where they are already (the part an ingest wrote
+    there), hard-linked or copied, or (a part with files the store has, or whose ids were taken) written
+    again by DuckDB without those files and with the new ids. (part name, [(lines path relative to the
+    store, lines)], [(fact table, path relative to the store, rows)])."""
     root = store.store_dir_of(con)
     placed = []
     for i in used:
@@ -261,28 +266,34 @@ def _place_lines(con, parts: list[Part], used: list[int], whole: set[int]) -> li
             if dest.exists():
                 shutil.rmtree(dest)   # left by a merge that failed (its lines were never registered)
             dest.mkdir(parents=True)
-        lines = []
-        for name, src in part.lines().items():
+        lines, facts, written = [], [], set()
+        files = [(name, src, "event_lines") for name, src in part.lines().items()]
+        files += [(t, part.table(t), t) for t in kept]
+        for name, src, table in files:
             target = dest / src.name
             if i in whole:
                 if not here:
                     _link_or_copy(src, target)
-                n = part.manifest["counts"][name]
+                n = part.manifest["counts"].get(name, 0)
             else:
                 tmp = target.with_suffix(".tmp")
-                con.execute(f"COPY (SELECT t.* EXCLUDE (filename) REPLACE ({_moved('event_lines')}) "
+                con.execute(f"COPY (SELECT t.* EXCLUDE (filename) REPLACE ({_moved(table)}) "
                             f"FROM read_parquet({sql_str(src)}, filename = true) t "
                             f"JOIN _part_ids m ON m.part = {i} AND m.old = t.file_id ORDER BY t.event_id) "
                             f"TO {sql_str(tmp)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 122880)")
                 n = con.execute(f"SELECT count(*) FROM read_parquet({sql_str(tmp)})").fetchone()[0]
                 os.replace(tmp, target)
-            if n:
-                lines.append((f"{store.PARTS}/{part.name}/{src.name}", n))
+            written.add(src.name)
+            rel = f"{store.PARTS}/{part.name}/{src.name}"
+            if n and table == "event_lines":
+                lines.append((rel, n))
+            elif n:
+                facts.append((table, rel, n))
         if not here:
             for f in part.path.iterdir():   # the rest of the part: it stays a part inside the store
-                if f.is_file() and not f.name.startswith("event_lines-"):
+                if f.is_file() and f.name not in written:
                     _link_or_copy(f, dest / f.name)
-        placed.append((part.name, lines))
+        placed.append((part.name, lines, facts))
     return placed
 
 

@@ -82,13 +82,15 @@ def lock_down(con: duckdb.DuckDBPyConnection, allow_files: bool = False) -> duck
     `con` inherits them."""
     try:
         if not allow_files:
-            # the store's own lines files (view event_lines) stay readable: each part's directory, as
+            # the store's own lines files (view event_lines) and facts files (store.PART_FACTS) stay
+            # readable: each part's directory, as
             # the view names it (relative) and as DuckDB finds it (in the store). A relative
             # directory is also allowed under the working directory: the part names (a content
             # hash each) make that another store's part at most.
             from .store import PARTS, store_dir_of
             root = store_dir_of(con)
-            parts = [r[0] for r in con.execute("SELECT DISTINCT part FROM lines_files ORDER BY 1").fetchall()]
+            parts = [r[0] for r in con.execute("SELECT part FROM lines_files UNION SELECT part FROM fact_files "
+                                               "ORDER BY 1").fetchall()]
             allowed = [d for p in parts for d in (f"{PARTS}/{p}/", f"{root / PARTS / p}/")]
             if allowed:
                 con.execute("SET allowed_directories = $1", [allowed])

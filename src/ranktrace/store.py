@@ -43,8 +43,15 @@ FACT_SQL_TYPES = {"str": "VARCHAR", "int": "BIGINT", "float": "DOUBLE"}
 # 3: events is a view over event_rows and event_classes; 4: event_rows.marks; 5: table event_lines
 # keeps the message as a span of raw, view event_rows gives it back; 6: a store is a directory,
 # its lines Parquet files of its parts (view event_lines); 7: the lines carry the summaries' text tests,
-# decided by the engine (step, says_step, nranks, teardown)
-SCHEMA_VERSION = "7"
+# decided by the engine (step, says_step, nranks, teardown); 8: and the training position their
+# progress facts give (progress_lo, progress_hi: the attempts' step buckets read no join of the facts);
+# fact table progress is a view over the parts' Parquet files of it (PART_FACTS, table fact_files)
+SCHEMA_VERSION = "8"
+# Fact tables of about one row per line (a training run's progress lines: 15 M of a long run's 15.4 M
+# lines): kept where the part wrote them (its <table>.parquet), read in place by a view of that name
+# over the store's files of it (table fact_files, as the lines are view event_lines over lines_files).
+# Copying the long run's progress facts into DuckDB cost its end of ingest 4-6 CPU-s.
+PART_FACTS = ("progress",)
 # DuckDB's memory for a reader (diagnose, report, tui, export, sql): beyond it, it spills to a
 # directory of its own (spill_dir). 1.9 GB of diagnose on a store of 150k long Xid lines was all
 # DuckDB's; the process stays under 1 GB with this.
@@ -292,6 +299,13 @@ def _init_schema(con: duckdb.DuckDBPyConnection, cat: Catalog | None) -> None:
                                      "WHERE table_schema = 'main'").fetchall():
         have.setdefault(table, set()).add(column)
     for table, cols in cat.fact_tables.items():
+        if table in PART_FACTS:
+            want = [("event_id", "BIGINT"), ("file_id", "BIGINT"), *((c, FACT_SQL_TYPES[t]) for c, t in cols.items())]
+            if table in have:   # the columns it has (a catalog since may have more; none goes)
+                now = view_columns(con, table)
+                want = now + [w for w in want if w[0] not in dict(now)]
+            make_fact_view(con, table, want)
+            continue
         if table not in have:
             defs = "".join(f', "{c}" {FACT_SQL_TYPES[t]}' for c, t in cols.items())
             con.execute(f'CREATE TABLE "{table}" (event_id BIGINT NOT NULL, file_id BIGINT NOT NULL{defs})')
@@ -311,7 +325,7 @@ LINE_COLUMNS = (
     ("local_rank", "BIGINT"), ("task", "BIGINT"), ("pid", "BIGINT"), ("tid", "BIGINT"),
     ("message_at", "INTEGER"), ("message_len", "INTEGER"), ("raw", "VARCHAR"), ("marks", "INTEGER"),
     ("year_placeholder", "BOOLEAN"), ("step", "BIGINT"), ("says_step", "BOOLEAN"), ("nranks", "INTEGER"),
-    ("teardown", "BOOLEAN"), ("class_id", "BIGINT"))
+    ("teardown", "BOOLEAN"), ("progress_lo", "BIGINT"), ("progress_hi", "BIGINT"), ("class_id", "BIGINT"))
 
 # The summaries' per-line text tests, which the engine decides in the scan (columns step, says_step,
 # nranks, teardown of the lines: crates/engine/src/summary.rs), as SQL over a line's message, kind and
@@ -332,6 +346,24 @@ def scan_summaries(message: str, kind: str, severity: str) -> dict[str, str]:
     """SCAN_SUMMARIES over the given SQL expressions of a line's message, kind and severity."""
     return {c: e.format(message=message, kind=kind, severity=severity) for c, e in SCAN_SUMMARIES.items()}
 _NARROW = {"rank": "INTEGER", "local_rank": "INTEGER", "task": "INTEGER"}
+
+
+# The training position of a line's progress facts (columns progress_lo, progress_hi of the lines, which
+# the engine writes from the facts it makes: crates/engine/src/out.rs progress_positions), as SQL over
+# fact table progress: for the stores tests make by hand (insert_events, the facts given before the
+# events), and the reference the engine is held equal to (tests/correlate/test_scan_summaries.py).
+PROGRESS_POSITION = "coalesce(p.epoch, 0) * 1000000000 + p.step"
+
+
+def progress_positions(con: duckdb.DuckDBPyConnection, event_id: str) -> dict[str, str]:
+    """SQL of columns progress_lo / progress_hi of the line whose event_id is `event_id`, from the
+    store's fact table progress (NULL when it has none, or no step column)."""
+    from .correlate.util import has_columns
+    if not has_columns(con, "progress", "step"):
+        return {"progress_lo": "NULL", "progress_hi": "NULL"}
+    pos = PROGRESS_POSITION if has_columns(con, "progress", "epoch") else PROGRESS_POSITION.replace("p.epoch", "NULL")
+    q = f"(SELECT {{f}}({pos}) FROM progress p WHERE p.event_id = {event_id} AND p.step IS NOT NULL)"
+    return {"progress_lo": q.format(f="min"), "progress_hi": q.format(f="max")}
 
 
 def _year_exact(ref: float) -> str:
@@ -439,6 +471,47 @@ def make_lines_view(con: duckdb.DuckDBPyConnection) -> None:
     else:
         src = "(SELECT " + ", ".join(f"CAST(NULL AS {t}) AS {c}" for c, t in LINE_COLUMNS) + " LIMIT 0)"
     con.execute(f"CREATE OR REPLACE VIEW event_lines AS SELECT {', '.join(cols)} FROM {src}")
+
+
+def view_columns(con: duckdb.DuckDBPyConnection, name: str) -> list[tuple[str, str]]:
+    """(column, SQL type) of a table or view, in order."""
+    return [(r[0], r[1]) for r in con.execute(f'DESCRIBE "{name}"').fetchall()]
+
+
+def make_fact_view(con: duckdb.DuckDBPyConnection, table: str, cols: list[tuple[str, str]] | None = None) -> None:
+    """View `table` (one of PART_FACTS) over the store's files of it (table fact_files), in their order,
+    with columns `cols` (name, SQL type; None: those the view has). A column no file has is NULL (a
+    catalog that gained it after those parts were written)."""
+    cols = cols or view_columns(con, table)
+    files = [r[0] for r in con.execute("SELECT path FROM fact_files WHERE tbl = ? ORDER BY seq", [table]).fetchall()]
+    if files:
+        names = "[" + ", ".join(sql_literal(f) for f in files) + "]"
+        have = {r[0] for r in con.execute(f"SELECT DISTINCT name FROM parquet_schema({names})").fetchall()}
+        sel = ", ".join(f'CAST("{c}" AS {t}) AS "{c}"' if c in have else f'CAST(NULL AS {t}) AS "{c}"'
+                        for c, t in cols)
+        con.execute(f'CREATE OR REPLACE VIEW "{table}" AS SELECT {sel} FROM read_parquet({names}, union_by_name = true)')
+    else:
+        sel = ", ".join(f'CAST(NULL AS {t}) AS "{c}"' for c, t in cols)
+        con.execute(f'CREATE OR REPLACE VIEW "{table}" AS SELECT {sel} LIMIT 0')
+
+
+def make_fact_views(con: duckdb.DuckDBPyConnection) -> None:
+    """Every view of PART_FACTS the store has, over its files as table fact_files lists them now."""
+    have = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' "
+                                      "AND table_type = 'VIEW'").fetchall()}
+    for table in PART_FACTS:
+        if table in have:
+            make_fact_view(con, table)
+
+
+def register_facts(con: duckdb.DuckDBPyConnection, part: str, paths: list[tuple[str, str, int]]) -> None:
+    """Files (table, path relative to the store, rows) of part `part` into their views of PART_FACTS
+    (in the caller's transaction)."""
+    for table, path, n in paths:
+        con.execute("INSERT INTO fact_files VALUES ($1, $2, $3, $4, "
+                    "coalesce((SELECT max(seq) FROM fact_files), 0) + 1)", [table, path, part, n])
+    for table in sorted({t for t, _, _ in paths}):
+        make_fact_view(con, table)
 
 
 def imply_ranks(con: duckdb.DuckDBPyConnection) -> int:
@@ -581,7 +654,8 @@ def insert_events(con: duckdb.DuckDBPyConnection, source: str) -> None:
            "year_placeholder": (f"w.ts IS NOT NULL AND (w.ts_kind = 'year_inferred' OR (w.ts_kind = 'interpolated' "
                                 f"AND year(w.ts) = {PLACEHOLDER_YEAR}))"),
            "class_id": "c.class_id", "marks": "w.marks",
-           **scan_summaries("w.message", "w.kind", "w.severity")}
+           **scan_summaries("w.message", "w.kind", "w.severity"),
+           **progress_positions(con, "w.event_id")}
     sel = ", ".join(f"CAST({own.get(c, 'w.' + c)} AS {t}) AS {c}" for c, t in LINE_COLUMNS)
     part = f"given-{uuid.uuid4().hex[:16]}"
     rel = f"{PARTS}/{part}/event_lines-0.parquet"

@@ -3,14 +3,16 @@ nranks, teardown of the lines: crates/engine/src/summary.rs). On every sample bu
 log shape, each line's columns are what the SQL that computed them before gave (queries/align/
 event_groups.sql and anchors.sql, verbatim with their prefilters, but the mark 'summary', which was only
 a prefilter of these tests and is gone with them), and what ranktrace.store's
-SQL for hand-made stores (SCAN_SUMMARIES) gives."""
+SQL for hand-made stores (SCAN_SUMMARIES) gives. So are the training positions the engine writes beside
+them from each line's progress facts (progress_lo, progress_hi): what SQL over fact table progress gives
+(store.progress_positions)."""
 
 from __future__ import annotations
 
 import pytest
 
 from ranktrace.ingest.pipeline import ingest
-from ranktrace.store import connect as store_connect, scan_summaries
+from ranktrace.store import connect as store_connect, progress_positions, scan_summaries
 from rt_testlib import SHAPES
 
 from .test_sample_bundles import BUNDLES, _files
@@ -61,7 +63,7 @@ def _mismatches(con) -> dict[str, list]:
 def test_the_engine_decides_what_the_sql_did(tmp_path, catalog, monkeypatch):
     inputs = _inputs()
     assert len(inputs) >= 20
-    seen = {c: 0 for c in ENGINE}
+    seen = {c: 0 for c in (*ENGINE, "progress")}
     for name, files, where in inputs:
         db = str(tmp_path / f"{name}.store")
         monkeypatch.chdir(where)
@@ -76,10 +78,17 @@ def test_the_engine_decides_what_the_sql_did(tmp_path, catalog, monkeypatch):
             for c, n in zip(ENGINE, con.execute("SELECT count(step), count(says_step), count(nranks), "
                                                 "count(*) FILTER (WHERE teardown) FROM event_rows").fetchone()):
                 seen[c] += n
+            # the training position of each line's progress facts (step_buckets.sql reads it instead of
+            # joining the facts): what the SQL over fact table progress gives (store.progress_positions)
+            pos = progress_positions(con, "r.event_id")
+            assert con.execute(f"SELECT r.event_id, r.progress_lo, r.progress_hi FROM event_rows r "
+                               f"WHERE r.progress_lo IS DISTINCT FROM {pos['progress_lo']} "
+                               f"OR r.progress_hi IS DISTINCT FROM {pos['progress_hi']} LIMIT 5").fetchall() == [], name
+            seen["progress"] += con.execute("SELECT count(progress_lo) FROM event_rows").fetchone()[0]
         finally:
             con.close()
     # the columns are exercised (no bundle has a line of no kind that says a step: test_one_line has)
-    assert seen["step"] and seen["nranks"] and seen["teardown"], seen
+    assert seen["step"] and seen["nranks"] and seen["teardown"] and seen["progress"], seen
 
 
 @pytest.mark.parametrize("message, kind, severity, want", [

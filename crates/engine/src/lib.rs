@@ -302,7 +302,7 @@ impl FileParser {
         let parts = par::map(
             events.iter().zip(classes.iter()).zip(rows.iter()).zip(summaries.iter()).collect(),
             |(((evs, classes), rows), summaries): (((&Vec<events::Event>, &Vec<classify::Class>), &Vec<classify::FactRow>), &Vec<summary::Facts>)| {
-                (out::event_rows(cat, file_id, evs, classes, summaries), out::fact_batches(cat, file_id, evs, rows))
+                (out::event_rows(cat, file_id, evs, classes, summaries, rows), out::fact_batches(cat, file_id, evs, rows))
             },
         );
         let schema = out::event_schema(cat);

@@ -40,6 +40,10 @@ pub fn event_schema(cat: &Catalog) -> Arc<Schema> {
     f.push(Field::new("says_step", DataType::Boolean, true));
     f.push(Field::new("nranks", DataType::Int32, true));
     f.push(Field::new("teardown", DataType::Boolean, false));
+    // The training position a line's progress facts give (`progress_positions`): what
+    // queries/attempts/step_buckets.sql read by joining every line with fact table progress.
+    f.push(Field::new("progress_lo", DataType::Int64, true));
+    f.push(Field::new("progress_hi", DataType::Int64, true));
     f.push(Field::new("class_id", DataType::Int64, false));
     Arc::new(Schema::new(f))
 }
@@ -77,8 +81,9 @@ const BUCKET_EVENTS: usize = 8;
 /// when the parts are put in file order: classes::FileClasses), and each
 /// event's class.
 /// `facts`: each event's summary facts (classify::read; `summary::of_events` reads the same).
-pub fn event_rows(cat: &Catalog, file_id: i64, events: &[Event], classes: &[Class], facts: &[summary::Facts])
-                  -> (Vec<ArrayRef>, classes::Local) {
+/// `rows`: the events' fact rows (their progress facts give columns progress_lo, progress_hi).
+pub fn event_rows(cat: &Catalog, file_id: i64, events: &[Event], classes: &[Class], facts: &[summary::Facts],
+                  rows: &[FactRow]) -> (Vec<ArrayRef>, classes::Local) {
     // A few distinct envelope chains per file: each joined once.
     let mut joined: rustc_hash::FxHashMap<&[u16], String> = Default::default();
     for e in events {
@@ -165,7 +170,46 @@ pub fn event_rows(cat: &Catalog, file_id: i64, events: &[Event], classes: &[Clas
     cols.push(Arc::new(arrow_array::BooleanArray::from_iter(facts.iter().map(|f| f.says_step))));
     cols.push(Arc::new(arrow_array::Int32Array::from_iter(facts.iter().map(|f| f.nranks))));
     cols.push(Arc::new(arrow_array::BooleanArray::from_iter(facts.iter().map(|f| Some(f.teardown)))));
+    let (lo, hi) = progress_positions(cat, n, rows);
+    cols.push(Arc::new(arrow_array::Int64Array::from(lo)));
+    cols.push(Arc::new(arrow_array::Int64Array::from(hi)));
     (cols, local)
+}
+
+/// The columns of fact table `progress` a position is made of: (table, step, epoch), by index;
+/// None when the catalog has no progress facts with an integer step.
+fn progress_columns(cat: &Catalog) -> Option<(usize, usize, Option<usize>)> {
+    let t = cat.tables.iter().position(|t| t.name == "progress")?;
+    let col = |name: &str| cat.tables[t].cols.iter().position(|(c, ty)| c == name && matches!(ty, FType::Int));
+    Some((t, col("step")?, col("epoch")))
+}
+
+/// Each event's least and greatest training position among its rows of fact table `progress`
+/// whose step is known: `coalesce(epoch, 0) * 1000000000 + step`, as step_buckets.sql computed
+/// it joining every line with the table (`JOIN progress p USING (event_id) WHERE p.step IS NOT
+/// NULL`: the step after the epoch, so that a per-epoch batch counter that starts again at 0 is
+/// no step back). None for an event without such a row. (A position past BIGINT, which made
+/// DuckDB's join fail with an overflow, is left out.)
+pub fn progress_positions(cat: &Catalog, n: usize, rows: &[FactRow]) -> (Vec<Option<i64>>, Vec<Option<i64>>) {
+    positions(progress_columns(cat), n, rows)
+}
+
+/// `progress_positions` given the columns: (table, step, epoch) by index.
+fn positions(cols: Option<(usize, usize, Option<usize>)>, n: usize, rows: &[FactRow]) -> (Vec<Option<i64>>, Vec<Option<i64>>) {
+    let (mut lo, mut hi) = (vec![None; n], vec![None; n]);
+    let Some((t, step, epoch)) = cols else { return (lo, hi) };
+    for r in rows.iter().filter(|r| r.table == t) {
+        let Val::Int(s) = r.values[step] else { continue };
+        let e = match epoch.map(|c| &r.values[c]) {
+            Some(Val::Int(e)) => *e,
+            _ => 0,
+        };
+        let Some(pos) = e.checked_mul(1_000_000_000).and_then(|x| x.checked_add(s)) else { continue };
+        let (l, h) = (&mut lo[r.event], &mut hi[r.event]);
+        *l = Some(l.map_or(pos, |v: i64| v.min(pos)));
+        *h = Some(h.map_or(pos, |v: i64| v.max(pos)));
+    }
+    (lo, hi)
 }
 
 /// One record batch per fact table that has rows: event_id, file_id, columns.
@@ -213,4 +257,31 @@ pub fn fact_batches(cat: &Catalog, file_id: i64, events: &[Event], rows: &[FactR
         out.push((table.name.clone(), batch));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(table: usize, event: usize, step: Val, epoch: Val) -> FactRow {
+        FactRow { table, event, values: vec![step, Val::Null, epoch].into() }
+    }
+
+    #[test]
+    fn positions_of_progress_rows() {
+        let cols = Some((1, 0, Some(2)));
+        let rows = [
+            row(1, 0, Val::Int(7), Val::Null),          // no epoch: the step
+            row(1, 1, Val::Int(5), Val::Int(2)),        // after its epoch
+            row(1, 1, Val::Int(9), Val::Int(1)),        // a second row of the same line: least and greatest
+            row(1, 2, Val::Null, Val::Int(3)),          // no step: no position
+            row(0, 3, Val::Int(4), Val::Null),          // another table's row
+            row(1, 4, Val::Int(1), Val::Int(i64::MAX / 1000)),   // past BIGINT: left out
+        ];
+        let (lo, hi) = positions(cols, 6, &rows);
+        assert_eq!(lo, vec![Some(7), Some(1_000_000_009), None, None, None, None]);
+        assert_eq!(hi, vec![Some(7), Some(2_000_000_005), None, None, None, None]);
+        // a catalog without progress facts: none
+        assert_eq!(positions(None, 2, &rows), (vec![None, None], vec![None, None]));
+    }
 }

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 import duckdb
 
-from .util import columns, has_columns, rows, sql_file, table_exists
+from .util import columns, rows, sql_file, table_exists
 
 GAP_S = 180.0      # the early signs of one launch on different hosts come this close to each other
 LATE_S = 1800.0    # a late sign (new pid, step back) belongs to the launch before it within this, if no work came between
@@ -74,11 +74,8 @@ class Attempt:
 
 def query_text(con, name: str) -> str:
     """queries/attempts/<name>.sql as it runs on this store: over hot_events when diagnose made it (as
-    detectors.base.query does); a fact table holds the columns its formats capture, so a missing
-    `epoch` reads as none."""
+    detectors.base.query does)."""
     text = sql_file(f"attempts/{name}.sql")
-    if name == "step_buckets" and not has_columns(con, "progress", "epoch"):
-        text = text.replace("p.epoch", "NULL")
     if table_exists(con, "hot_events") and name == "markers":
         text = text.replace("aligned_events", "hot_events")
     return text

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from ..store import EVENT_TABLES
+from ..store import EVENT_TABLES, PART_FACTS
 
 # Events that say how a process / task / node ended (the "exit" column).
 EXIT_KINDS = ("process_exit", "killed_signal", "crash_signal", "host_oom", "gpu_oom", "task_exit",
@@ -144,11 +144,13 @@ def tables(con) -> set[str]:
 
 def fact_tables(con) -> list[str]:
     """Typed fact tables: every base table with an event_id column, but the
-    events' own (view `events`: store.EVENT_TABLES)."""
+    events' own (view `events`: store.EVENT_TABLES), and the views over the
+    parts' files of those kept there (store.PART_FACTS)."""
     rows = con.execute(
         "SELECT DISTINCT c.table_name FROM information_schema.columns c JOIN information_schema.tables t "
         "ON t.table_name = c.table_name AND t.table_schema = c.table_schema "
-        "WHERE c.table_schema = 'main' AND t.table_type = 'BASE TABLE' AND c.column_name = 'event_id' "
+        "WHERE c.table_schema = 'main' AND c.column_name = 'event_id' AND (t.table_type = 'BASE TABLE' "
+        f"OR t.table_name IN ({', '.join(repr(t) for t in PART_FACTS)})) "
         "ORDER BY 1").fetchall()
     return [r[0] for r in rows if r[0] not in ("events", *EVENT_TABLES)]
 
