@@ -57,7 +57,9 @@ def test_sacct_maxrss_names_the_task_that_grew_only_with_an_oom():
 # DeepSpeed's launcher (deepspeed/launcher/launch.py sigkill_handler): 'Killing subprocess {pid}' for
 # every subprocess, then '{cmd} exits with return code = {code}', cmd being the last one it spawned.
 def _ds_kill(t, pid, line):
-    return ev(t, f"Killing subprocess {pid}", kind="sigterm_sent", file="ds.log", line=line)
+    # deepspeed/launcher/launch.py sigkill_handler, through DeepSpeed's logger
+    return ev(t, f"Killing subprocess {pid}", kind="sigterm_sent", file="ds.log", line=line,
+              raw=f"[2024-05-02 10:00:01,100] [INFO] [launch.py:315:sigkill_handler] Killing subprocess {pid}")
 
 
 def _ds_exit(t, code, lr, line):
@@ -66,9 +68,10 @@ def _ds_exit(t, code, lr, line):
 
 
 def test_deepspeed_launcher_names_its_only_subprocess():
+    # one subprocess killed: the command the handler prints is that process's own (its --local_rank)
     got = run(worker_exits, [_ds_kill(1.0, 20741, 1), _ds_exit(1.1, -9, 0, 2)])
     assert [(f.kind, f.pid, f.local_rank, f.direct, f.extra["source"]) for f in got] == \
-        [("killed", 20741, None, True, "launcher")]
+        [("killed", 20741, 0, True, "launcher")]
 
 
 def test_deepspeed_launcher_of_several_names_no_process():

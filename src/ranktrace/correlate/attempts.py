@@ -85,12 +85,22 @@ def _run(con, name: str) -> list[dict]:
     return rows(con, query_text(con, name))
 
 
-def run_markers(con: duckdb.DuckDBPyConnection, jobs: set[str] | None, failures: str) -> list[dict]:
-    """queries/attempts/markers.sql's rows of the run (`jobs`: its Slurm jobs, None: every job) less
-    the launches told again that _retold would drop anyway (queries/attempts/markers_told.sql);
-    `failures`: a query of the times of cause lines (column t)."""
+def failure_times(con: duckdb.DuckDBPyConnection) -> str:
+    """SQL: the aligned times of cause lines (column t): a new failure."""
+    src = "hot_events" if table_exists(con, "hot_events") else "aligned_events"
+    return f"SELECT DISTINCT ats AS t FROM {src} WHERE role = 'cause' AND ats IS NOT NULL"
+
+
+def marker_views(con: duckdb.DuckDBPyConnection) -> None:
+    """Temp views attempt_markers (markers.sql's rows) and attempt_failures, which markers_told.sql reads."""
     con.execute(f"CREATE OR REPLACE TEMP VIEW attempt_markers AS {query_text(con, 'markers')}")
-    con.execute(f"CREATE OR REPLACE TEMP VIEW attempt_failures AS {failures}")
+    con.execute(f"CREATE OR REPLACE TEMP VIEW attempt_failures AS {failure_times(con)}")
+
+
+def run_markers(con: duckdb.DuckDBPyConnection, jobs: set[str] | None) -> list[dict]:
+    """queries/attempts/markers.sql's rows of the run (`jobs`: its Slurm jobs, None: every job) less
+    the launches told again that _retold would drop anyway (queries/attempts/markers_told.sql)."""
+    marker_views(con)
     return rows(con, sql_file("attempts/markers_told.sql"), {"jobs": sorted(jobs) if jobs is not None else None})
 
 
@@ -233,17 +243,15 @@ def _once(fn):
 
 
 # what a query of queries/attempts needs made before it runs (only when it reads the lines)
-PREPARE = {"step_buckets": progress_keys}
+PREPARE = {"step_buckets": progress_keys, "markers_told": marker_views}
 
 
 def collect(con: duckdb.DuckDBPyConnection) -> tuple[list[Sign], list[dt.datetime], list[dt.datetime]]:
     """(signs, progress, failures): the seconds (aligned) in which the job trained, and
     the times of cause lines (a new failure; the teardown's symptoms come with a restart, they do not
     separate one launch from the next)."""
-    src = "hot_events" if table_exists(con, "hot_events") else "aligned_events"
-    failing = f"SELECT DISTINCT ats AS t FROM {src} WHERE role = 'cause' AND ats IS NOT NULL"
-    failures = [r[0] for r in con.execute(failing + " ORDER BY 1").fetchall()]
-    signs = agent_signs(run_markers(con, run_jobs(con), failing))
+    failures = [r[0] for r in con.execute(failure_times(con) + " ORDER BY 1").fetchall()]
+    signs = agent_signs(run_markers(con, run_jobs(con)))
     signs += pid_signs(_run(con, "incarnations"))
     from .clock import kept_rows   # (kept by the ingest: a pass over every progress line)
     keys = _once(progress_keys)
