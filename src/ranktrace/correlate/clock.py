@@ -191,7 +191,8 @@ def estimate_offsets(con: duckdb.DuckDBPyConnection, offsets: dict[str, float] |
             if h in per and against in per:
                 p = _pair(per[h], per[against], unc0.get(cls, 1.0))
                 if p and p[2] >= MIN_ANCHORS[cls] and p[2] >= SHARED * min(len(per[h]), len(per[against])) \
-                        and (not apart(spans.get(h), spans.get(against)) or same_round(rounds.get(h, {}), rounds.get(against, {}))):
+                        and (not apart(spans.get(h), spans.get(against))
+                             or same_round(rounds.get(h, {}), rounds.get(against, {}))):
                     return p[0], p[1], f"{p[2]} shared {cls} anchors with {against}"
         return None
 

@@ -318,9 +318,10 @@ def _failure_seen(con, findings: list[Finding]) -> bool:
     # host's link) or a complaint is not what stopped the job: nothing stopped it
     training = trained_to_the_end(con) == "the logs end"
     past = [f for f in findings if f.extra.get("survived") or (training and not f.direct)]
+    gone = {id(f) for f in past}
     if healthy is not None and any(
             (f.direct or f.time is None or f.time >= (complaints if f.detector == "first_symptom" else healthy))
-            for f in findings if f not in past):
+            for f in findings if id(f) not in gone):
         return True
     # lines no finding was made of; a group whose last line a finding judged past is not one
     survived = [e for f in past for e in f.evidence]
