@@ -16,4 +16,6 @@ CARGO=$(command -v cargo || echo "$HOME/.cargo/bin/cargo")
 # (the CPU build; never a bare `torch`) in its own venv for the harness.
 bash tools/capture/install.sh
 export RANKTRACE_REQUIRE_E2E=1
-exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"
+# Every core (pytest-xdist): modules and the e2e tests each stay on one worker
+# (tests/conftest.py). `-n 0` runs it in one process.
+exec .venv/bin/python -m pytest -q -p no:cacheprovider -n auto --dist loadgroup "$@"

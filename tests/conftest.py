@@ -15,6 +15,17 @@ from rt_testlib import REPO, SHAPES, write  # noqa: F401  (re-exported for fixtu
 from ranktrace.store import connect as store_connect
 
 
+def pytest_collection_modifyitems(config, items):
+    # scripts/test.sh runs the suite on every core (pytest-xdist, --dist
+    # loadgroup). A module's tests stay on one worker so its module fixtures
+    # (stores ingested once) are built once; every e2e test shares one worker
+    # because the host has one Slurm cluster, started and stopped by the
+    # session fixture of whichever process runs them.
+    for item in items:
+        group = "e2e" if item.get_closest_marker("e2e") else item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
 @pytest.fixture(scope="session")
 def catalog():
     # Samples are checked by tests/formats/test_samples.py, one failure per

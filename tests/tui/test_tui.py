@@ -170,6 +170,30 @@ async def test_opens_on_verdict_with_culprit_lane_marked(make_app, incident, siz
 
 
 @run_async
+async def test_a_resize_after_the_jump_centres_the_culprit_lane_again(make_app, incident):
+    """The first layout often lands after the jump to the culprit (and a user resizes the terminal):
+    the culprit's lane is centred in the timeline's final height, not the one it had at the jump."""
+    from ranktrace.tui.widgets.timeline import Timeline
+    app = make_app()
+    host, rank = _culprit(incident)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        tl = app.query_one(Timeline)
+        for size in [(80, 40), (100, 30)]:
+            await pilot.resize_terminal(*size)
+            await settle(app, pilot)
+            row = tl.lane_row(host, rank)
+            assert tl.cursor_row == row
+            centred = max(0, min(row - tl.body_height // 2, len(tl.rows) - tl.body_height))
+            assert tl.top == centred, (size, tl.top, centred, tl.body_height)
+        tl._scroll(1)                                   # the user scrolls: a resize keeps the view
+        top = tl.top
+        await pilot.resize_terminal(120, 30)              # wider, as high
+        await settle(app, pilot)
+        assert tl.top == top
+
+
+@run_async
 async def test_the_diagnosis_starts_after_the_first_screen_is_drawn(incident):
     """On a large store the diagnosis holds DuckDB's threads for seconds: it
     must not delay the first screen, so it starts once the timeline has its

@@ -119,6 +119,9 @@ class Timeline(Widget, can_focus=True):
         self.cursor_row = 0
         self.cursor_t: float | None = None
         self.top = 0
+        # The view was last placed by a jump that centred the cursor's lane: a resize centres it
+        # again (the first layout often lands after the jump), a user's scroll ends it.
+        self._centered = False
         self.extent: tuple[float, float] | None = None
         self.incident: tuple[float, float] | None = None
         self.first_failure: float | None = None
@@ -325,17 +328,19 @@ class Timeline(Widget, can_focus=True):
         self.request_load()
         self._moved()
 
-    def _set_row(self, row: int, center: bool = False) -> None:
+    def _set_row(self, row: int, center: bool = False, recenter: bool = False) -> None:
         if not self.rows:
             return
         self.cursor_row = max(0, min(row, len(self.rows) - 1))
-        if center and not (self.top <= self.cursor_row < self.top + self.body_height):
+        visible = self.top <= self.cursor_row < self.top + self.body_height
+        if recenter or (center and not visible):
             self.top = self.cursor_row - self.body_height // 2
         elif self.cursor_row < self.top:
             self.top = self.cursor_row
         elif self.cursor_row >= self.top + self.body_height:
             self.top = self.cursor_row - self.body_height + 1
         self.top = max(0, min(self.top, max(len(self.rows) - self.body_height, 0)))
+        self._centered = center or recenter
         self.request_load()
         self._moved()
 
@@ -367,7 +372,7 @@ class Timeline(Widget, can_focus=True):
         if self.all_lanes:
             self._build_rows()
         self.virtual_size = Size(self.size.width, len(self.rows) + AXIS_ROWS)
-        self._set_row(self.cursor_row) if self.rows else None
+        self._set_row(self.cursor_row, recenter=self._centered) if self.rows else None
         self.request_load()
 
     def _visible_lanes(self) -> list[Lane]:
@@ -804,6 +809,7 @@ class Timeline(Widget, can_focus=True):
         self.action_pan(1)
 
     def _scroll(self, d: int) -> None:
+        self._centered = False
         self.top = max(0, min(self.top + d, max(len(self.rows) - self.body_height, 0)))
         self.cursor_row = max(self.top, min(self.cursor_row, self.top + self.body_height - 1))
         self.request_load()
