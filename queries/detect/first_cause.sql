@@ -15,8 +15,14 @@
 -- a reader's 512 MB, and DuckDB's window does not spill), a stream of them holds none.
 WITH r AS NOT MATERIALIZED (
     -- a daemon's or srun's line reports on someone else's tasks: inside a job's output (slurmstepd
-    -- under srun --label) it carries the label of the stream, not the rank that failed
-    SELECT e.*, e.program IN ('slurmstepd', 'slurmd', 'slurmctld', 'srun') AS reported
+    -- under srun --label) it carries the label of the stream, not the rank that failed. srun's
+    -- task exit names the node its tasks ran on ('srun: error: n4: task 2: Segmentation fault',
+    -- written on the batch host): that node is the culprit's host (task_exits.sql reads it alike)
+    SELECT e.* REPLACE (CASE WHEN e.program = 'srun' AND e.raw LIKE '%srun: error:%task%'
+                             THEN coalesce(nullif(regexp_extract(e.raw, 'srun: error: ([^:\s]+): tasks? [0-9]', 1), ''),
+                                           e.host)
+                             ELSE e.host END AS host),
+           e.program IN ('slurmstepd', 'slurmd', 'slurmctld', 'srun') AS reported
     FROM aligned_events e
 ), c AS NOT MATERIALIZED (
     SELECT e.* REPLACE (CASE WHEN e.reported THEN NULL ELSE e.rank END AS rank),

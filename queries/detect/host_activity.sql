@@ -6,7 +6,19 @@
 --   line), counts of cause/symptom/lifecycle lines, whether the host's launcher wrote a teardown
 --   (worker_failed / failure_summary / sigterm_sent / task_exit), and the time of its last cause or
 --   symptom line (a kernel stall report aside). A host whose every line stops while the others go
---   on, with no teardown of its own, is a half-dead node.
+--   on, with no teardown of its own, is a half-dead node; untimed_progress_after: one of its files
+--   goes on past its last timed line with progress lines of no time of their own (a console's
+--   Lightning / tqdm bars): it trained on after last_ats, for how long the logs do not say.
+WITH per_file AS (
+    SELECT host, file_id,
+           max(last_line) FILTER (WHERE ts_ok) AS timed_line,
+           max(last_line) FILTER (WHERE NOT ts_ok AND (max_step IS NOT NULL OR kind = 'progress')) AS untimed_step_line
+    FROM aligned_groups WHERE host IS NOT NULL
+    GROUP BY host, file_id
+), went_on AS (
+    SELECT host, bool_or(untimed_step_line > coalesce(timed_line, 0)) AS untimed_progress_after
+    FROM per_file GROUP BY host
+)
 SELECT host,
        min(first_ats) FILTER (WHERE ts_ok) AS first_ats,
        max(last_ats) FILTER (WHERE ts_ok) AS last_ats,
@@ -18,6 +30,7 @@ SELECT host,
        CAST(sum(CASE WHEN kind IN ('worker_failed', 'failure_summary', 'sigterm_sent', 'task_exit', 'signal_received')
                      THEN n ELSE n_teardown_text END) AS BIGINT) AS n_teardown,
        count(DISTINCT rank) AS n_ranks,
-       CAST(sum(n) AS BIGINT) AS n
-FROM aligned_groups WHERE host IS NOT NULL
+       CAST(sum(n) AS BIGINT) AS n,
+       coalesce(any_value(w.untimed_progress_after), false) AS untimed_progress_after
+FROM aligned_groups LEFT JOIN went_on w USING (host) WHERE host IS NOT NULL
 GROUP BY host ORDER BY host

@@ -46,6 +46,17 @@ def test_victim_complained_before_it_died():
     assert fw["explains"] == 0.0
 
 
+def test_a_process_dead_of_its_own_memory_fault_is_no_victim_of_what_it_complained_of():
+    # each complained (a reset socket) a minute before its launcher reported its death: SIGABRT is how a
+    # watchdog brings a waiting rank down, SIGSEGV / srun's "Bus error" no cascade causes
+    def victim(**extra):
+        c = cand(("rank", 2), f("worker_exits", "crash", 0.6, rank=2, host="n2", t=60.0, **extra))
+        return features([c], set(), {}, [(("n2", 2), T0)])[0]["victim"]
+    assert victim(signal=6) == 1.0
+    assert victim(signal=11) == 0.0 and victim(signal=7) == 0.0
+    assert victim(state="Bus error") == 0.0 and victim(state="Terminated") == 1.0
+
+
 def test_a_silent_rank_on_a_host_that_lost_its_ib_peer_waited_on_that_link():
     # host n2's ranks name n1's address in IB completion errors (ib_peers accuses n1); n2's rank 3,
     # which complained and then fell silent in the collective, is no hang of its own; n3's silent

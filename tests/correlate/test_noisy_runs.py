@@ -149,3 +149,21 @@ def test_a_line_without_its_own_time_is_survived_only_if_it_is_whenever_it_was_w
                     time=T0 + dt.timedelta(seconds=30), direct=True, evidence=[port["event_id"]])
     assert demote_survived(con, [untimed, timed]) == 1
     assert untimed.direct and not timed.direct
+
+
+def test_a_rank_that_made_steps_of_its_own_after_its_complaint_was_no_victim_of_it():
+    # rank 2 logged a reset socket 60 s (30 of its steps) before it stopped at step 40; the others block
+    # at step 41 and their watchdogs time out. 60 s is within the 120 s floor of the survival window for
+    # another rank's progress, but its own 30 steps say it waited on nobody: the hang is its own
+    nodes = {"n1": [0, 1], "n2": [2, 3]}
+    evs = steps(nodes, 41, step_time=2.0, stop_at={2: 40})
+    evs.append(ev(20.0, "socketProgressOpt: Call to recv from n1<43001> failed : Connection reset by peer",
+                  kind="peer_closed", host="n2", rank=2, file="n2.log"))
+    evs += [ev(690.0 + r, f"[Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=830, "
+                          "OpType=ALLREDUCE) ran for 600000 milliseconds before timing out.",
+               kind="collective_timeout", host=h, rank=r, file=f"{h}.log") for h, rs in nodes.items() for r in rs
+            if r != 2]
+    doc = diagnose(store(evs))
+    v, top = doc["verdict"], doc["hypotheses"][0]
+    assert (v["kind"], v["rank"], v["host"]) == ("hang", 2, "n2")
+    assert (top["rank"], top["features"]["victim"]) == (2, 0.0)

@@ -173,3 +173,30 @@ def test_a_node_whose_kernel_locked_up_is_the_failed_node_named_by_its_own_line(
     assert f.host == "n2" and f.direct
     v = diagnose(store(evs))["verdict"]
     assert v["kind"] == "node_failure" and v["host"] == "n2"
+
+
+def _bars_to_the_end(n_bars: int = 30) -> list[dict]:
+    """Rank 0's progress bars after its last timed step (Lightning / tqdm on a torchrun console: no time
+    of their own, each takes the last timed line's), to the end of its file."""
+    return [ev(210.0, f"Epoch 0:  {41 + k}%|####      | {410 + k}/1000 [28:14<34:48, 0.26it/s]", kind="progress",
+               host="n1", rank=0, file="n1.log", ts_kind="interpolated") for k in range(n_bars)]
+
+
+def test_progress_without_times_to_the_end_of_a_file_is_training_to_the_end():
+    # timed steps to t=210, then rank 0's bars to the end of n1.log; n2 logs reset sockets until t=300,
+    # 90 s (18 steps) after the last timed step: n1 is no half-dead node, the job was still training
+    evs = launch(0) + steps(HOSTS, 40, step_time=5.0, start=10) + _bars_to_the_end() + teardown(280) + teardown(300)
+    doc = diagnose(store(evs))
+    assert [a["outcome"] for a in doc["attempts"]] == ["running"]
+    assert not any(h["kind"] == "node_failure" for h in doc["hypotheses"])
+
+
+def test_progress_without_times_proves_nothing_once_a_collective_stalled():
+    # the same bars, but n2's ranks report a stalled collective after the last timed step: the job came
+    # down, whenever the bars were written
+    stall = [ev(300.0 + r, f"[rank{r}]:[E] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=412, "
+                           "OpType=ALLREDUCE) ran for 600000 milliseconds before timing out.",
+                kind="collective_timeout", host="n2", rank=r, file="n2.log") for r in (2, 3)]
+    evs = launch(0) + steps(HOSTS, 40, step_time=5.0, start=10) + _bars_to_the_end() + stall
+    doc = diagnose(store(evs))
+    assert [a["outcome"] for a in doc["attempts"]] == ["failed"]

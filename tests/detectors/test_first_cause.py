@@ -39,3 +39,16 @@ def test_exception_about_a_lost_peer_is_weak_even_if_classified_cause():
     got = {f.rank: f for f in run(first_cause, evs)}
     assert not got[0].direct and got[0].score < 0.3
     assert got[2].direct and got[2].score >= 0.8
+
+
+def test_an_srun_task_exit_names_the_node_its_task_ran_on():
+    # srun writes on the batch host (n2's job output, no host of its own): the node it names is the
+    # culprit's, not the batch host whose requeue notice comes a second later
+    evs = steps(NODES, 5) + [
+        ev(10.0, "n1: task 1: Segmentation fault", kind="crash_signal", program="srun", file="slurm-7.out",
+           raw="srun: error: n1: task 1: Segmentation fault"),
+        ev(11.0, "*** JOB 7 ON n2 CANCELLED AT 2026-03-02T01:42:09 DUE TO JOB REQUEUE ***", kind="cancelled",
+           program="slurmstepd", host="n2"),
+    ]
+    got = run(first_cause, evs)
+    assert got[0].kind == "crash" and got[0].host == "n1" and got[0].rank is None

@@ -21,7 +21,8 @@ The features are pure functions of the candidates and the clock (no SQL here), e
   nobody     it names no rank, host or pod (a job-level line)
   explains   the share of the attempt's complaining ranks that complained after it failed
   victim     it complained itself (a collective timeout, a closed peer) before it failed: it waited on
-             someone else, and its death (a watchdog's abort) is the cascade's
+             someone else, and its death (a watchdog's abort) is the cascade's; not when it died of its
+             own memory or instruction fault (SIGSEGV, SIGBUS, SIGILL, SIGFPE: no cascade dies of those)
   accused    others name it: peers' IB completion errors name its address, ranks' hang reports name
              it, the scheduler names its node
 """
@@ -36,7 +37,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from .detectors.base import SPECIFICITY
+from .detectors.base import SELF_FAULT_SIGNALS, SELF_FAULT_STATES, SPECIFICITY
 from .util import data_dir
 
 FEATURES = ("evidence", "direct", "first", "lag", "specific", "absent", "survived", "support", "nobody",
@@ -159,7 +160,9 @@ def features(cands: list, node_failed: set[str], unc: dict[str | None, float],
         # else by someone's report of its death, give or take the reporter's clock
         own = any(x.time == c.time and x.detector not in SECOND_HAND and not x.extra.get("reported") for x in fs)
         t_fail, slack = (c.time, dt.timedelta(0)) if own else (t, VICTIM_SLACK)
-        if mine and t_fail is not None and min(mine) < t_fail + slack:
+        self_fault = any(x.extra.get("signal") in SELF_FAULT_SIGNALS or x.extra.get("state") in SELF_FAULT_STATES
+                         for x in fs if not x.extra.get("survived"))
+        if mine and t_fail is not None and min(mine) < t_fail + slack and not self_fault:
             f["victim"] = 1.0
         if mine and f["absent"] and not c.direct and host in lost_peer:
             f["victim"] = 1.0

@@ -74,6 +74,14 @@ def window_s(spans: list[dict]) -> float:
     return max(MIN_WINDOW_S, STEPS * step) if step is not None else MIN_WINDOW_S
 
 
+def own_window_s(spans: list[dict]) -> float:
+    """How long a rank's own progress must go on after its complaint for the complaint to be survived:
+    a few of its steps (a rank that lost a peer or waits on a stalled collective makes none; the
+    floor of window_s is for another rank's progress, which a failure takes a while to stop)."""
+    step = step_s(spans)
+    return (STEPS * step) if step is not None else MIN_WINDOW_S
+
+
 def last_progress(spans: list[dict], f: Finding) -> dt.datetime | None:
     """The last progress of the finding's scope: its rank, else (the rank prints none: many frameworks
     log from rank 0 only) its host's ranks, else the job. A synchronous job makes no step without every
@@ -245,6 +253,9 @@ def complaints_survived_until(con) -> dt.datetime | None:
     healthy = healthy_until(con)
     if healthy is None or trained_to_the_end(con) != "the logs end":
         return healthy
+    if untimed_progress_to_the_end(con):   # every complaint, as far as the logs can tell
+        end = con.execute("SELECT max(last_ats) FROM aligned_groups WHERE ts_ok").fetchone()[0]
+        return max(healthy, end + _training_stop(_spans(con))[1])
     return max(healthy, min(s["last_ats"] for s in _spans(con)))
 
 
@@ -302,4 +313,24 @@ def _trained_to_the_end(con, spans: list[dict]) -> str | None:
     end = con.execute("SELECT max(last_ats) FROM aligned_groups WHERE ts_ok").fetchone()[0]
     if end is not None and end - last <= slack:
         return "the logs end"
+    if untimed_progress_to_the_end(con):
+        return "the logs end"
     return None
+
+
+def untimed_progress_to_the_end(con) -> bool:
+    """A file goes on past its last timed line with progress lines of no time of their own (rank 0's
+    Lightning / tqdm bars on a torchrun console) and nothing in scope says the job came down after the
+    last timed progress (no collective stalled, no launcher tore down): it trained on to a time the logs
+    do not give, so the last timed progress is not when training stopped, and a complaint after it is
+    not known to have come after the last step."""
+    return _memo(con, "untimed_progress_to_the_end", lambda: _untimed_progress_to_the_end(con, _spans(con)))
+
+
+def _untimed_progress_to_the_end(con, spans: list[dict]) -> bool:
+    last, slack = _training_stop(spans)
+    if last is None or not any(h["untimed_progress_after"] for h in query(con, "host_activity")):
+        return False
+    return not con.execute(
+        "SELECT count(*) FROM aligned_groups WHERE (kind IN (SELECT unnest(?)) OR n_teardown_text > 0) "
+        "AND last_ats >= ?", [list(CASCADE_KINDS + STALL_KINDS + ("task_exit",)), last - slack]).fetchone()[0]

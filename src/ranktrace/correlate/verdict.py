@@ -33,7 +33,7 @@ from .naming import review as _review_names, who as _who
 from .stranded import apply as _stranded
 from .detectors.network import uncorroborated_port_errors
 from .survival import (OUTSIDE_STOP_FAILURES, complaints_survived_until, demote_survived, healthy_until,
-                       progress_spans, trained_to_the_end, window_s)
+                       own_window_s, progress_spans, trained_to_the_end, window_s)
 from .topology import topology as _topology
 from .util import ensure_kind_catalog, iso, platforms, rows, short, sql_file
 
@@ -428,8 +428,9 @@ def diagnose_scope(con: duckdb.DuckDBPyConnection, clock: list[dict]) -> dict:
 
     # one score per candidate (choose.py): the most probable is the culprit, its probability the confidence
     cand_list = list(cands.values())
-    survive_s = window_s(progress_spans(con))
-    lanes = [((r["host"], r["rank"]), r["first_ats"]) for r in query(con, "symptom_lanes", {"window_s": survive_s})]
+    spans = progress_spans(con)
+    lanes = [((r["host"], r["rank"]), r["first_ats"])
+             for r in query(con, "symptom_lanes", {"window_s": window_s(spans), "own_window_s": own_window_s(spans)})]
     scored = rank(cand_list, features(cand_list, node_failed, unc, lanes), load_weights())
     best: Candidate | None = scored[0].candidate if scored else None
     hyps = []

@@ -25,6 +25,10 @@ SIGNALS = {1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 4: "SIGILL", 5: "SIGTRAP", 6:
            8: "SIGFPE", 9: "SIGKILL", 10: "SIGUSR1", 11: "SIGSEGV", 12: "SIGUSR2", 13: "SIGPIPE",
            14: "SIGALRM", 15: "SIGTERM", 19: "SIGSTOP"}
 CRASH_SIGNALS = {4, 6, 7, 8, 11}
+# a process's own memory or instruction fault: no cascade dies of these (its deaths are a watchdog's
+# SIGABRT, a teardown's SIGTERM or SIGKILL); srun writes them as task states
+SELF_FAULT_SIGNALS = {4, 7, 8, 11}
+SELF_FAULT_STATES = ("Segmentation fault", "Bus error", "Illegal instruction", "Floating point exception")
 
 
 def signal_kind(sig: int | None) -> str | None:
