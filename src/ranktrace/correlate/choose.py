@@ -22,7 +22,9 @@ The features are pure functions of the candidates and the clock (no SQL here), e
   explains   the share of the attempt's complaining ranks that complained after it failed
   victim     it complained itself (a collective timeout, a closed peer) before it failed: it waited on
              someone else, and its death (a watchdog's abort) is the cascade's; not when it died of its
-             own memory or instruction fault (SIGSEGV, SIGBUS, SIGILL, SIGFPE: no cascade dies of those)
+             own memory or instruction fault (SIGSEGV, SIGBUS, SIGILL, SIGFPE: no cascade dies of those),
+             nor when it is the one rank missing from a collective every other rank timed out on (it
+             never reached it: what it complained of before, it did not wait on)
   accused    others name it: peers' IB completion errors name its address, ranks' hang reports name
              it, the scheduler names its node
 """
@@ -160,9 +162,10 @@ def features(cands: list, node_failed: set[str], unc: dict[str | None, float],
         # else by someone's report of its death, give or take the reporter's clock
         own = any(x.time == c.time and x.detector not in SECOND_HAND and not x.extra.get("reported") for x in fs)
         t_fail, slack = (c.time, dt.timedelta(0)) if own else (t, VICTIM_SLACK)
-        self_fault = any(x.extra.get("signal") in SELF_FAULT_SIGNALS or x.extra.get("state") in SELF_FAULT_STATES
-                         for x in fs if not x.extra.get("survived"))
-        if mine and t_fail is not None and min(mine) < t_fail + slack and not self_fault:
+        own_fault = any(x.extra.get("signal") in SELF_FAULT_SIGNALS or x.extra.get("state") in SELF_FAULT_STATES
+                        or (x.detector == "watchdog" and x.extra.get("sole"))
+                        for x in fs if not x.extra.get("survived"))
+        if mine and t_fail is not None and min(mine) < t_fail + slack and not own_fault:
             f["victim"] = 1.0
         if mine and f["absent"] and not c.direct and host in lost_peer:
             f["victim"] = 1.0

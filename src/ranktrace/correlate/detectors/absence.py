@@ -101,7 +101,8 @@ def watchdog(con) -> list[Finding]:
                     out.append(Finding(detector="watchdog", kind="unknown", score=0.35,
                                        why=f"{len(reporters)} ranks report a timeout of collective {seq}; rank {rk} "
                                            f"does not (it is the one they waited for, or its log is missing)",
-                                       rank=rk, evidence=ev, extra={"seq": seq, "pg": pg, "absent": True}))
+                                       rank=rk, evidence=ev,
+                                       extra={"seq": seq, "pg": pg, "absent": True, "sole": len(missing) == 1}))
     return out
 
 
