@@ -344,7 +344,7 @@ impl<'c, 'e> Reader<'c, 'e> {
     fn shape(&mut self, f: usize, e: &Event) -> bool {
         let cat = self.cat;
         let raw_rules = cat.formats[f].raw_rules;
-        let text = if raw_rules { e.raw.as_str() } else { e.message() };
+        let text = if raw_rules { &*e.raw } else { e.message() };
         if !self.memo || !e.ascii || text.len() > MAX_MESSAGE_SHAPE {
             return false;
         }
@@ -544,11 +544,11 @@ mod tests {
         Catalog::compile(&crate::CatalogSpec::from_json(&spec).unwrap()).unwrap()
     }
 
-    fn events(cat: &Catalog, lines: &[&str]) -> Vec<Event> {
+    fn events<'a>(cat: &Catalog, lines: &[&'a str]) -> Vec<Event<'a>> {
         let tz = crate::timefmt::Zoner::new("UTC").unwrap();
         let mut r = crate::shape::Reader::new(cat, &[], &tz, false);
         let mut memo = crate::shape::Memo::default();
-        let mut peeled: Vec<_> = lines.iter().map(|l| r.read(&mut memo, 1, 0, l.to_string(), &mut [0])).collect();
+        let mut peeled: Vec<_> = lines.iter().map(|l| r.read(&mut memo, 1, 0, l, &mut [0])).collect();
         let n = peeled.len();
         let hints = vec![Id::None; cat.identity.len()];
         crate::events::build(cat, &mut peeled, &vec![NO_BLOCK; n], &vec![usize::MAX; n], &hints, &tz)
