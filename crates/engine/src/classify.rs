@@ -461,7 +461,7 @@ pub fn read<'c>(cat: &'c Catalog, events: &mut [Event], memo: bool) -> (Vec<Clas
                 let v = if cat.int_identity[col] {
                     Id::int_of(v.as_deref(), false)
                 } else {
-                    v.map_or(Id::None, |t| Id::Text(t.into()))
+                    v.map_or(Id::None, |t| Id::Text(crate::events::shared(&t)))
                 };
                 if !v.is_none() {
                     events[ei].ids[col] = v;
@@ -608,7 +608,7 @@ mod tests {
         let cat = catalog(false);
         let lines = ["day 12 n=5", "day 13 n=5", "warn 7 n=1", "warn 8", "x", "day 45"];
         let mut evs = events(&cat, &lines);
-        evs[1].ids[0] = Id::Text("h1".into()); // a text identity: part of the key
+        evs[1].ids[0] = Id::Text(crate::events::shared("h1")); // a text identity: part of the key
         evs[2].ids[1] = Id::Int(3); // an integer one: not
         let (classes, _, _) = read(&cat, &mut evs, true);
         let key = |i: usize| {

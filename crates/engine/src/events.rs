@@ -18,13 +18,22 @@ pub enum Src {
 
 /// An identity value: a span of the event's raw text, a shared text (path
 /// hints, a pattern's program, a carried value), or an integer column's value.
+/// 16 bytes: an event holds MAX_ID of them, and it is built, walked by every
+/// stage and dropped per line (an `Arc<str>` is a wide pointer: 24 bytes an Id).
 #[derive(Clone, Debug, Default)]
 pub enum Id {
     #[default]
     None,
     Span(u32, u32),
-    Text(Arc<str>),
+    Text(Shared),
     Int(i64),
+}
+
+/// A shared identity text behind a thin pointer (see `Id`).
+pub type Shared = Arc<Box<str>>;
+
+pub fn shared(text: &str) -> Shared {
+    Arc::new(Box::from(text))
 }
 
 impl Id {
@@ -50,14 +59,14 @@ impl Id {
     /// The same value, its text (if shared) in an Arc of its own.
     pub fn own_copy(&self) -> Id {
         match self {
-            Id::Text(t) => Id::Text(Arc::from(&**t)),
+            Id::Text(t) => Id::Text(shared(t)),
             other => other.clone(),
         }
     }
     /// The same value, independent of its event's raw text.
     pub fn detached(&self, raw: &str) -> Id {
         match self {
-            Id::Span(..) => Id::Text(Arc::from(self.text(raw).unwrap())),
+            Id::Span(..) => Id::Text(shared(self.text(raw).unwrap())),
             other => other.clone(),
         }
     }
@@ -168,7 +177,7 @@ pub fn build<'a>(cat: &Catalog, lines: &[Peeled<'a>], block: &[u32], start_of: &
     // thread's own: two threads cloning one Arc per line made its counter's
     // cache line bounce between the cores (a third of build()).
     let hints: Vec<Id> = hints.iter().map(Id::own_copy).collect();
-    let mut programs: Vec<Option<Arc<str>>> = vec![None; cat.patterns.len()];
+    let mut programs: Vec<Option<Shared>> = vec![None; cat.patterns.len()];
     let mut out: Vec<Event> = Vec::with_capacity(lines.len());
     // Blocks: one event per (block, start, envelope identity), in order of first line.
     let mut groups: Vec<(usize, Vec<usize>)> = Vec::new(); // (first line index, members)
@@ -211,7 +220,7 @@ pub fn build<'a>(cat: &Catalog, lines: &[Peeled<'a>], block: &[u32], start_of: &
 /// The event of line `p`, pushed onto `out` and filled in there (an Event is
 /// ~0.5 KB: built on the stack and returned, it was copied twice).
 /// `programs`: the batch's own copy of each pattern's program, made on first use.
-fn line_event<'a>(cat: &Catalog, p: &Peeled<'a>, hints: &[Id], programs: &mut [Option<Arc<str>>], tz: &Zoner, nid: usize,
+fn line_event<'a>(cat: &Catalog, p: &Peeled<'a>, hints: &[Id], programs: &mut [Option<Shared>], tz: &Zoner, nid: usize,
                   out: &mut Vec<Event<'a>>) {
     let raw = p.raw;
     let b0 = p.body.0 as usize;
@@ -271,7 +280,7 @@ fn line_event<'a>(cat: &Catalog, p: &Peeled<'a>, hints: &[Id], programs: &mut [O
         }
         if let Some(prog) = &pat.program {
             let own = &mut programs[claim.pattern as usize];
-            line_program = Some(&*own.get_or_insert_with(|| Arc::from(&**prog)));
+            line_program = Some(&*own.get_or_insert_with(|| shared(prog)));
         }
     }
     for c in 0..nid {
@@ -480,6 +489,11 @@ mod tests {
     use super::*;
 
     /// The digits-only fast path reads what `parse` after `trim` reads.
+    #[test]
+    fn an_id_is_two_words() {
+        assert_eq!(std::mem::size_of::<Id>(), 16);
+    }
+
     #[test]
     fn int_of_is_parse() {
         let long = "9".repeat(19);

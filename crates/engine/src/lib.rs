@@ -97,7 +97,7 @@ impl FileParser {
         let hints = cat
             .identity
             .iter()
-            .map(|c| hints.iter().find(|(k, _)| k == c).map_or(events::Id::None, |(_, v)| events::Id::Text(v.as_str().into())))
+            .map(|c| hints.iter().find(|(k, _)| k == c).map_or(events::Id::None, |(_, v)| events::Id::Text(events::shared(v))))
             .collect();
         let n_formats = cat.formats.len();
         Ok(FileParser {
