@@ -488,12 +488,12 @@ pub fn times(events: &mut [Event], mut prev: Option<i64>, implausible: &mut u64)
 mod tests {
     use super::*;
 
-    /// The digits-only fast path reads what `parse` after `trim` reads.
     #[test]
     fn an_id_is_two_words() {
         assert_eq!(std::mem::size_of::<Id>(), 16);
     }
 
+    /// The digits-only fast path reads what `parse` after `trim` reads.
     #[test]
     fn int_of_is_parse() {
         let long = "9".repeat(19);
