@@ -162,11 +162,11 @@ mod tests {
             "severities": ["info"], "envelopes": [], "patterns": [], "blocks": [], "rules": [], "facts": [],
             "fact_tables": {}, "kinds": {}, "levels": {}}"#;
         let cat = Catalog::compile(&crate::CatalogSpec::from_json(spec).unwrap()).unwrap();
-        let line = |raw: &str, host: Option<(u32, u32)>, weak_rank: Option<(u32, u32)>| {
+        let line = |raw: &'static str, host: Option<(u32, u32)>, weak_rank: Option<(u32, u32)>| {
             let (mut s, _) = crate::peel::peel(&cat, &[], &mut [], raw, true, &mut Default::default());
             s.strong[0] = host;
             s.weak[1] = weak_rank;
-            Peeled::new(0, 0, raw.to_string(), std::sync::Arc::new(s))
+            Peeled::new(0, 0, raw, std::sync::Arc::new(s))
         };
         let lines = [
             line("a x", Some((0, 1)), None),

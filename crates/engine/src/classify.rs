@@ -344,7 +344,7 @@ impl<'c, 'e> Reader<'c, 'e> {
     fn shape(&mut self, f: usize, e: &Event) -> bool {
         let cat = self.cat;
         let raw_rules = cat.formats[f].raw_rules;
-        let text = if raw_rules { e.raw.as_str() } else { e.message() };
+        let text = if raw_rules { &*e.raw } else { e.message() };
         if !self.memo || !e.ascii || text.len() > MAX_MESSAGE_SHAPE {
             return false;
         }
@@ -461,7 +461,7 @@ pub fn read<'c>(cat: &'c Catalog, events: &mut [Event], memo: bool) -> (Vec<Clas
                 let v = if cat.int_identity[col] {
                     Id::int_of(v.as_deref(), false)
                 } else {
-                    v.map_or(Id::None, |t| Id::Text(t.into()))
+                    v.map_or(Id::None, |t| Id::Text(crate::events::shared(&t)))
                 };
                 if !v.is_none() {
                     events[ei].ids[col] = v;
@@ -544,11 +544,11 @@ mod tests {
         Catalog::compile(&crate::CatalogSpec::from_json(&spec).unwrap()).unwrap()
     }
 
-    fn events(cat: &Catalog, lines: &[&str]) -> Vec<Event> {
+    fn events<'a>(cat: &Catalog, lines: &[&'a str]) -> Vec<Event<'a>> {
         let tz = crate::timefmt::Zoner::new("UTC").unwrap();
         let mut r = crate::shape::Reader::new(cat, &[], &tz, false);
         let mut memo = crate::shape::Memo::default();
-        let mut peeled: Vec<_> = lines.iter().map(|l| r.read(&mut memo, 1, 0, l.to_string(), &mut [0])).collect();
+        let mut peeled: Vec<_> = lines.iter().map(|l| r.read(&mut memo, 1, 0, l, &mut [0])).collect();
         let n = peeled.len();
         let hints = vec![Id::None; cat.identity.len()];
         crate::events::build(cat, &mut peeled, &vec![NO_BLOCK; n], &vec![usize::MAX; n], &hints, &tz)
@@ -608,7 +608,7 @@ mod tests {
         let cat = catalog(false);
         let lines = ["day 12 n=5", "day 13 n=5", "warn 7 n=1", "warn 8", "x", "day 45"];
         let mut evs = events(&cat, &lines);
-        evs[1].ids[0] = Id::Text("h1".into()); // a text identity: part of the key
+        evs[1].ids[0] = Id::Text(crate::events::shared("h1")); // a text identity: part of the key
         evs[2].ids[1] = Id::Int(3); // an integer one: not
         let (classes, _, _) = read(&cat, &mut evs, true);
         let key = |i: usize| {

@@ -149,7 +149,7 @@ pub struct Pattern {
     pub ts: Option<(usize, Layout)>,
     /// pattern has a ts spec but its field is no capture of the regex
     pub ids: Vec<(usize, usize)>, // (capture index, identity column)
-    pub program: Option<std::sync::Arc<str>>, // static program when no program capture
+    pub program: Option<crate::events::Shared>, // static program when no program capture
     pub kind: Option<usize>,
     /// identity columns (bits) whose captured value holds for the line's stream (stream.rs)
     pub stream: u16,
@@ -166,7 +166,7 @@ pub struct Block {
     pub message_first: bool,
     pub max_lines: usize,
     pub kind: Option<usize>,
-    pub program: Option<std::sync::Arc<str>>,
+    pub program: Option<crate::events::Shared>,
     pub ts: Option<(Rx, usize, Layout)>,
 }
 
@@ -357,7 +357,7 @@ impl Catalog {
                 message: g.index("message"),
                 ts,
                 ids,
-                program: if has_program { None } else { p.program.as_deref().map(std::sync::Arc::from) },
+                program: if has_program { None } else { p.program.as_deref().map(crate::events::shared) },
                 kind: kind_of(&p.kind)?,
                 stream: p.stream.iter().try_fold(0u16, |m, c| {
                     id_index(c).map(|i| m | crate::identity::bit(i)).ok_or_else(|| format!("pattern {}: stream {c:?}", p.key))
@@ -389,7 +389,7 @@ impl Catalog {
                 message_first: b.message == "first",
                 max_lines: b.max_lines,
                 kind: kind_of(&b.kind)?,
-                program: b.program.as_deref().map(std::sync::Arc::from),
+                program: b.program.as_deref().map(crate::events::shared),
                 ts,
             });
         }

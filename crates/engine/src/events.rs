@@ -4,6 +4,7 @@
 use crate::blocks::NO_BLOCK;
 use crate::compile::Catalog;
 use crate::peel::{Chain, Peeled, MAX_ID};
+use std::borrow::Cow;
 use std::sync::Arc;
 use crate::timefmt::{TsKind, Zoner};
 
@@ -17,13 +18,22 @@ pub enum Src {
 
 /// An identity value: a span of the event's raw text, a shared text (path
 /// hints, a pattern's program, a carried value), or an integer column's value.
+/// 16 bytes: an event holds MAX_ID of them, and it is built, walked by every
+/// stage and dropped per line (an `Arc<str>` is a wide pointer: 24 bytes an Id).
 #[derive(Clone, Debug, Default)]
 pub enum Id {
     #[default]
     None,
     Span(u32, u32),
-    Text(Arc<str>),
+    Text(Shared),
     Int(i64),
+}
+
+/// A shared identity text behind a thin pointer (see `Id`).
+pub type Shared = Arc<Box<str>>;
+
+pub fn shared(text: &str) -> Shared {
+    Arc::new(Box::from(text))
 }
 
 impl Id {
@@ -49,14 +59,14 @@ impl Id {
     /// The same value, its text (if shared) in an Arc of its own.
     pub fn own_copy(&self) -> Id {
         match self {
-            Id::Text(t) => Id::Text(Arc::from(&**t)),
+            Id::Text(t) => Id::Text(shared(t)),
             other => other.clone(),
         }
     }
     /// The same value, independent of its event's raw text.
     pub fn detached(&self, raw: &str) -> Id {
         match self {
-            Id::Span(..) => Id::Text(Arc::from(self.text(raw).unwrap())),
+            Id::Span(..) => Id::Text(shared(self.text(raw).unwrap())),
             other => other.clone(),
         }
     }
@@ -73,11 +83,12 @@ impl Id {
     }
 }
 
-pub struct Event {
+pub struct Event<'a> {
     pub line: i64,
     pub end_line: i64,
     pub offset: i64,
-    pub raw: String,
+    /// a line's text where the framer left it (lines.rs); a block's joined lines
+    pub raw: Cow<'a, str>,
     /// whether `raw` is ASCII
     pub ascii: bool,
     /// the message: a span of `raw`
@@ -129,7 +140,7 @@ fn stream_key(p: &Peeled, raw: &str) -> u64 {
     h.finish() | 1
 }
 
-impl Event {
+impl Event<'_> {
     #[inline]
     pub fn message(&self) -> &str {
         &self.raw[self.message.0 as usize..self.message.1 as usize]
@@ -158,15 +169,15 @@ fn typed_id(cat: &Catalog, c: usize, raw: &str, v: Id) -> Id {
 
 /// The events of a batch of peeled lines (all of them: the caller has
 /// already deferred the lines of a block left open).
-pub fn build(cat: &Catalog, lines: &mut [Peeled], block: &[u32], start_of: &[usize],
-             hints: &[Id], tz: &Zoner) -> Vec<Event> {
+pub fn build<'a>(cat: &Catalog, lines: &[Peeled<'a>], block: &[u32], start_of: &[usize],
+                 hints: &[Id], tz: &Zoner) -> Vec<Event<'a>> {
     let nid = cat.identity.len();
     // The shared texts that lines take (path hints, patterns' programs) are
     // copied once a batch, so that the Arcs its lines clone are this
     // thread's own: two threads cloning one Arc per line made its counter's
     // cache line bounce between the cores (a third of build()).
     let hints: Vec<Id> = hints.iter().map(Id::own_copy).collect();
-    let mut programs: Vec<Option<Arc<str>>> = vec![None; cat.patterns.len()];
+    let mut programs: Vec<Option<Shared>> = vec![None; cat.patterns.len()];
     let mut out: Vec<Event> = Vec::with_capacity(lines.len());
     // Blocks: one event per (block, start, envelope identity), in order of first line.
     let mut groups: Vec<(usize, Vec<usize>)> = Vec::new(); // (first line index, members)
@@ -201,7 +212,7 @@ pub fn build(cat: &Catalog, lines: &mut [Peeled], block: &[u32], start_of: &[usi
         if lines[i].body().trim().is_empty() {
             continue;
         }
-        line_event(cat, &mut lines[i], &hints, &mut programs, tz, nid, &mut out);
+        line_event(cat, &lines[i], &hints, &mut programs, tz, nid, &mut out);
     }
     out
 }
@@ -209,15 +220,15 @@ pub fn build(cat: &Catalog, lines: &mut [Peeled], block: &[u32], start_of: &[usi
 /// The event of line `p`, pushed onto `out` and filled in there (an Event is
 /// ~0.5 KB: built on the stack and returned, it was copied twice).
 /// `programs`: the batch's own copy of each pattern's program, made on first use.
-fn line_event(cat: &Catalog, p: &mut Peeled, hints: &[Id], programs: &mut [Option<Arc<str>>], tz: &Zoner, nid: usize,
-              out: &mut Vec<Event>) {
-    let raw = std::mem::take(&mut p.raw);
+fn line_event<'a>(cat: &Catalog, p: &Peeled<'a>, hints: &[Id], programs: &mut [Option<Shared>], tz: &Zoner, nid: usize,
+                  out: &mut Vec<Event<'a>>) {
+    let raw = p.raw;
     let b0 = p.body.0 as usize;
     out.push(Event {
         line: p.no,
         end_line: p.no,
         offset: p.offset,
-        raw: String::new(),
+        raw: Cow::Borrowed(raw),
         ascii: p.ascii,
         message: p.body,
         src: Src::Raw,
@@ -269,7 +280,7 @@ fn line_event(cat: &Catalog, p: &mut Peeled, hints: &[Id], programs: &mut [Optio
         }
         if let Some(prog) = &pat.program {
             let own = &mut programs[claim.pattern as usize];
-            line_program = Some(&*own.get_or_insert_with(|| Arc::from(&**prog)));
+            line_program = Some(&*own.get_or_insert_with(|| shared(prog)));
         }
     }
     for c in 0..nid {
@@ -290,13 +301,12 @@ fn line_event(cat: &Catalog, p: &mut Peeled, hints: &[Id], programs: &mut [Optio
             ev.hinted |= crate::identity::bit(c);
             hints[c].clone()
         };
-        ev.ids[c] = typed_id(cat, c, &raw, v);
+        ev.ids[c] = typed_id(cat, c, raw, v);
     }
-    ev.raw = raw;
 }
 
-fn block_event(cat: &Catalog, lines: &[Peeled], members: &[usize], bi: u32, hints: &[Id],
-               tz: &Zoner) -> Event {
+fn block_event<'a>(cat: &Catalog, lines: &[Peeled<'a>], members: &[usize], bi: u32, hints: &[Id],
+                   tz: &Zoner) -> Event<'a> {
     let b = &cat.blocks[bi as usize];
     let first = &lines[members[0]];
     let last = &lines[*members.last().unwrap()];
@@ -307,7 +317,7 @@ fn block_event(cat: &Catalog, lines: &[Peeled], members: &[usize], bi: u32, hint
             raw.push('\n');
         }
         at.push(raw.len() as u32);
-        raw.push_str(&lines[i].raw);
+        raw.push_str(lines[i].raw);
     }
     let ascii = members.iter().all(|&i| lines[i].ascii);
     let said = (0..members.len()).rev().find(|&k| !cat.marker.is_match(lines[members[k]].body(), lines[members[k]].ascii));
@@ -341,7 +351,7 @@ fn block_event(cat: &Catalog, lines: &[Peeled], members: &[usize], bi: u32, hint
         line: first.no,
         end_line: last.no,
         offset: first.offset,
-        raw,
+        raw: Cow::Owned(raw),
         ascii,
         message,
         src: Src::Block(bi),
@@ -360,7 +370,7 @@ fn block_event(cat: &Catalog, lines: &[Peeled], members: &[usize], bi: u32, hint
         hinted,
         stream_src: 0,
         stream_via: 0,
-        stream_key: stream_key(first, &first.raw),
+        stream_key: stream_key(first, first.raw),
         // the tokens of its first line and of its message's line (where the block's raw has them)
         hits: [0, k]
             .iter()
@@ -477,6 +487,11 @@ pub fn times(events: &mut [Event], mut prev: Option<i64>, implausible: &mut u64)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_id_is_two_words() {
+        assert_eq!(std::mem::size_of::<Id>(), 16);
+    }
 
     /// The digits-only fast path reads what `parse` after `trim` reads.
     #[test]

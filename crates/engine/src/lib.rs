@@ -31,7 +31,7 @@ pub mod timefmt;
 
 use arrow_array::RecordBatch;
 use compile::Catalog;
-use lines::{Framer, Line, ReadStats};
+use lines::{Framer, Lines, ReadStats};
 use peel::Peeled;
 use std::sync::Arc;
 use timefmt::Zoner;
@@ -67,13 +67,14 @@ pub struct FileParser {
     framer: Framer,
     envelopes: Option<Vec<usize>>,
     want: Envelopes,
-    carry: Vec<Line>,
+    /// the lines of a block left open at the end of the last batch
+    carry: Lines,
     carried: events::Carried,
     /// identity carried over each stream of the file (stream.rs)
     streams: stream::Streams,
     prev_ts: Option<i64>,
     /// framed lines not parsed yet
-    queued: Vec<Line>,
+    queued: Lines,
     /// parsed batches not handed out yet (a batch parsed in parallel leaves as several)
     ready: std::collections::VecDeque<Output>,
     /// threads per batch, when fixed (RANKTRACE_ENGINE_THREADS; tests)
@@ -96,7 +97,7 @@ impl FileParser {
         let hints = cat
             .identity
             .iter()
-            .map(|c| hints.iter().find(|(k, _)| k == c).map_or(events::Id::None, |(_, v)| events::Id::Text(v.as_str().into())))
+            .map(|c| hints.iter().find(|(k, _)| k == c).map_or(events::Id::None, |(_, v)| events::Id::Text(events::shared(v))))
             .collect();
         let n_formats = cat.formats.len();
         Ok(FileParser {
@@ -108,11 +109,11 @@ impl FileParser {
             framer: Framer::new(max_line),
             envelopes: None,
             want: envelopes,
-            carry: Vec::new(),
+            carry: Lines::default(),
             carried: events::Carried::default(),
             streams: Default::default(),
             prev_ts: None,
-            queued: Vec::new(),
+            queued: Lines::default(),
             ready: Default::default(),
             threads: std::env::var("RANKTRACE_ENGINE_THREADS").ok().and_then(|v| v.parse().ok()),
             memos: Vec::new(),
@@ -157,8 +158,7 @@ impl FileParser {
     /// Frame the lines `chunk` completes (all of them when `eof`: the last
     /// chunk); `next_batch` parses them.
     pub fn feed(&mut self, chunk: &[u8], eof: bool) {
-        let lines = self.framer.feed(chunk, eof);
-        self.queued.extend(lines);
+        self.framer.feed(chunk, eof, &mut self.queued);
         self.eof = eof;
     }
 
@@ -189,30 +189,33 @@ impl FileParser {
     /// Whether the lines queued hold the whole head that `peel::sniff`
     /// reads, so that the envelopes do not depend on how the file was chunked.
     fn head_known(&self) -> bool {
-        peel::head_len(self.queued.iter().map(|l| l.text.as_str())).1
+        peel::head_len(self.queued.iter().map(|(_, t)| t)).1
     }
 
-    fn pick_envelopes(&mut self, lines: &[Line]) {
+    /// `lines`: (line number, offset, text) of the batch.
+    fn pick_envelopes(&mut self, lines: &[(i64, i64, &str)]) {
         let cat = &self.cat;
         let mut envs: Vec<usize> = match &self.want {
             Envelopes::Named(names) => {
                 cat.envelopes.iter().enumerate().filter(|(_, e)| names.contains(&e.name)).map(|(i, _)| i).collect()
             }
             Envelopes::Sniff => {
-                let sniffed = peel::sniff(cat, lines.iter().map(|l| l.text.as_str()));
+                let sniffed = peel::sniff(cat, lines.iter().map(|l| l.2));
                 (0..cat.envelopes.len()).filter(|i| !cat.envelopes[*i].file_scope || sniffed.contains(i)).collect()
             }
         };
         envs.sort();
         self.envelopes = Some(envs);
         // the head read whole before the first batch is parsed: stream values reach back into it
-        let n = peel::head_len(lines.iter().map(|l| l.text.as_str())).0;
-        self.streams.head_end = if n == 0 { 0 } else { lines[n - 1].no };
+        let n = peel::head_len(lines.iter().map(|l| l.2)).0;
+        self.streams.head_end = if n == 0 { 0 } else { lines[n - 1].0 };
     }
 
-    fn process(&mut self, lines: Vec<Line>, last: bool) -> Option<Output> {
-        let mut batch = std::mem::take(&mut self.carry);
-        batch.extend(lines);
+    fn process(&mut self, lines: Lines, last: bool) -> Option<Output> {
+        // The carried lines, then the batch's: their texts stay in the two buffers, which outlive
+        // the batch's peeled lines and events (they borrow them).
+        let carried = std::mem::take(&mut self.carry);
+        let batch: Vec<(i64, i64, &str)> = carried.iter().chain(lines.iter()).map(|(l, t)| (l.no, l.offset, t)).collect();
         if self.envelopes.is_none() {
             self.pick_envelopes(&batch);
         }
@@ -234,15 +237,16 @@ impl FileParser {
         if self.memos.len() < threads {
             self.memos.resize_with(threads, Default::default);
         }
-        let parts: Vec<(&mut [Line], &mut shape::Memo)> = par::split_mut(&mut batch, &cut).into_iter().zip(self.memos.iter_mut()).collect();
-        let (peeled, starts): (Vec<_>, Vec<_>) = par::map(parts, |(lines, memo): (&mut [Line], &mut shape::Memo)| {
+        let parts: Vec<(&[(i64, i64, &str)], &mut shape::Memo)> =
+            cut.windows(2).map(|w| &batch[w[0]..w[1]]).zip(self.memos.iter_mut()).collect();
+        let (peeled, starts): (Vec<_>, Vec<_>) = par::map(parts, |(lines, memo): (&[(i64, i64, &str)], &mut shape::Memo)| {
             let mut reader = shape::Reader::new(cat, &envs, tz, memo_on);
             // the block kinds each line may start
             let mut starts = vec![0u64; lines.len() * w];
             let peeled: Vec<Peeled> = lines
-                .iter_mut()
+                .iter()
                 .zip(starts.chunks_mut(w))
-                .map(|(l, row)| reader.read(memo, l.no, l.offset, std::mem::take(&mut l.text), row))
+                .map(|(&(no, offset, text), row)| reader.read(memo, no, offset, text, row))
                 .collect();
             (peeled, starts)
         })
@@ -259,10 +263,9 @@ impl FileParser {
                 // A block open at the end of the batch waits for the next one
                 // (bounded: blocks::CARRY_LIMIT lines).
                 keep = s;
-                self.carry = peeled
-                    .drain(keep..)
-                    .map(|p| Line { no: p.no, offset: p.offset, text: p.raw })
-                    .collect();
+                for p in peeled.drain(keep..) {
+                    self.carry.push(p.no, p.offset, p.raw);
+                }
             }
         }
         let cut = par::cuts(&block[..keep], &start_of[..keep], threads);

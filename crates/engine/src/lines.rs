@@ -1,6 +1,8 @@
 //! read: raw bytes of one file -> batches of complete lines (line number,
 //! byte offset, text), bounded by the caller's chunk size plus one line
-//! capped at `max_line` bytes.
+//! capped at `max_line` bytes. A line's text is a span of its batch's one
+//! buffer (`Lines`), not a String of its own: the peel and the events
+//! borrow it, and a line costs no allocation before its Arrow row.
 //!
 //! A chunk is cut at its last newline; the tail waits for the next chunk (a
 //! batch never splits a line). NUL and invalid UTF-8 become U+FFFD (DuckDB
@@ -9,10 +11,53 @@
 //! and the rest is skipped up to its newline. None of it depends on how the
 //! stream was chunked: the same bytes give the same lines and counts.
 
+/// A framed line: its number, its byte offset in the stream and where its
+/// text lies in its `Lines`' buffer.
+#[derive(Clone, Copy, Debug)]
 pub struct Line {
     pub no: i64,
     pub offset: i64,
-    pub text: String,
+    at: usize,
+    end: usize,
+}
+
+/// Framed lines and the buffer their texts are spans of (a clean chunk's
+/// body goes in with one copy; the newlines between its lines stay in it).
+#[derive(Default)]
+pub struct Lines {
+    text: String,
+    lines: Vec<Line>,
+}
+
+impl Lines {
+    pub fn len(&self) -> usize {
+        self.lines.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.lines.is_empty()
+    }
+    #[inline]
+    pub fn text(&self, l: &Line) -> &str {
+        &self.text[l.at..l.end]
+    }
+    /// Each line with its text, in order.
+    pub fn iter(&self) -> impl Iterator<Item = (&Line, &str)> + Clone {
+        self.lines.iter().map(|l| (l, self.text(l)))
+    }
+    /// Line `no` at `offset`, its text copied in.
+    pub fn push(&mut self, no: i64, offset: i64, text: &str) {
+        let at = self.text.len();
+        self.text.push_str(text);
+        self.lines.push(Line { no, offset, at, end: self.text.len() });
+    }
+    /// The lines from index `n` on, moved (their text with them) into Lines of their own.
+    pub fn split_off(&mut self, n: usize) -> Lines {
+        let lines = self.lines.split_off(n);
+        let Some(from) = lines.first().map(|l| l.at) else { return Lines::default() };
+        let text = self.text.split_off(from);
+        let lines = lines.into_iter().map(|l| Line { at: l.at - from, end: l.end - from, ..l }).collect();
+        Lines { text, lines }
+    }
 }
 
 #[derive(Debug, Default, Clone)]
@@ -43,9 +88,9 @@ impl Framer {
         Framer { pending: Vec::new(), endings: Endings::Undecided, skipping: false, line_no: 1, offset: 0, max_line, stats: ReadStats::default() }
     }
 
-    /// The complete lines that `chunk` finishes; `eof`: the stream ended (the
-    /// tail is a last line without newline).
-    pub fn feed(&mut self, chunk: &[u8], eof: bool) -> Vec<Line> {
+    /// The complete lines that `chunk` finishes, appended to `out`; `eof`: the
+    /// stream ended (the tail is a last line without newline).
+    pub fn feed(&mut self, chunk: &[u8], eof: bool, out: &mut Lines) {
         self.stats.bytes += chunk.len() as u64;
         let mut buf = std::mem::take(&mut self.pending);
         if self.endings == Endings::Undecided {
@@ -54,7 +99,7 @@ impl Framer {
             match decide_endings(&buf, eof) {
                 Endings::Undecided => {
                     self.pending = buf;
-                    return Vec::new();
+                    return;
                 }
                 e => self.endings = e,
             }
@@ -72,7 +117,7 @@ impl Framer {
             match memchr::memchr(b'\n', &buf) {
                 None => {
                     self.offset += buf.len() as i64;
-                    return Vec::new();
+                    return;
                 }
                 Some(nl) => {
                     start = nl + 1;
@@ -90,14 +135,13 @@ impl Framer {
                 Some(cut) => (cut + 1, cut + 1),
             }
         };
-        let mut out = Vec::new();
-        self.frame(&data[..body_end], &mut out);
+        self.frame(&data[..body_end], out);
         let rest = &data[rest_start..];
         if rest.len() > self.max_line {
             // An over-long line: its head is the line, the rest is skipped.
             let head = cut(rest, self.max_line);
-            let line = Line { no: self.line_no, offset: self.offset, text: self.decode(head) };
-            out.push(line);
+            let text = self.decode(head);
+            out.push(self.line_no, self.offset, &text);
             self.line_no += 1;
             self.stats.lines += 1;
             self.stats.truncated_lines += 1;
@@ -106,16 +150,20 @@ impl Framer {
         } else {
             self.pending = rest.to_vec();
         }
-        out
     }
 
-    fn frame(&mut self, body: &[u8], out: &mut Vec<Line>) {
+    fn frame(&mut self, body: &[u8], out: &mut Lines) {
         if body.is_empty() {
             return;
         }
         // Nearly every chunk is valid UTF-8 without NUL: checked once here, not
         // line by line (a call per line cost more than the check itself).
         let clean = if memchr::memchr(0, body).is_none() { std::str::from_utf8(body).ok() } else { None };
+        // A clean body goes into the buffer whole (one copy); its lines are spans of it.
+        let base = out.text.len();
+        if let Some(c) = clean {
+            out.text.push_str(c);
+        }
         let mut pos = 0usize;
         while pos < body.len() {
             let end = memchr::memchr(b'\n', &body[pos..]).map(|i| pos + i).unwrap_or(body.len());
@@ -129,11 +177,13 @@ impl Framer {
                 self.stats.crlf = true;
             }
             // a line ends before '\r' or '\n', or where `cut` left whole characters: on a char boundary
-            let text = match clean.and_then(|c| c.get(pos..pos + line.len())) {
-                Some(t) => t.to_string(),
-                None => self.decode(line),
-            };
-            out.push(Line { no: self.line_no, offset: self.offset + pos as i64, text });
+            let offset = self.offset + pos as i64;
+            if clean.map_or(false, |c| c.is_char_boundary(pos + line.len())) {
+                out.lines.push(Line { no: self.line_no, offset, at: base + pos, end: base + pos + line.len() });
+            } else {
+                let text = self.decode(line);
+                out.push(self.line_no, offset, &text);
+            }
             self.line_no += 1;
             self.stats.lines += 1;
             pos = end + 1;
@@ -201,12 +251,12 @@ mod tests {
 
     fn all(chunks: &[&[u8]], max_line: usize) -> (Vec<(i64, i64, String)>, ReadStats) {
         let mut f = Framer::new(max_line);
-        let mut out = Vec::new();
+        let mut out = Lines::default();
         for c in chunks {
-            out.extend(f.feed(c, false));
+            f.feed(c, false, &mut out);
         }
-        out.extend(f.feed(b"", true));
-        (out.into_iter().map(|l| (l.no, l.offset, l.text)).collect(), f.stats)
+        f.feed(b"", true, &mut out);
+        (out.iter().map(|(l, t)| (l.no, l.offset, t.to_string())).collect(), f.stats)
     }
 
     #[test]
@@ -260,6 +310,26 @@ mod tests {
         }
         let (lines, _) = all(&["xxxxxxx\u{e9}zz\n".as_bytes()], 8);
         assert_eq!(lines[0].2, "xxxxxxx"); // not a broken half of the é
+    }
+
+    #[test]
+    fn split_lines_keep_their_texts() {
+        // a clean chunk (spans of its body) and one with a bad byte (decoded line by line)
+        let framed = || {
+            let (mut f, mut out) = (Framer::new(100), Lines::default());
+            f.feed(b"one\r\ntwo\n", false, &mut out);
+            f.feed(b"bad\xff\nfour\nfive", true, &mut out);
+            out
+        };
+        let whole: Vec<String> = framed().iter().map(|(_, t)| t.to_string()).collect();
+        assert_eq!(whole, ["one", "two", "bad\u{FFFD}", "four", "five"]);
+        for n in 0..=whole.len() {
+            let mut head = framed();
+            let tail = head.split_off(n);
+            let got: Vec<String> = head.iter().chain(tail.iter()).map(|(_, t)| t.to_string()).collect();
+            assert_eq!(got, whole, "split at {n}");
+            assert_eq!((head.len(), tail.len()), (n, whole.len() - n));
+        }
     }
 
     #[test]

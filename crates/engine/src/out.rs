@@ -147,7 +147,7 @@ pub fn event_rows(cat: &Catalog, file_id: i64, events: &[Event], classes: &[Clas
         let (a, l) = message_chars(e);
         at.push(a);
         len.push(l);
-        raw.append_value(e.raw.as_str());
+        raw.append_value(&*e.raw);
         marks.push(e.marks.unwrap_or_else(|| cat.marks.of(&e.raw, e.ascii)));
         placeholder.push(year_placeholder(e));
     }

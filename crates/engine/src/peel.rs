@@ -86,10 +86,11 @@ pub struct Structure {
 
 /// A line after peeling: its own text, place and envelope time, and its
 /// structure (spans point into `raw`).
-pub struct Peeled {
+pub struct Peeled<'a> {
     pub no: i64,
     pub offset: i64,
-    pub raw: String,
+    /// a span of the batch's text (lines.rs)
+    pub raw: &'a str,
     pub env_ts: Option<i64>,
     pub env_ts_kind: Option<TsKind>,
     pub env_ts_text: Option<Span>,
@@ -98,7 +99,7 @@ pub struct Peeled {
     pub marks: Option<i32>,
 }
 
-impl std::ops::Deref for Peeled {
+impl std::ops::Deref for Peeled<'_> {
     type Target = Structure;
     #[inline]
     fn deref(&self) -> &Structure {
@@ -106,9 +107,9 @@ impl std::ops::Deref for Peeled {
     }
 }
 
-impl Peeled {
+impl<'a> Peeled<'a> {
     /// Line `no` at `offset` with text `raw` and structure `s`, no envelope time yet.
-    pub fn new(no: i64, offset: i64, raw: String, s: Arc<Structure>) -> Peeled {
+    pub fn new(no: i64, offset: i64, raw: &'a str, s: Arc<Structure>) -> Peeled<'a> {
         Peeled { no, offset, raw, env_ts: None, env_ts_kind: None, env_ts_text: None, s, marks: None }
     }
 

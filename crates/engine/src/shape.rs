@@ -500,7 +500,7 @@ impl<'a> Reader<'a> {
     /// Line `no` at `offset`, read; its block-start bits into `starts`
     /// (`cat.start_words` long, zeroed). An ASCII line of a shape met
     /// before takes that shape's structure, with its own times.
-    pub fn read(&mut self, memo: &mut Memo, no: i64, offset: i64, raw: String, starts: &mut [u64]) -> Peeled {
+    pub fn read<'t>(&mut self, memo: &mut Memo, no: i64, offset: i64, raw: &'t str, starts: &mut [u64]) -> Peeled<'t> {
         let ascii = raw.is_ascii();
         let mut marks = None;
         let (s, times) = if self.memo && ascii && raw.len() <= MAX_SHAPE {
@@ -791,7 +791,7 @@ mod tests {
             let got: Vec<_> = lines
                 .iter()
                 .map(|l| {
-                    let p = r.read(&mut memo, 1, 0, l.to_string(), &mut [0]);
+                    let p = r.read(&mut memo, 1, 0, l, &mut [0]);
                     p.claim.as_ref().map(|c| (c.pattern, c.spans.to_vec()))
                 })
                 .collect();
@@ -822,7 +822,7 @@ mod tests {
             "12 from rank 3 SeqNum=7", "13 from rank 4 SeqNum=9", "12 FROM Rank 3 seqnum=7", "12 from tank 3 SeqNum=7",
             "14 from rank 3 SeqNum-7", "15 from rank 3 SeqNum-7", "16 xrom rank 3 SeqNum-7", "17 fromXrank 3 SeqNum=7",
         ];
-        let got: Vec<Option<i32>> = lines.iter().map(|l| r.read(&mut memo, 1, 0, l.to_string(), &mut [0]).marks).collect();
+        let got: Vec<Option<i32>> = lines.iter().map(|l| r.read(&mut memo, 1, 0, l, &mut [0]).marks).collect();
         let want: Vec<Option<i32>> = lines.iter().map(|l| Some(cat.marks.of(l, true))).collect();
         assert_eq!(got, want);
         assert_eq!(want, [Some(3), Some(3), Some(3), Some(2), Some(1), Some(1), Some(0), Some(2)]);
@@ -832,7 +832,7 @@ mod tests {
         let cat = marked_catalog(&["mlx5"]);
         assert!(!cat.shapes.marks_by_shape);
         let mut r = Reader::new(&cat, &[], &tz, true);
-        let got: Vec<Option<i32>> = ["1 mlx5", "1 mlx6"].iter().map(|l| r.read(&mut memo, 1, 0, l.to_string(), &mut [0]).marks).collect();
+        let got: Vec<Option<i32>> = ["1 mlx5", "1 mlx6"].iter().map(|l| r.read(&mut memo, 1, 0, l, &mut [0]).marks).collect();
         assert_eq!(got, [None, None]);
     }
 }

@@ -185,7 +185,7 @@ mod tests {
     }
 
     /// The lines as one file's parts (split at `cut`), read, classified (tokens applied), carried.
-    fn run(cat: &Catalog, lines: &[&str], cut: usize, head_end: i64) -> (Vec<Event>, Vec<FactRow>) {
+    fn run<'a>(cat: &Catalog, lines: &[&'a str], cut: usize, head_end: i64) -> (Vec<Event<'a>>, Vec<FactRow>) {
         let tz = crate::timefmt::Zoner::new("UTC").unwrap();
         let envs = [0usize];
         let mut r = crate::shape::Reader::new(cat, &envs, &tz, true);
@@ -194,7 +194,7 @@ mod tests {
         let mut rows = Vec::new();
         for (k, chunk) in [&lines[..cut], &lines[cut..]].iter().enumerate() {
             let mut peeled: Vec<_> =
-                chunk.iter().enumerate().map(|(i, l)| r.read(&mut memo, (k * cut + i + 1) as i64, 0, l.to_string(), &mut [0])).collect();
+                chunk.iter().enumerate().map(|(i, l)| r.read(&mut memo, (k * cut + i + 1) as i64, 0, l, &mut [0])).collect();
             let n = peeled.len();
             let mut evs = crate::events::build(cat, &mut peeled, &vec![NO_BLOCK; n], &vec![usize::MAX; n], &vec![Id::None; 4], &tz);
             let (_, found, _) = crate::classify::read(cat, &mut evs, true);
