@@ -122,6 +122,12 @@ CASES = {
         {**_nccl_ranks(), "gpu-a02/dmesg.txt": DMESG_T + "NVRM: Xid (PCI:0000:86:00): 79, pid=0, GPU has fallen off "
                                                          "the bus.\n"},
         {"kind": "gpu_fault", "rank": 3, "host": "gpu-a02", "gpu": "0000:86:00"}),
+    # the same join when the node's syslog writes its host name in capitals and NCCL (gethostname) in lower case:
+    # host names are case-insensitive (DNS), one machine in either spelling
+    "xid_pci_id_to_rank_host_in_other_case": (
+        {**_nccl_ranks(), "kern.log": "Mar  4 10:10:29 GPU-A02 kernel: NVRM: Xid (PCI:0000:86:00): 79, pid=0, GPU has "
+                                      "fallen off the bus.\n"},
+        {"kind": "gpu_fault", "rank": 3, "gpu": "0000:86:00"}),
     # drivers/pci/pcie/err.c via dev_printk ('nvidia 0000:3b:00.0: AER: ...')
     "aer_pci_id_to_rank_via_nccl_busid": (
         {**_nccl_ranks(), "gpu-a01/dmesg.txt": DMESG_T + "nvidia 0000:3b:00.0: AER: can't recover (no "
