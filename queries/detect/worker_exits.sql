@@ -12,7 +12,8 @@
 --   is that process's own); Ray's raylet on a worker it lost
 --   (source 'ray'; src/ray/raylet/node_manager.cc: '... Worker IP address: {ip} Worker port: {port}
 --   Worker PID: {pid} Worker exit type: {type} ...': the host is the worker's IP, the exit type is
---   in the text; or ActorDiedError's cause line with the pid and ip ray.toml carried to it). Columns: event_id, source, ats,
+--   in the text; or ActorDiedError's cause line with the pid and ip ray.toml carried to it); vLLM's worker
+--   monitor on a worker process it lost (source 'vllm': its pid and exit code, or its rank). Columns: event_id, source, ats,
 --   host, rank, local_rank, pid, exitcode, signal (exit by signal N, else NULL), file, line, text.
 WITH agent AS (
     SELECT event_id, 'agent' AS source, ats, host, CAST(NULL AS INTEGER) AS rank_ev, file, line, message AS text,  -- an agent line is no rank's own
@@ -52,6 +53,18 @@ WITH agent AS (
            {'ip': coalesce(host, ''), 'pid': coalesce(CAST(pid AS VARCHAR), '')} AS m
     FROM aligned_events
     WHERE kind = 'worker_failed' AND message LIKE 'The actor is dead because its worker process has died.%'
+), vllm AS (   -- vLLM's monitor of its worker processes on one it lost (the workers of one node: the line's host):
+               -- v0 vllm/executor/multiproc_worker_utils.py WorkerMonitor 'Worker {name} pid {pid} died, exit code:
+               -- {code}'; v1 vllm/v1/executor/multiproc_executor.py 'Worker proc {name} died unexpectedly, shutting
+               -- down executor.', the process named f"VllmWorker-{rank}"; ray_executor_v2.py 'RayWorkerProc
+               -- rank=[{ranks}] died unexpectedly' (one rank only: several name no culprit)
+    SELECT event_id, ats, host, file, line, message AS text,
+           TRY_CAST(nullif(coalesce(nullif(regexp_extract(message, '^Worker proc VllmWorker-(\d+) died unexpectedly', 1), ''),
+                                    regexp_extract(message, '^RayWorkerProc rank=\[(\d+)\] died unexpectedly', 1)), '') AS INTEGER) AS rank,
+           TRY_CAST(nullif(regexp_extract(message, '^Worker \S+ pid (\d+) died, exit code: ', 1), '') AS BIGINT) AS pid,
+           TRY_CAST(nullif(regexp_extract(message, '^Worker \S+ pid \d+ died, exit code: (-?\d+)', 1), '') AS INTEGER) AS code
+    FROM aligned_events
+    WHERE kind = 'worker_failed' AND (message LIKE 'Worker % died%' OR message LIKE 'RayWorkerProc rank=[%] died unexpectedly%')
 ), entries AS (
     SELECT event_id, file, line, raw, ats,
            CASE WHEN strpos(raw, 'Root Cause') > 0 THEN strpos(raw, 'Root Cause') ELSE 1000000000 END AS rc_pos,
@@ -106,6 +119,10 @@ UNION ALL
 SELECT event_id, 'ray', ats, nullif(m.ip, ''), CAST(NULL AS INTEGER), CAST(NULL AS INTEGER), CAST(m.pid AS BIGINT),
        CAST(NULL AS INTEGER), CAST(NULL AS INTEGER), file, line, text
 FROM ray WHERE m.pid <> ''
+UNION ALL
+SELECT event_id, 'vllm', ats, host, rank, CAST(NULL AS INTEGER), pid, code,
+       CASE WHEN code < 0 THEN -code WHEN code > 128 THEN code - 128 END, file, line, text
+FROM vllm WHERE rank IS NOT NULL OR pid IS NOT NULL
 UNION ALL
 SELECT event_id, source, try_strptime(m.time, '%Y-%m-%d_%H:%M:%S') AS ats, m.host,
        CAST(m.rank AS INTEGER), CAST(m.local_rank AS INTEGER), CAST(m.pid AS BIGINT),

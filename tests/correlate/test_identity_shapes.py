@@ -122,6 +122,12 @@ CASES = {
         {**_nccl_ranks(), "gpu-a02/dmesg.txt": DMESG_T + "NVRM: Xid (PCI:0000:86:00): 79, pid=0, GPU has fallen off "
                                                          "the bus.\n"},
         {"kind": "gpu_fault", "rank": 3, "host": "gpu-a02", "gpu": "0000:86:00"}),
+    # the same join when the node's syslog writes its host name in capitals and NCCL (gethostname) in lower case:
+    # host names are case-insensitive (DNS), one machine in either spelling
+    "xid_pci_id_to_rank_host_in_other_case": (
+        {**_nccl_ranks(), "kern.log": "Mar  4 10:10:29 GPU-A02 kernel: NVRM: Xid (PCI:0000:86:00): 79, pid=0, GPU has "
+                                      "fallen off the bus.\n"},
+        {"kind": "gpu_fault", "rank": 3, "gpu": "0000:86:00"}),
     # drivers/pci/pcie/err.c via dev_printk ('nvidia 0000:3b:00.0: AER: ...')
     "aer_pci_id_to_rank_via_nccl_busid": (
         {**_nccl_ranks(), "gpu-a01/dmesg.txt": DMESG_T + "nvidia 0000:3b:00.0: AER: can't recover (no "
@@ -309,6 +315,56 @@ CASES = {
         {"dmesg.txt": "[   19.804411] NVRM: GPU 0000:b1:00.0: RmInitAdapter failed! (0x62:0x65:1860)\n"
                       "[   19.804662] NVRM: GPU 0000:b1:00.0: rm_init_adapter failed, device minor number 3\n"},
         {"kind": "gpu_fault", "gpu": "0000:b1:00"}),
+    # ---- vLLM's worker monitors (the line is the monitor's; the worker it lost is its subject)
+    # vllm/executor/multiproc_worker_utils.py WorkerMonitor.run: 'Worker %s pid %s died, exit code: %s'
+    "vllm_v0_worker_monitor_pid_exit_code": (
+        {"serve.log": "INFO 05-01 10:00:00 model_runner.py:100] Loading model weights took 10.1 GiB\n"
+                      "ERROR 05-01 10:14:07 multiproc_worker_utils.py:120] Worker VllmWorkerProcess pid 48213 died, "
+                      "exit code: -9\n"},
+        {"kind": ("killed", "oom"), "pid": 48213}),
+    # vllm/v1/executor/multiproc_executor.py: processes named f"VllmWorker-{rank}"; the monitor thread's
+    # 'Worker proc %s died unexpectedly, shutting down executor.'
+    "vllm_v1_worker_proc_died_names_its_rank": (
+        {"serve.log": "INFO 05-01 10:00:00 [core.py:58] Initializing a V1 LLM engine\n"
+                      "ERROR 05-01 10:14:07 [multiproc_executor.py:140] Worker proc VllmWorker-3 died unexpectedly, "
+                      "shutting down executor.\n"},
+        {"kind": "unknown", "rank": 3}),
+    # vllm/v1/executor/ray_executor_v2.py RayWorkerMonitor: 'RayWorkerProc rank=%s died unexpectedly, ...' (a list)
+    "vllm_ray_executor_v2_one_dead_rank": (
+        {"serve.log": "ERROR 05-01 10:14:07 [ray_executor_v2.py:464] RayWorkerProc rank=[5] died unexpectedly, "
+                      "shutting down executor.\n"},
+        {"kind": "unknown", "rank": 5}),
+    # ---- MPI launchers
+    # pmodels/mpich src/pm/hydra/pm/pmiserv/pmiserv_cb.c: the BAD TERMINATION banner; 'PID %d RUNNING AT %s', then
+    # 'EXIT CODE: %d' printed only when the process did not exit: the raw status, the signal that ended it
+    "mpich_hydra_bad_termination_pid_node": (
+        {"mpiexec.out": "\n" + "=" * 83 + "\n=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\n"
+                        "=   PID 30417 RUNNING AT gpu-b07\n=   EXIT CODE: 9\n=   CLEANING UP REMAINING PROCESSES\n"
+                        "=   YOU CAN IGNORE THE BELOW CLEANUP MESSAGES\n" + "=" * 83 + "\n"},
+        {"kind": ("killed", "oom"), "pid": 30417, "host": "gpu-b07"}),
+    # openucx src/uct/ib (dc_verbs.c / ib_mlx5_log.c): 'Send completion with error on qp 0x%x: %s' (the verbs work
+    # completion status), behind UCX's '[sec.usec] [host:pid:thread]' prefix and Open MPI's --tag-output tag: the
+    # rank that saw its transport fail first is the one to look at
+    "ucx_send_completion_error_first_rank": (
+        {"mpirun.out": "[1,5]<stdout>:[1700000000.100000] [gpu-c03:5512 :0]       dc_verbs.c:633  UCX  ERROR Send "
+                       "completion with error on qp 0x10e55: transport retry counter exceeded syndrome 0x81\n"
+                       "[1,2]<stdout>:[1700000044.900000] [gpu-c01:7710 :0]       dc_verbs.c:633  UCX  ERROR Send "
+                       "completion with error on qp 0xef18: transport retry counter exceeded syndrome 0x81\n"},
+        {"kind": ("unknown", "network_error"), "rank": 5, "host": "gpu-c03", "pid": 5512}),
+    # ---- Job wrappers
+    # kaldi utils/queue.pl (slurm.pl, ssh.pl): every job log starts "# Running on `hostname`", "# Started at `date`"
+    "kaldi_queue_pl_running_on_header": (
+        {"log/train.1.log": "# Running on r3n11\n# Started at Fri Mar 11 13:48:01 EST 2022\n"
+                            "# python train.py --world-size 4\n\n"
+                            "terminate called after throwing an instance of 'c10::Error'\n"
+                            "  what():  CUDA error: an illegal memory access was encountered\n"},
+        {"kind": ("cuda_error", "crash"), "host": "r3n11"}),
+    # kubeflow/mpi-operator updateMPIJobStatus: '%d/%d workers are evicted', the Failed condition (MPIJobEvicted)
+    "mpijob_condition_workers_evicted": (
+        {"mpijob.yaml": "status:\n  conditions:\n  - lastTransitionTime: \"2024-03-04T10:19:41Z\"\n"
+                        "    message: 2/16 workers are evicted\n    reason: MPIJobEvicted\n"
+                        "    status: \"True\"\n    type: Failed\n"},
+        {"kind": "cancelled"}),
     # ---- DeepSpeed launcher (deepspeed/launcher/launch.py)
     # sigkill_handler: 'Killing subprocess {pid}' for every process it started, then the command of the
     # last one it spawned: with one subprocess, that pid and that command's --local_rank are the failed one's

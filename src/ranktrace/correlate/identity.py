@@ -465,18 +465,21 @@ def add_links(con: duckdb.DuckDBPyConnection, links: list[dict], source: str) ->
 
 
 def build_maps(con: duckdb.DuckDBPyConnection) -> None:
-    """The unambiguous maps the events_id view joins (re-run after add_links)."""
+    """The unambiguous maps the events_id view joins (re-run after add_links). A host name is one
+    machine whatever the case its emitters write it in (DNS names are case-insensitive: srun's
+    'Hpc-07-12' is slurmstepd's 'hpc-07-12', a node's syslog 'GPU-A02' is NCCL's gpu-a02): the maps
+    keyed by a host key it by lower(host), and a host counts once in every spelling."""
     _LOOKUPS.clear()   # lookup() reads them
     con.execute("""
         CREATE OR REPLACE TEMP TABLE id_hostpid AS
-        SELECT host, pid, CASE WHEN count(DISTINCT rank) = 1 THEN any_value(rank) END AS rank,
+        SELECT lower(host) AS host, pid, CASE WHEN count(DISTINCT rank) = 1 THEN any_value(rank) END AS rank,
                CASE WHEN count(DISTINCT local_rank) = 1 THEN any_value(local_rank) END AS local_rank,
                CASE WHEN count(DISTINCT gpu) = 1 THEN any_value(gpu) END AS gpu
         FROM identity WHERE host IS NOT NULL AND pid IS NOT NULL GROUP BY ALL
     """)
     con.execute("""
         CREATE OR REPLACE TEMP TABLE id_hostlocal AS
-        SELECT host, local_rank, CASE WHEN count(DISTINCT rank) = 1 THEN any_value(rank) END AS rank
+        SELECT lower(host) AS host, local_rank, CASE WHEN count(DISTINCT rank) = 1 THEN any_value(rank) END AS rank
         FROM identity WHERE host IS NOT NULL AND local_rank IS NOT NULL AND rank IS NOT NULL GROUP BY ALL
     """)
     # pid alone only when every link naming that pid agrees on one host
@@ -485,7 +488,7 @@ def build_maps(con: duckdb.DuckDBPyConnection) -> None:
         SELECT pid, any_value(host) AS host, CASE WHEN count(DISTINCT rank) = 1 THEN any_value(rank) END AS rank,
                CASE WHEN count(DISTINCT local_rank) = 1 THEN any_value(local_rank) END AS local_rank
         FROM identity WHERE pid IS NOT NULL GROUP BY pid
-        HAVING count(DISTINCT host) = 1 AND count(*) FILTER (WHERE host IS NULL) = 0
+        HAVING count(DISTINCT lower(host)) = 1 AND count(*) FILTER (WHERE host IS NULL) = 0
     """)
     # a GPU of a host by its PCI id (NCCL's busId, an Xid's, an AER line's): the rank that used it;
     # kept as the Xid writes it ('0000:3b:00') and as dev_printk does ('0000:3b:00.0'), so that
@@ -493,14 +496,14 @@ def build_maps(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(f"""
         CREATE OR REPLACE TEMP TABLE id_hostgpu AS
         WITH g AS (
-            SELECT host, {pci("gpu")} AS gpu, CASE WHEN count(DISTINCT rank) = 1 THEN any_value(rank) END AS rank
+            SELECT lower(host) AS host, {pci("gpu")} AS gpu, CASE WHEN count(DISTINCT rank) = 1 THEN any_value(rank) END AS rank
             FROM identity WHERE host IS NOT NULL AND rank IS NOT NULL AND {pci("gpu")} IS NOT NULL GROUP BY ALL
         )
         SELECT host, gpu, rank FROM g UNION ALL SELECT host, gpu || '.0', rank FROM g
     """)
     con.execute("""
         CREATE OR REPLACE TEMP TABLE id_rank AS
-        SELECT rank, CASE WHEN count(DISTINCT host) = 1 THEN any_value(host) END AS host,
+        SELECT rank, CASE WHEN count(DISTINCT lower(host)) = 1 THEN any_value(host) END AS host,
                CASE WHEN count(DISTINCT local_rank) = 1 THEN any_value(local_rank) END AS local_rank
         FROM identity WHERE rank IS NOT NULL AND host IS NOT NULL GROUP BY rank
     """)
@@ -519,12 +522,12 @@ def events_views(con: duckdb.DuckDBPyConnection, sfx: str) -> None:
                    coalesce(e.local_rank, hp.local_rank, p.local_rank) AS local_rank1,
                    coalesce(e.gpu, hp.gpu) AS gpu
             FROM events_base{sfx} e
-            LEFT JOIN id_hostpid hp ON hp.host = e.host AND hp.pid = e.pid
+            LEFT JOIN id_hostpid hp ON hp.host = lower(e.host) AND hp.pid = e.pid
             LEFT JOIN id_pid p ON e.host IS NULL AND p.pid = e.pid
-            LEFT JOIN id_hostgpu hg ON e.rank IS NULL AND hg.host = e.host AND hg.gpu = lower(e.gpu)
+            LEFT JOIN id_hostgpu hg ON e.rank IS NULL AND hg.host = lower(e.host) AND hg.gpu = lower(e.gpu)
         ), b AS (
             SELECT a.*, coalesce(a.rank1, hl.rank) AS rank2
-            FROM a LEFT JOIN id_hostlocal hl ON hl.host = a.host1 AND hl.local_rank = a.local_rank1
+            FROM a LEFT JOIN id_hostlocal hl ON hl.host = lower(a.host1) AND hl.local_rank = a.local_rank1
         )
         SELECT b.* EXCLUDE (rank0, local_rank0, host0, host1, rank1, local_rank1, rank2, srun_task),
                coalesce(b.host1, r.host) AS host, b.rank2 AS rank,
@@ -568,7 +571,8 @@ class LinkMaps:
     """The maps _lookup reads (temp tables id_hostpid, id_pid, id_hostgpu, id_hostlocal, id_rank,
     pod_host and identity), read once per connection into dicts. Keys are compared as DuckDB
     compared them when these were queries: an id given as text ('4100') is the number it writes
-    (a column of integers), a GPU is its PCI id (pci(): '0000:3B:00.0' -> '0000:3b:00')."""
+    (a column of integers), a GPU is its PCI id (pci(): '0000:3B:00.0' -> '0000:3b:00'), a host is
+    its lower case (build_maps)."""
 
     def __init__(self, con):
         q = lambda sql: con.execute(sql).fetchall()
@@ -581,7 +585,7 @@ class LinkMaps:
                           if table_exists(con, "pod_host") else {})
         self._links: dict = {}
         for h, r, lr, p, pod, g in q("SELECT host, rank, local_rank, pid, pod, gpu FROM identity WHERE host IS NOT NULL"):
-            self._links.setdefault(h, []).append({"rank": r, "local_rank": lr, "pid": p, "pod": pod, "gpu": g})
+            self._links.setdefault(h.lower(), []).append({"rank": r, "local_rank": lr, "pid": p, "pod": pod, "gpu": g})
 
     @staticmethod
     def _int(v):
@@ -598,18 +602,24 @@ class LinkMaps:
     def _text(v):
         return v if v is None or isinstance(v, str) else str(v)
 
+    @classmethod
+    def _host(cls, v):
+        """A host as the maps key it (build_maps: its lower case)."""
+        v = cls._text(v)
+        return v.lower() if v is not None else None
+
     def hostpid(self, host, pid):
-        return self._hostpid.get((self._text(host), self._int(pid)))
+        return self._hostpid.get((self._host(host), self._int(pid)))
 
     def pid(self, pid):
         return self._pid.get(self._int(pid))
 
     def hostgpu(self, host, gpu):
         m = _PCI.search(str(gpu).lower())
-        return self._hostgpu.get((self._text(host), m.group(1))) if m else None
+        return self._hostgpu.get((self._host(host), m.group(1))) if m else None
 
     def hostlocal(self, host, local_rank):
-        return self._hostlocal.get((self._text(host), self._int(local_rank)))
+        return self._hostlocal.get((self._host(host), self._int(local_rank)))
 
     def rank(self, rank):
         return self._rank.get(self._int(rank))
@@ -624,14 +634,14 @@ class LinkMaps:
     def only_pid(self, host, rank, local_rank):
         """The one pid the links give the host's rank (or its local rank, in links without a rank)."""
         rank, local_rank = self._int(rank), self._int(local_rank)
-        return self._one({lk["pid"] for lk in self._links.get(self._text(host), ()) if lk["pid"] is not None and (
+        return self._one({lk["pid"] for lk in self._links.get(self._host(host), ()) if lk["pid"] is not None and (
             (rank is not None and lk["rank"] == rank)
             or (lk["rank"] is None and local_rank is not None and lk["local_rank"] == local_rank))})
 
     def only(self, col, host, rank):
         """The one `col` (pod, gpu) the links give the host's rank (rank None: links without a rank)."""
         rank = self._int(rank)
-        return self._one({lk[col] for lk in self._links.get(self._text(host), ()) if lk[col] is not None
+        return self._one({lk[col] for lk in self._links.get(self._host(host), ()) if lk[col] is not None
                           and lk["rank"] == rank})
 
 

@@ -72,6 +72,16 @@ def worker_exits(con) -> list[Finding]:
                                host=r["host"], pid=r["pid"], time=r["ats"], evidence=[r["event_id"]],
                                extra={"source": "ray", "exit_type": m.group(1)}))
             continue
+        if r["source"] == "vllm":
+            # vLLM's monitor names the worker it lost (its pid and exit code, or its rank): the signal says
+            # how it died; without one, it died of a cause the monitor did not see (as Ray's SYSTEM_ERROR)
+            who = f"rank {r['rank']}" if r["rank"] is not None else f"pid {r['pid']}"
+            out.append(Finding(detector="worker_exits", kind=kind or "unknown", score=0.5 if kind else 0.45,
+                               direct=bool(kind), why=f"vLLM's worker monitor{on(r['host'])} reports worker {who} died"
+                               + (f" of {name}" if r["exitcode"] is not None else ""),
+                               rank=r["rank"], host=r["host"], pid=r["pid"], time=r["ats"], evidence=[r["event_id"]],
+                               extra={"source": "vllm", "exitcode": r["exitcode"], "signal": sig}))
+            continue
         rank = r["rank"]
         if sig == 6 and rank is None and wd:   # an agent names the local rank and pid: the links the rank
             from ..identity import lookup
