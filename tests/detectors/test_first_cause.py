@@ -52,3 +52,16 @@ def test_an_srun_task_exit_names_the_node_its_task_ran_on():
     ]
     got = run(first_cause, evs)
     assert got[0].kind == "crash" and got[0].host == "n1" and got[0].rank is None
+
+
+def test_srun_reporting_tasks_aborted_or_terminated_is_weak_a_fault_is_not():
+    # SIGABRT is how a rank's watchdog takes it down after a collective timeout, SIGTERM the teardown's:
+    # srun's report of either says nothing of who failed first; a segfault it reports does
+    def srun(state):
+        return ev(10.0, f"n1: tasks 0-1: {state}", kind="crash_signal", program="srun", file="slurm-7.out",
+                  raw=f"srun: error: n1: tasks 0-1: {state}")
+    for state in ("Aborted", "Terminated"):
+        (f,) = run(first_cause, steps(NODES, 5) + [srun(state)])
+        assert not f.direct and "brought down" in f.why
+    (f,) = run(first_cause, steps(NODES, 5) + [srun("Segmentation fault")])
+    assert f.direct and f.host == "n1"

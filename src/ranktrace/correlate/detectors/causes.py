@@ -18,6 +18,8 @@ DIRECT = 0.85
 def _weak_reason(r: dict) -> str | None:
     """Why a cause-role line is only weak evidence of the root cause (None: it is direct)."""
     fmt = r["format"] or ""
+    if r["program"] == "srun" and r["reported"] and _SRUN_BROUGHT_DOWN.search(r["message"] or ""):
+        return "srun's report of tasks brought down (task_exits tells a watchdog's abort from a fault)"
     if r["kind"] == "process_exit" and (r["program"] in SCHEDULER_PROGRAMS or fmt.startswith(("slurm", "kube"))):
         return "a scheduler's report of an exit code (the process's own line says why)"
     if r["failure"] in ("time_limit", "cancelled") and r["program"] not in SCHEDULER_PROGRAMS \
@@ -26,6 +28,11 @@ def _weak_reason(r: dict) -> str | None:
     if r["failure"] in ("exception", "unknown") and _SYMPTOM_TEXT.search(r["message"] or ""):
         return "the message reads like a consequence of a lost peer (connection closed / timed out)"
     return None
+
+
+# 'n1: tasks 0-3: Aborted': how a job's watchdogs (SIGABRT) and its teardown (SIGTERM) bring its
+# tasks down, as srun reports them (a memory fault, a kill (the OOM killer's too) or an exit code stay direct)
+_SRUN_BROUGHT_DOWN = re.compile(r": tasks? [\d,-]+: (?:Aborted|Terminated)\b")
 
 
 # An exception whose text is about a lost peer is almost always the cascade, whatever the

@@ -25,7 +25,7 @@ def half_dead_nodes(con) -> list[Finding]:
     stop, slack = training_stop(con)
 
     def quiet_host(h) -> bool:
-        if h["n_teardown"] > 0 or h["untimed_progress_after"]:
+        if h["n_teardown"] > 0:
             return False
         last_fail = h["last_fail_ats"]
         if last_fail is None or (healthy is not None and last_fail < healthy):
