@@ -40,14 +40,23 @@ PER_LINE = {
                count(*) AS n
         FROM ev GROUP BY host, rank ORDER BY rank, host""",
     "host_activity": """
+        WITH per_file AS (
+            SELECT host, file, max(line) FILTER (WHERE ts_ok) AS timed_line,
+                   max(line) FILTER (WHERE NOT ts_ok AND (step IS NOT NULL OR kind = 'progress')) AS untimed_step_line
+            FROM aligned_events WHERE host IS NOT NULL GROUP BY host, file
+        ), went_on AS (
+            SELECT host, bool_or(untimed_step_line > coalesce(timed_line, 0)) AS untimed_progress_after
+            FROM per_file GROUP BY host
+        )
         SELECT host, min(ats) FILTER (WHERE ts_ok) AS first_ats, max(ats) FILTER (WHERE ts_ok) AS last_ats,
                count(*) FILTER (WHERE role = 'cause') AS n_cause, count(*) FILTER (WHERE role = 'symptom') AS n_symptom,
                max(ats) FILTER (WHERE ts_ok AND role IN ('cause', 'symptom') AND kind NOT IN ('kernel_hung_task', 'kernel_lockup'))
                    AS last_fail_ats,
                count(*) FILTER (WHERE kind IN ('worker_failed', 'failure_summary', 'sigterm_sent', 'task_exit', 'signal_received')
                                   OR message LIKE '%failed (exitcode:%' OR message LIKE '%closing signal SIGTERM%') AS n_teardown,
-               count(DISTINCT rank) AS n_ranks, count(*) AS n
-        FROM aligned_events WHERE host IS NOT NULL GROUP BY host ORDER BY host""",
+               count(DISTINCT rank) AS n_ranks, count(*) AS n,
+               coalesce(any_value(w.untimed_progress_after), false) AS untimed_progress_after
+        FROM aligned_events LEFT JOIN went_on w USING (host) WHERE host IS NOT NULL GROUP BY host ORDER BY host""",
     "progress_spans": """
         SELECT host, rank, count(*) AS n, min(ats) AS first_ats, max(ats) AS last_ats FROM aligned_events
         WHERE kind = 'progress' AND ats IS NOT NULL GROUP BY host, rank ORDER BY host NULLS LAST, rank NULLS LAST""",
@@ -139,7 +148,8 @@ def test_every_detector_finds_in_hot_events_what_it_finds_in_all_events(con, nam
     text = sql_file(f"detect/{name}.sql")
     if sql_header(text).get("scope") == "all" or "aligned_events" not in text:
         pytest.skip("reads the whole view or only the groups")
-    params = {k: v for k, v in {"window_s": 120.0, "healthy": None}.items() if f"${k}" in text} or None
+    params = {k: v for k, v in {"window_s": 120.0, "own_window_s": 25.0, "healthy": None}.items()
+              if f"${k}" in text} or None
     hot = query(con, name, params)   # what diagnose runs: the file over hot_events
     assert sorted(map(repr, (tuple(r.values()) for r in hot))) == sorted(map(repr, con.execute(text, params).fetchall()))
 
