@@ -18,8 +18,9 @@ WITH r AS NOT MATERIALIZED (
     -- under srun --label) it carries the label of the stream, not the rank that failed. srun's
     -- task exit names the node its tasks ran on ('srun: error: n4: task 2: Segmentation fault',
     -- written on the batch host): that node is the culprit's host (task_exits.sql reads it alike) when
-    -- the state is the task's own fault (a memory or instruction fault, the OOM killer); 'Aborted',
-    -- 'Terminated', 'Killed' are how a job's watchdogs and teardown bring tasks down
+    -- the state is the task's own fault (a memory or instruction fault, the OOM killer); not for
+    -- 'Aborted' / 'Terminated' (how a job's watchdogs and teardown bring tasks down) nor 'Killed'
+    -- (by whom, srun does not say)
     SELECT e.* REPLACE (CASE WHEN e.program = 'srun' AND e.raw LIKE '%srun: error:%task%'
                               AND regexp_matches(e.raw, ': tasks? [0-9][0-9,\-]*: (?:Segmentation fault|Bus error|Illegal instruction|Floating point exception|Out Of Memory)')
                              THEN coalesce(nullif(regexp_extract(e.raw, 'srun: error: ([^:\s]+): tasks? [0-9]', 1), ''),
