@@ -254,8 +254,7 @@ def complaints_survived_until(con) -> dt.datetime | None:
     if healthy is None or trained_to_the_end(con) != "the logs end":
         return healthy
     if untimed_progress_to_the_end(con):   # every complaint, as far as the logs can tell
-        end = con.execute("SELECT max(last_ats) FROM aligned_groups WHERE ts_ok").fetchone()[0]
-        return max(healthy, end + _training_stop(_spans(con))[1])
+        return max(healthy, _logs_end(con) + _training_stop(_spans(con))[1])
     return max(healthy, min(s["last_ats"] for s in _spans(con)))
 
 
@@ -310,12 +309,18 @@ def _trained_to_the_end(con, spans: list[dict]) -> str | None:
             "SELECT count(*) FROM aligned_groups WHERE kind IN (SELECT unnest(?)) AND first_ats < ?",
             [list(STALL_KINDS), stop]).fetchone()[0]:
         return "stopped from outside"
-    end = con.execute("SELECT max(last_ats) FROM aligned_groups WHERE ts_ok").fetchone()[0]
+    end = _logs_end(con)
     if end is not None and end - last <= slack:
         return "the logs end"
     if untimed_progress_to_the_end(con):
         return "the logs end"
     return None
+
+
+def _logs_end(con) -> dt.datetime | None:
+    """The last timed line in scope (read once per scope)."""
+    return _memo(con, "logs_end",
+                 lambda: con.execute("SELECT max(last_ats) FROM aligned_groups WHERE ts_ok").fetchone()[0])
 
 
 def untimed_progress_to_the_end(con) -> bool:
