@@ -15,6 +15,10 @@ from rt_testlib import REPO, SHAPES, write  # noqa: F401  (re-exported for fixtu
 from ranktrace.store import connect as store_connect
 
 
+# tryfirst: xdist's own hook reads the xdist_group marks in this same hook;
+# without it, pluggy's order let xdist read them before they were added and
+# the groups were silently ignored (two workers each started Slurm in CI).
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     # scripts/test.sh runs the suite on every core (pytest-xdist, --dist
     # loadgroup). A module's tests stay on one worker so its module fixtures
