@@ -49,41 +49,41 @@ OWN_EVENTS = f"""
 
 
 # each port error whose port came back: the next async event of the same device and port in the same file
-# and on the same host is 'port active' (every process using the device prints both); `back` is the latest
-# time the 'port active' line can have been written: its own, or (NCCL's lines without a launcher's prefix
-# carry none: each took the last timed line's) the file's next timed line's, on the line's host's clock
-# (NULL when none follows within NEXT_TIMED_LINES). Every attempt's lines, read once.
-NEXT_TIMED_LINES = 10000
+# and on the same host is 'port active' (every process using the device prints both; the hot lines hold
+# both, parsers/marks.toml); `back` is the latest time the 'port active' line can have been written: its
+# own, or (NCCL's lines without a launcher's prefix carry none: each took the last timed line's) its file's
+# next timed hot line's (base.NEXT_TIMED_ATS; NULL when none follows: it came back, when is not known).
+# Every attempt's lines, read once.
 RECOVERIES = f"""
     WITH p AS (
         SELECT e.event_id, e.file, e.line, e.host, f.device, f.port, f.event,
-               CASE WHEN e.ts_ok THEN e.ats
-                    ELSE (SELECT arg_min(n.ts, n.line) FROM event_lines n JOIN event_classes c USING (class_id)
-                          WHERE n.file_id = e.file_id AND n.line > e.line AND n.line <= e.line + {NEXT_TIMED_LINES}
-                            AND c.ts_kind IN ('exact', 'local', 'year_inferred', 'envelope'))
-                         - to_microseconds(CAST(round(e.offset_s * 1e6) AS BIGINT)) END AS latest
-        FROM nccl_ib_port_event f JOIN aligned_events_all e USING (event_id)
-        WHERE f.event IN ('port error', 'port active') AND e.ats IS NOT NULL),
-    n AS (SELECT event, event_id, lead(event) OVER w AS next_event, lead(latest) OVER w AS back
-          FROM p WINDOW w AS (PARTITION BY file, host, device, port ORDER BY line))
-    SELECT event_id, back FROM n WHERE event = 'port error' AND next_event = 'port active' AND back IS NOT NULL
+               CASE WHEN e.ts_ok THEN e.ats ELSE {NEXT_TIMED_ATS} END AS latest
+        FROM nccl_ib_port_event f JOIN hot_events_all e USING (event_id)
+        WHERE f.event IN ('port error', 'port active') AND e.ats IS NOT NULL
+    ), n AS (
+        SELECT event, event_id, lead(event) OVER w AS next_event, lead(latest) OVER w AS back
+        FROM p WINDOW w AS (PARTITION BY file, host, device, port ORDER BY line)
+    )
+    SELECT event_id, back FROM n WHERE event = 'port error' AND next_event = 'port active'
 """
 
 
-def recoveries(con) -> dict[int, dt.datetime]:
-    """event_id of a port error -> when its port said 'port active' again (at the latest); read once
-    per connection (temp table port_recoveries). Empty without the fact table."""
+def recoveries(con) -> dict[int, dt.datetime | None]:
+    """event_id of a port error -> when its port said 'port active' again (at the latest; None: not
+    known); read once per connection (temp table port_recoveries). Empty without the fact table."""
     if not has_columns(con, "nccl_ib_port_event", "event"):
         return {}
     con.execute(f"CREATE TEMP TABLE IF NOT EXISTS port_recoveries AS {RECOVERIES}")
     return dict(con.execute("SELECT event_id, back FROM port_recoveries").fetchall())
 
 
-def trained_past(con, host: str | None, rank: int | None, back: dt.datetime) -> bool:
+def trained_past(con, host: str | None, rank: int | None, back: dt.datetime | None) -> bool:
     """Whether the job trained a few of its steps after a port came back (survival.own_window_s):
     a flap that broke the transport leaves the next collective retrying, and no rank makes a step
     until it fails; the job's progress speaks for a rank or host that logs none (survival.last_progress)."""
     from ..survival import last_progress, own_window_s, progress_spans
+    if back is None:
+        return False
     spans = progress_spans(con)
     last = last_progress(spans, Finding(detector="port", kind="network_error", score=0.0, why="",
                                         host=host, rank=rank))
