@@ -45,6 +45,8 @@ WHERE role IN ('cause', 'symptom')                          -- first_cause, firs
       -- that has a second case-folding: U+017F)
       OR message ILIKE '%node failure on %' OR message ILIKE '%on failed node %' OR message ILIKE '%not re%ponding%'
       OR message ILIKE '%nodenotready%'
+      -- network: the IB async events of NCCL (after a port error, port active: the port came back)
+      OR message LIKE '%async event%'
       -- rendezvous
       OR message LIKE '%min_nodes%' OR message LIKE '%max_nodes%' OR message LIKE '%nnodes%'
       OR message LIKE '%NodeList=%' OR message LIKE '%SLURM_JOB_NODELIST%' OR message LIKE '%SLURM_NODELIST%'

@@ -57,6 +57,17 @@ def test_a_process_dead_of_its_own_memory_fault_is_no_victim_of_what_it_complain
     assert victim(state="Bus error") == 0.0 and victim(state="Terminated") == 1.0
 
 
+def test_a_process_dead_of_its_own_exception_is_no_victim_of_what_it_complained_of():
+    # it complained of a reset socket minutes before its traceback (a ValueError of its own)
+    def victim(*findings):
+        return features([cand(("rank", 2), *findings)], set(), {}, [(("n2", 2), T0)])[0]["victim"]
+    own = f("first_cause", "exception", 0.6, rank=2, host="n2", t=240.0)
+    assert victim(own) == 0.0
+    # a traceback first_cause calls weak (its text is about the lost peer) is the cascade's
+    assert victim(f("first_cause", "exception", 0.2, rank=2, host="n2", t=240.0, direct=False)) == 1.0
+    assert victim(f("worker_exits", "exception", 0.6, rank=2, host="n2", t=240.0)) == 1.0
+
+
 def test_the_one_rank_missing_from_a_timed_out_collective_is_no_victim_of_its_earlier_complaint():
     # every other rank reported collective 1456 timing out; rank 4 did not (it never reached it): a reset
     # socket it logged before says nothing of whom it waited on. Two missing ranks may wait on each other

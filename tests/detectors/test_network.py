@@ -13,26 +13,32 @@ from correlate.fixtures import ev, steps, store
 IP = {"n1": "10.0.0.1", "n2": "10.0.0.2", "n3": "10.0.0.3"}
 
 
-def _bundle(hosts, port_errors, completions, train_until=100):
-    """Ranks 2h, 2h+1 on each host train to `train_until` s; port_errors: (t, host, rank, timed);
-    completions: (t, reporter host, rank, named host)."""
+def _bundle(hosts, port_errors, completions, train_until=100, port_active=()):
+    """Ranks 2h, 2h+1 on each host train to `train_until` s; port_errors and port_active (the port came
+    back): (t, host, rank, timed); completions: (t, reporter host, rank, named host)."""
     nodes = {h: [2 * i, 2 * i + 1] for i, h in enumerate(hosts)}
     evs = steps(nodes, int(train_until), step_time=1.0)
-    facts = {"nccl_oob": [], "nccl_ib_completion": []}
+    facts = {"nccl_oob": [], "nccl_ib_completion": [], "nccl_ib_port_event": []}
     for h in hosts:
         e = ev(0.5, f"NET/IB : Using [0]mlx5_0:1/IB ; OOB ib0:{IP[h]}<0>", host=h, rank=nodes[h][0])
         evs.append(e)
         facts["nccl_oob"].append({"event_id": e["event_id"], "iface": "ib0", "ip": IP[h]})
-    for t, h, r, timed in port_errors:
-        evs.append(ev(t, "NET/IB : mlx5_0:1 Got non-fatal async event: port error(10)", kind="network_error",
-                      host=h, rank=r, ts_kind=None if timed else "inherited"))
+    events = sorted([(t, h, r, timed, "port error", 10) for t, h, r, timed in port_errors]
+                    + [(t, h, r, timed, "port active", 9) for t, h, r, timed in port_active])
+    for t, h, r, timed, what, code in events:
+        e = ev(t, f"NET/IB : mlx5_0:1 Got non-fatal async event: {what}({code})",
+               kind="network_error" if what == "port error" else None,
+               host=h, rank=r, ts_kind=None if timed else "inherited")
+        evs.append(e)
+        facts["nccl_ib_port_event"].append({"event_id": e["event_id"], "device": "mlx5_0", "port": 1,
+                                            "event": what, "code": code})
     for t, h, r, named in completions:
         e = ev(t, f"NET/IB: Got completion from peer {IP[named]}<4000> with status=IBV_WC_RETRY_EXC_ERR(12)",
                kind="peer_closed", host=h, rank=r)
         evs.append(e)
         facts["nccl_ib_completion"].append({"event_id": e["event_id"], "peer": IP[named], "port": 4000,
                                             "error": 12})
-    con = store(evs, facts)
+    con = store(evs, {k: v for k, v in facts.items() if v})
     align(con)
     return con
 
@@ -75,3 +81,33 @@ def test_a_port_error_of_another_host_is_context_when_the_peers_name_the_lost_on
     assert uncorroborated_port_errors(con, findings) == 1
     assert not ports["n1"].direct and "name n2, not this host" in ports["n1"].why
     assert ports["n2"].direct
+
+
+def test_two_hosts_that_lost_each_other_the_port_that_stayed_down_over_one_that_came_back():
+    # n1's port error is the later one, but its port said 'port active' right after; n2's never came back
+    con = _bundle(["n1", "n2"], [(60, "n2", 2, True), (95, "n1", 0, True)],
+                  [(105, "n1", 1, "n2"), (105.3, "n2", 2, "n1")], port_active=[(95.5, "n1", 0, True)])
+    got = ib_peers(con)
+    assert [(f.host, f.direct) for f in got] == [("n2", True)]
+
+
+def test_a_port_error_that_came_back_and_was_trained_past_is_context():
+    # n1's port blinked at 50 s and came back; the job trained on to 100 s (under the survival window,
+    # so survival alone keeps it), then IB work requests failed: the flap is not why
+    con = _bundle(["n1", "n2"], [(50, "n1", 0, True)], [(105, "n2", 2, "n1")],
+                  port_active=[(50.2, "n1", 0, True)])
+    findings = first_cause(con)
+    port = next(f for f in findings if f.kind == "network_error")
+    assert port.direct
+    assert uncorroborated_port_errors(con, findings) == 1
+    assert not port.direct and "came back" in port.why
+    # its 'port active' line carries no time of its own and no timed line of its file bounds it: when the
+    # port came back is not known, and IB work requests failed after the port error: it stays the cause
+    con = _bundle(["n1", "n2"], [(50, "n1", 0, True)], [(105, "n2", 2, "n1")],
+                  port_active=[(50.2, "n1", 0, False)])
+    findings = first_cause(con)
+    assert uncorroborated_port_errors(con, findings) == 0
+    # the same port error without its port coming back stays the cause
+    con = _bundle(["n1", "n2"], [(50, "n1", 0, True)], [(105, "n2", 2, "n1")])
+    findings = first_cause(con)
+    assert uncorroborated_port_errors(con, findings) == 0

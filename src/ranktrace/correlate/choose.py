@@ -22,8 +22,9 @@ The features are pure functions of the candidates and the clock (no SQL here), e
   explains   the share of the attempt's complaining ranks that complained after it failed
   victim     it complained itself (a collective timeout, a closed peer) before it failed: it waited on
              someone else, and its death (a watchdog's abort) is the cascade's; not when it died of its
-             own memory or instruction fault (SIGSEGV, SIGBUS, SIGILL, SIGFPE: no cascade dies of those),
-             nor when it is the one rank missing from a collective every other rank timed out on (it
+             own memory or instruction fault (SIGSEGV, SIGBUS, SIGILL, SIGFPE: no cascade dies of those)
+             or of its own exception (a traceback whose text is not about a lost peer: first_cause
+             keeps one that is as weak evidence), nor when it is the one rank missing from a collective every other rank timed out on (it
              never reached it: what it complained of before, it did not wait on)
   accused    others name it: peers' IB completion errors name its address, ranks' hang reports name
              it, the scheduler names its node
@@ -164,6 +165,7 @@ def features(cands: list, node_failed: set[str], unc: dict[str | None, float],
         t_fail, slack = (c.time, dt.timedelta(0)) if own else (t, VICTIM_SLACK)
         own_fault = any(x.extra.get("signal") in SELF_FAULT_SIGNALS or x.extra.get("state") in SELF_FAULT_STATES
                         or (x.detector == "watchdog" and x.extra.get("sole"))
+                        or (x.detector == "first_cause" and x.direct and x.kind == "exception")
                         for x in fs if not x.extra.get("survived"))
         if mine and t_fail is not None and min(mine) < t_fail + slack and not own_fault:
             f["victim"] = 1.0

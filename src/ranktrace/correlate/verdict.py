@@ -301,8 +301,8 @@ def _next_steps(kind: str, v: dict, job_id: str | None, extra: dict) -> list[str
 # ---------------------------------------------------------------- main entry
 
 # temp tables the first attempt's diagnosis makes and the others read (the job id, network.ib_peers'
-# addresses, identity.world_comms)
-ONCE_PER_DIAGNOSIS = ("any_job", "oob_hosts", "nccl_world")
+# addresses and port recoveries, identity.world_comms)
+ONCE_PER_DIAGNOSIS = ("any_job", "oob_hosts", "port_recoveries", "nccl_world")
 
 
 def _failure_seen(con, findings: list[Finding]) -> bool:

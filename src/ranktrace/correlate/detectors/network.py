@@ -48,6 +48,48 @@ OWN_EVENTS = f"""
 """
 
 
+# each port error whose port came back: the next async event of the same device and port in the same file
+# and on the same host is 'port active' (every process using the device prints both; the hot lines hold
+# both, parsers/marks.toml); `back` is the latest time the 'port active' line can have been written: its
+# own, or (NCCL's lines without a launcher's prefix carry none: each took the last timed line's) its file's
+# next timed hot line's (base.NEXT_TIMED_ATS; NULL when none follows: it came back, when is not known).
+# Every attempt's lines, read once.
+RECOVERIES = f"""
+    WITH p AS (
+        SELECT e.event_id, e.file, e.line, e.host, f.device, f.port, f.event,
+               CASE WHEN e.ts_ok THEN e.ats ELSE {NEXT_TIMED_ATS} END AS latest
+        FROM nccl_ib_port_event f JOIN hot_events_all e USING (event_id)
+        WHERE f.event IN ('port error', 'port active') AND e.ats IS NOT NULL
+    ), n AS (
+        SELECT event, event_id, lead(event) OVER w AS next_event, lead(latest) OVER w AS back
+        FROM p WINDOW w AS (PARTITION BY file, host, device, port ORDER BY line)
+    )
+    SELECT event_id, back FROM n WHERE event = 'port error' AND next_event = 'port active'
+"""
+
+
+def recoveries(con) -> dict[int, dt.datetime | None]:
+    """event_id of a port error -> when its port said 'port active' again (at the latest; None: not
+    known); read once per connection (temp table port_recoveries). Empty without the fact table."""
+    if not has_columns(con, "nccl_ib_port_event", "event"):
+        return {}
+    con.execute(f"CREATE TEMP TABLE IF NOT EXISTS port_recoveries AS {RECOVERIES}")
+    return dict(con.execute("SELECT event_id, back FROM port_recoveries").fetchall())
+
+
+def trained_past(con, host: str | None, rank: int | None, back: dt.datetime | None) -> bool:
+    """Whether the job trained a few of its steps after a port came back (survival.own_window_s):
+    a flap that broke the transport leaves the next collective retrying, and no rank makes a step
+    until it fails; the job's progress speaks for a rank or host that logs none (survival.last_progress)."""
+    from ..survival import last_progress, own_window_s, progress_spans
+    if back is None:
+        return False
+    spans = progress_spans(con)
+    last = last_progress(spans, Finding(detector="port", kind="network_error", score=0.0, why="",
+                                        host=host, rank=rank))
+    return last is not None and (last - back).total_seconds() > own_window_s(spans)
+
+
 def ib_peers(con) -> list[Finding]:
     if not (has_columns(con, "nccl_ib_completion", "peer") and has_columns(con, "nccl_oob", "ip")):
         return []
@@ -73,9 +115,12 @@ def ib_peers(con) -> list[Finding]:
         return rows(con, OWN_EVENTS.format(src=src), {"host": host, "healthy": healthy,
                                                       "first": named[host]["first"], "lead": MAX_LEAD.total_seconds()})
 
+    back = recoveries(con)
     most = max(len(n["reporters"]) for n in named.values())
     top = sorted(h for h, n in named.items() if len(n["reporters"]) == most)
-    own = {h: own_events(h) for h in top}
+    # a port event of the host's that came back and was trained past is a flap, not its link going down
+    own = {h: [o for o in own_events(h) if o["event_id"] not in back
+               or not trained_past(con, h, o["rank"], back[o["event_id"]])] for h in top}
     if len(top) > 1:
         # hosts named as often (two hosts that lost each other): the link that went down is the one whose
         # own port event came last before the completion errors (the transport's retries take the same
@@ -83,6 +128,9 @@ def ib_peers(con) -> list[Finding]:
         timed = [h for h in top if own[h]]
         if not timed:
             return []
+        # a port that stayed down explains the lost peers; one that came back ('port active') did not
+        # go down for good, however little is known of when it came back
+        timed = [h for h in timed if any(o["event_id"] not in back for o in own[h])] or timed
         last = {h: own[h][-1]["ats"] for h in timed}
         best = max(last.values())
         top = [h for h in timed if last[h] == best]
@@ -94,7 +142,7 @@ def ib_peers(con) -> list[Finding]:
     why = (f"IB completion errors of {len(n['reporters'])} other host(s) ({who}) name {host}'s address "
            f"(the peer they lost)")
     if own:
-        o = own[0]
+        o = next((x for x in own if x["event_id"] not in back), own[0])   # its port that stayed down
         return [Finding(detector="ib_peers", kind="network_error", score=0.8 if most >= 2 else 0.6,
                         why=why + f"; {host} itself logged an IB port event first",
                         host=host, time=o["ats"], evidence=[o["event_id"]] + n["events"][:3], direct=True,
@@ -131,10 +179,14 @@ def uncorroborated_port_errors(con, findings: list[Finding]) -> int:
                                              f"({', '.join('?' * len(ids))}) AND {PORT_ERROR}", ids)}
     has_fact = has_columns(con, "nccl_ib_completion", "peer")
     n = 0
+    back = recoveries(con)
     for f in cands:
         if f.evidence[0] not in ports:
             continue
-        if lost and f.host not in lost:
+        e = f.evidence[0]
+        if e in back and trained_past(con, f.host, f.rank, back[e]):
+            why = " — the port came back ('port active') and the job trained on after it (a flap; context, not the cause)"
+        elif lost and f.host not in lost:
             why = f" — the peers' IB completion errors name {', '.join(sorted(lost))}, not this host (context)"
         elif has_fact and con.execute(FAILED_AFTER.format(src=src), [f.time, f.time]).fetchone()[0] > 0:
             continue
