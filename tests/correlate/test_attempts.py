@@ -101,6 +101,22 @@ def test_a_host_whose_agent_restarts_later_keeps_its_teardown_in_the_attempt_bef
     assert got == [(1,)]
 
 
+def test_a_pod_log_of_several_ranks_is_split_at_its_nodes_cut():
+    """n2's agent relaunches 40 s after n1's; its pod's log (ranks 2 and 3, no host in its lines: the
+    pod's node says it) holds their teardown at +20 s: the old attempt's, in the groups as in the lines."""
+    pod = "var/log/pods/ml_worker-1_0/pytorch/0.log"
+    evs = two_attempts(resume_at=290, delay={"n2": 40.0}) + [
+        ev(5, 'Successfully assigned ml/worker-1 to n2', host="n2", pod="worker-1", file="kubelet.log"),
+        ev(200, "[rank2] step 40 loss 0.5", kind="progress", rank=2, pod="worker-1", file=pod),
+        ev(260, "Sending process 4242 closing signal SIGTERM", kind="sigterm_sent", rank=3, pod="worker-1",
+           file=pod)]
+    con = store(evs)
+    diagnose(con)
+    assert con.execute("SELECT host, attempt FROM aligned_events WHERE kind = 'sigterm_sent'").fetchall() \
+        == [("n2", 1)]
+    assert con.execute("SELECT attempt FROM aligned_groups WHERE kind = 'sigterm_sent'").fetchall() == [(1,)]
+
+
 def test_a_rendezvous_whose_nodes_arrive_minutes_apart_is_one_attempt():
     evs = launch(0, hosts=("n1",)) + launch(600, hosts=("n2",)) + steps(HOSTS, 20, step_time=5.0, start=610)
     d = diagnose(store(evs))

@@ -461,9 +461,10 @@ def attempt_expr(con: duckdb.DuckDBPyConnection, t: str, own: str, dflt: str) ->
 
 def write_class_cuts(con: duckdb.DuckDBPyConnection) -> None:
     """Temp table class_cuts: per class of lines, the LOGGED time each attempt k > 1 begins on its host
-    (its own host, else the one host its file's lines resolve to: a rank's file names none itself; a
-    file of several ranks, such as srun's output, whose ranks moved to other nodes on a requeue, has
-    no one host and takes the job's cut), so
+    (its own host, else the one host its file's lines resolve to: a rank's file names none itself, nor
+    a pod's log the ranks of the torchrun it runs; srun's output (lines with a task), whose tasks moved
+    to other nodes on a requeue, has no one host whatever its labels resolve to and takes the job's
+    cut), so
     that queries/align/event_groups.sql splits every line by attempt with a comparison of its own time."""
     k = _count(con, "attempt_hosts")
     shift = "to_microseconds(CAST(round(coalesce(o.offset_s, 0.0) * 1e6) AS BIGINT))"
@@ -471,7 +472,8 @@ def write_class_cuts(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(f"""
         CREATE OR REPLACE TEMP TABLE class_cuts AS
         WITH fh AS (SELECT file_id, any_value(host) AS host FROM aligned_groups_all
-                    GROUP BY file_id HAVING count(DISTINCT host) = 1 AND count(DISTINCT rank) <= 1)
+                    GROUP BY file_id
+                    HAVING count(DISTINCT host) = 1 AND (count(DISTINCT rank) <= 1 OR count(task) = 0))
         SELECT c.class_id, {cols}
         FROM event_classes c LEFT JOIN fh ON fh.file_id = c.file_id
         LEFT JOIN attempt_hosts h ON h.host = coalesce(c.host, fh.host)
