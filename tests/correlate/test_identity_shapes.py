@@ -334,6 +334,36 @@ CASES = {
         {"serve.log": "ERROR 05-01 10:14:07 [ray_executor_v2.py:464] RayWorkerProc rank=[5] died unexpectedly, "
                       "shutting down executor.\n"},
         {"kind": "unknown", "rank": 5}),
+    # ray src/ray/gcs/gcs_server/gcs_node_manager.cc (a node removed without intent): 'The node with node id: {id}
+    # and address: {ip} and node name: {name} has been marked dead because the detector has missed too many
+    # heartbeats from it.' ('and ip: {ip}' in older Ray), printed by the driver's worker.py logger: the node is
+    # the subject, the driver is elsewhere
+    "ray_driver_node_marked_dead_address": (
+        {"driver.log": "2024-04-11 16:38:10,102\tINFO worker.py:1724 -- Connecting to existing Ray cluster at "
+                       "address: 10.0.3.1:6379...\n"
+                       "2024-04-11 16:38:16,464\tWARNING worker.py:2037 -- The node with node id: 9a1e0c and address: "
+                       "10.0.3.7 and node name: 10.0.3.7 has been marked dead because the detector has missed too "
+                       "many heartbeats from it. This can happen when a \t(1) raylet crashes unexpectedly (OOM, "
+                       "preempted node, etc.) \n\t(2) raylet has lagging heartbeats due to slow network or busy "
+                       "workload.\n"},
+        {"kind": "node_failure", "host": "10.0.3.7"}),
+    "ray_driver_node_marked_dead_ip_glued_to_bar": (
+        {"driver.log": "Map Progress:  41%|####      | 410/1000 [08:12<11:48,  1.20s/it]2021-09-05 05:42:38,294\t"
+                       "WARNING worker.py:1228 -- The node with node id: 0fc149 and ip: 172.31.57.35 has been "
+                       "marked dead because the detector has missed too many heartbeats from it. This can happen "
+                       "when a raylet crashes unexpectedly or has lagging heartbeats.\n"},
+        {"kind": "node_failure", "host": "172.31.57.35"}),
+    # ray src/ray/util/event.cc: the GCS's event log, one JSON object a line (RAY_EVENT(ERROR, EL_RAY_NODE_REMOVED)
+    # with fields node_id and ip, the same message); host_name is the writer (the head node), not the dead node
+    "ray_gcs_event_log_node_removed": (
+        {"logs/events/event_GCS.log":
+            '{"custom_fields":{"ip":"10.0.3.7","node_id":"9a1e0c"},"event_id":"18207c","host_name":"head-0",'
+            '"label":"RAY_NODE_REMOVED","message":"The node with node id: 9a1e0c and address: 10.0.3.7 and node '
+            'name: 10.0.3.7 has been marked dead because the detector has missed too many heartbeats from it. This '
+            'can happen when a \\t(1) raylet crashes unexpectedly (OOM, etc.) \\\\n\\t(2) raylet has lagging '
+            'heartbeats due to slow network or busy workload.","pid":"65","severity":"ERROR","source_type":"GCS",'
+            '"timestamp":1750669108}\n'},
+        {"kind": "node_failure", "host": "10.0.3.7"}),
     # ---- MPI launchers
     # pmodels/mpich src/pm/hydra/pm/pmiserv/pmiserv_cb.c: the BAD TERMINATION banner; 'PID %d RUNNING AT %s', then
     # 'EXIT CODE: %d' printed only when the process did not exit: the raw status, the signal that ended it
