@@ -381,6 +381,13 @@ CASES = {
                        "[1,2]<stdout>:[1700000044.900000] [gpu-c01:7710 :0]       dc_verbs.c:633  UCX  ERROR Send "
                        "completion with error on qp 0xef18: transport retry counter exceeded syndrome 0x81\n"},
         {"kind": ("unknown", "network_error"), "rank": 5, "host": "gpu-c03", "pid": 5512}),
+    # slurm src/plugins/task/cgroup (slurmstepd: 'Detected %u oom_kill event in %ps. Some of the step tasks have
+    # been OOM Killed.') relayed by a wrapper that prefixes srun's output with its own 'name: tag: '
+    "slurmstepd_oom_kill_behind_a_relay_prefix": (
+        {"qdo.log": "Stage fitblobs finished: 2025-10-06T04:26:25.586644\n"
+                    "qdo-srun.py: srun#64: slurmstepd: error: Detected 1 oom_kill event in StepId=43622791.67. "
+                    "Some of the step tasks have been OOM Killed.\n"},
+        {"kind": "oom", "cap": "nobody"}),
     # ---- Job wrappers
     # kaldi utils/queue.pl (slurm.pl, ssh.pl): every job log starts "# Running on `hostname`", "# Started at `date`"
     "kaldi_queue_pl_running_on_header": (
