@@ -411,6 +411,14 @@ CASES = {
                    _ds_line("launch.py:434:sigkill_handler", "['/usr/bin/python3', '-u', 'main.py', '--local_rank=0', "
                             "'--deepspeed'] exits with return code = -9", "ERROR")},
         {"kind": ("killed", "oom"), "local_rank": 0, "pid": 8821}),
+    # the same handler's ERROR line cut before ' exits with return code = N' (a paste): it is logged only when a
+    # subprocess failed (last_return_code set), so with one subprocess killed the failure is still that one's
+    "deepspeed_one_subprocess_report_cut_before_its_code": (
+        {"ds.log": _ds_line("launch.py:428:sigkill_handler", "Killing subprocess 2871") +
+                   _ds_line("launch.py:434:sigkill_handler", "['/usr/bin/python3', '-u', 'main.py', '--local_rank=0', "
+                            "'--data_path', 'Dahoas/rm-static', '--zero_stage', '2', '--deepspeed', '--output_dir', "
+                            "'/home/u/", "ERROR")},
+        {"kind": ("unknown", "killed", "exception", "crash", "oom"), "local_rank": 0, "pid": 2871}),
     # the same handler with two subprocesses, the first 'Killing subprocess' line glued to a stray print: two
     # processes were killed, so neither the pid nor the printed command's --local_rank is the failed one's
     "deepspeed_two_subprocesses_one_kill_line_glued": (
