@@ -380,7 +380,22 @@ CASES = {
                        "completion with error on qp 0x10e55: transport retry counter exceeded syndrome 0x81\n"
                        "[1,2]<stdout>:[1700000044.900000] [gpu-c01:7710 :0]       dc_verbs.c:633  UCX  ERROR Send "
                        "completion with error on qp 0xef18: transport retry counter exceeded syndrome 0x81\n"},
-        {"kind": ("unknown", "network_error"), "rank": 5, "host": "gpu-c03", "pid": 5512}),
+        {"kind": "network_error", "rank": 5, "host": "gpu-c03", "pid": 5512}),
+    # nccl src/transport/net_ib: 'NET/IB : Got completion from peer %s with error %d, opcode %d, len %d, vendor err
+    # %d' (12: IBV_WC_RETRY_EXC_ERR, the transport gave up retrying) and nothing in the text died: the transport
+    "nccl_ib_retry_exceeded_nothing_died": (
+        {"node7.log": "node7:41001:41190 [3] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer "
+                      "10.0.0.8<53412> with error 12, opcode 0, len 0, vendor err 129 (Send)\n"
+                      "node7:41001:41190 [3] NCCL INFO transport/net.cc:1008 -> 6\n"},
+        {"kind": "network_error", "host": "node7", "pid": 41001}),
+    # the same UCX line after a peer's own crash (its stack trace: Open MPI's opal stacktrace banner): the peer's
+    # death explains the retries, the transport is not accused
+    "ucx_retry_exceeded_after_a_peer_crashed": (
+        {"mpirun.out": "[1,3]<stderr>:[gpu-c02:06120] *** Process received signal ***\n"
+                       "[1,3]<stderr>:[gpu-c02:06120] Signal: Segmentation fault (11)\n"
+                       "[1,5]<stdout>:[1700000000.100000] [gpu-c03:5512 :0]       dc_verbs.c:633  UCX  ERROR Send "
+                       "completion with error on qp 0x10e55: transport retry counter exceeded syndrome 0x81\n"},
+        {"kind": ("crash", "unknown")}),
     # slurm src/plugins/task/cgroup (slurmstepd: 'Detected %u oom_kill event in %ps. Some of the step tasks have
     # been OOM Killed.') relayed by a wrapper that prefixes srun's output with its own 'name: tag: '
     "slurmstepd_oom_kill_behind_a_relay_prefix": (
