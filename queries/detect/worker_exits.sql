@@ -9,7 +9,7 @@
 --   deepspeed/launcher/launch.py sigkill_handler: it prints 'Killing subprocess {pid}' for every
 --   subprocess, then the command of the LAST one it spawned, whichever failed: the line names no
 --   local rank, and a pid only when one subprocess was killed, and then the command's --local_rank
---   is that process's own); Ray's raylet on a worker it lost
+--   is that process's own; a report cut before its return code has code NULL); Ray's raylet on a worker it lost
 --   (source 'ray'; src/ray/raylet/node_manager.cc: '... Worker IP address: {ip} Worker port: {port}
 --   Worker PID: {pid} Worker exit type: {type} ...': the host is the worker's IP, the exit type is
 --   in the text; or ActorDiedError's cause line with the pid and ip ray.toml carried to it); vLLM's worker
@@ -25,7 +25,9 @@ WITH agent AS (
     SELECT event_id, file_id, file, line, ats, host, message,
            TRY_CAST(regexp_extract(message, 'exits with return code = (-?\d+)', 1) AS INTEGER) AS code
     FROM aligned_events
-    WHERE kind = 'worker_failed' AND message LIKE '%exits with return code = %'
+    WHERE kind = 'worker_failed' AND (message LIKE '%exits with return code = %'
+                                      -- the handler's ERROR line cut before its return code (a paste): still a failure
+                                      OR raw LIKE '%] [ERROR] [launch.py:%:sigkill_handler] [%')
 ), ds_kill AS (   -- the handler's 'Killing subprocess N' lines just before its report, also one glued to other
                    -- output (a stray print without its newline: no format claims it, and it is still a process killed)
     SELECT file_id, line, TRY_CAST(regexp_extract(raw, 'Killing subprocess (\d+)', 1) AS BIGINT) AS kpid
@@ -39,7 +41,6 @@ WITH agent AS (
            CASE WHEN count(DISTINCT k.kpid) = 1
                 THEN TRY_CAST(nullif(regexp_extract(any_value(d.message), '--local_rank=(\d+)', 1), '') AS INTEGER) END AS lrank
     FROM ds d LEFT JOIN ds_kill k ON k.file_id = d.file_id AND k.line < d.line AND k.line >= d.line - 64
-    WHERE d.code IS NOT NULL
     GROUP BY d.event_id
 ), ray AS (
     SELECT event_id, ats, file, line, message AS text,

@@ -334,6 +334,36 @@ CASES = {
         {"serve.log": "ERROR 05-01 10:14:07 [ray_executor_v2.py:464] RayWorkerProc rank=[5] died unexpectedly, "
                       "shutting down executor.\n"},
         {"kind": "unknown", "rank": 5}),
+    # ray src/ray/gcs/gcs_server/gcs_node_manager.cc (a node removed without intent): 'The node with node id: {id}
+    # and address: {ip} and node name: {name} has been marked dead because the detector has missed too many
+    # heartbeats from it.' ('and ip: {ip}' in older Ray), printed by the driver's worker.py logger: the node is
+    # the subject, the driver is elsewhere
+    "ray_driver_node_marked_dead_address": (
+        {"driver.log": "2024-04-11 16:38:10,102\tINFO worker.py:1724 -- Connecting to existing Ray cluster at "
+                       "address: 10.0.3.1:6379...\n"
+                       "2024-04-11 16:38:16,464\tWARNING worker.py:2037 -- The node with node id: 9a1e0c and address: "
+                       "10.0.3.7 and node name: 10.0.3.7 has been marked dead because the detector has missed too "
+                       "many heartbeats from it. This can happen when a \t(1) raylet crashes unexpectedly (OOM, "
+                       "preempted node, etc.) \n\t(2) raylet has lagging heartbeats due to slow network or busy "
+                       "workload.\n"},
+        {"kind": "node_failure", "host": "10.0.3.7"}),
+    "ray_driver_node_marked_dead_ip_glued_to_bar": (
+        {"driver.log": "Map Progress:  41%|####      | 410/1000 [08:12<11:48,  1.20s/it]2021-09-05 05:42:38,294\t"
+                       "WARNING worker.py:1228 -- The node with node id: 0fc149 and ip: 172.31.57.35 has been "
+                       "marked dead because the detector has missed too many heartbeats from it. This can happen "
+                       "when a raylet crashes unexpectedly or has lagging heartbeats.\n"},
+        {"kind": "node_failure", "host": "172.31.57.35"}),
+    # ray src/ray/util/event.cc: the GCS's event log, one JSON object a line (RAY_EVENT(ERROR, EL_RAY_NODE_REMOVED)
+    # with fields node_id and ip, the same message); host_name is the writer (the head node), not the dead node
+    "ray_gcs_event_log_node_removed": (
+        {"logs/events/event_GCS.log":
+            '{"custom_fields":{"ip":"10.0.3.7","node_id":"9a1e0c"},"event_id":"18207c","host_name":"head-0",'
+            '"label":"RAY_NODE_REMOVED","message":"The node with node id: 9a1e0c and address: 10.0.3.7 and node '
+            'name: 10.0.3.7 has been marked dead because the detector has missed too many heartbeats from it. This '
+            'can happen when a \\t(1) raylet crashes unexpectedly (OOM, etc.) \\\\n\\t(2) raylet has lagging '
+            'heartbeats due to slow network or busy workload.","pid":"65","severity":"ERROR","source_type":"GCS",'
+            '"timestamp":1750669108}\n'},
+        {"kind": "node_failure", "host": "10.0.3.7"}),
     # ---- MPI launchers
     # pmodels/mpich src/pm/hydra/pm/pmiserv/pmiserv_cb.c: the BAD TERMINATION banner; 'PID %d RUNNING AT %s', then
     # 'EXIT CODE: %d' printed only when the process did not exit: the raw status, the signal that ended it
@@ -350,7 +380,29 @@ CASES = {
                        "completion with error on qp 0x10e55: transport retry counter exceeded syndrome 0x81\n"
                        "[1,2]<stdout>:[1700000044.900000] [gpu-c01:7710 :0]       dc_verbs.c:633  UCX  ERROR Send "
                        "completion with error on qp 0xef18: transport retry counter exceeded syndrome 0x81\n"},
-        {"kind": ("unknown", "network_error"), "rank": 5, "host": "gpu-c03", "pid": 5512}),
+        {"kind": "network_error", "rank": 5, "host": "gpu-c03", "pid": 5512}),
+    # nccl src/transport/net_ib: 'NET/IB : Got completion from peer %s with error %d, opcode %d, len %d, vendor err
+    # %d' (12: IBV_WC_RETRY_EXC_ERR, the transport gave up retrying) and nothing in the text died: the transport
+    "nccl_ib_retry_exceeded_nothing_died": (
+        {"node7.log": "node7:41001:41190 [3] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer "
+                      "10.0.0.8<53412> with error 12, opcode 0, len 0, vendor err 129 (Send)\n"
+                      "node7:41001:41190 [3] NCCL INFO transport/net.cc:1008 -> 6\n"},
+        {"kind": "network_error", "host": "node7", "pid": 41001}),
+    # the same UCX line after a peer's own crash (its stack trace: Open MPI's opal stacktrace banner): the peer's
+    # death explains the retries, the transport is not accused
+    "ucx_retry_exceeded_after_a_peer_crashed": (
+        {"mpirun.out": "[1,3]<stderr>:[gpu-c02:06120] *** Process received signal ***\n"
+                       "[1,3]<stderr>:[gpu-c02:06120] Signal: Segmentation fault (11)\n"
+                       "[1,5]<stdout>:[1700000000.100000] [gpu-c03:5512 :0]       dc_verbs.c:633  UCX  ERROR Send "
+                       "completion with error on qp 0x10e55: transport retry counter exceeded syndrome 0x81\n"},
+        {"kind": ("crash", "unknown")}),
+    # slurm src/plugins/task/cgroup (slurmstepd: 'Detected %u oom_kill event in %ps. Some of the step tasks have
+    # been OOM Killed.') relayed by a wrapper that prefixes srun's output with its own 'name: tag: '
+    "slurmstepd_oom_kill_behind_a_relay_prefix": (
+        {"qdo.log": "Stage fitblobs finished: 2025-10-06T04:26:25.586644\n"
+                    "qdo-srun.py: srun#64: slurmstepd: error: Detected 1 oom_kill event in StepId=43622791.67. "
+                    "Some of the step tasks have been OOM Killed.\n"},
+        {"kind": "oom", "cap": "nobody"}),
     # ---- Job wrappers
     # kaldi utils/queue.pl (slurm.pl, ssh.pl): every job log starts "# Running on `hostname`", "# Started at `date`"
     "kaldi_queue_pl_running_on_header": (
@@ -374,6 +426,14 @@ CASES = {
                    _ds_line("launch.py:434:sigkill_handler", "['/usr/bin/python3', '-u', 'main.py', '--local_rank=0', "
                             "'--deepspeed'] exits with return code = -9", "ERROR")},
         {"kind": ("killed", "oom"), "local_rank": 0, "pid": 8821}),
+    # the same handler's ERROR line cut before ' exits with return code = N' (a paste): it is logged only when a
+    # subprocess failed (last_return_code set), so with one subprocess killed the failure is still that one's
+    "deepspeed_one_subprocess_report_cut_before_its_code": (
+        {"ds.log": _ds_line("launch.py:428:sigkill_handler", "Killing subprocess 2871") +
+                   _ds_line("launch.py:434:sigkill_handler", "['/usr/bin/python3', '-u', 'main.py', '--local_rank=0', "
+                            "'--data_path', 'Dahoas/rm-static', '--zero_stage', '2', '--deepspeed', '--output_dir', "
+                            "'/home/u/", "ERROR")},
+        {"kind": ("unknown", "killed", "exception", "crash", "oom"), "local_rank": 0, "pid": 2871}),
     # the same handler with two subprocesses, the first 'Killing subprocess' line glued to a stray print: two
     # processes were killed, so neither the pid nor the printed command's --local_rank is the failed one's
     "deepspeed_two_subprocesses_one_kill_line_glued": (

@@ -8,12 +8,12 @@ from .base import KINDS, Finding
 from .causes import first_cause, first_symptom, outside_stops, step_cancels
 from .exits import sacct_maxrss, task_exits, worker_exits
 from .gpu import xid
-from .network import ib_peers
+from .network import ib_peers, transport_gave_up
 from .nodes import half_dead_nodes, node_events
 from .rendezvous import rendezvous
 
 RULES = (first_cause, worker_exits, task_exits, sacct_maxrss, named_ranks, watchdog, silent_ranks, half_dead_nodes,
-         node_events, rendezvous, xid, ib_peers, step_cancels, outside_stops, first_symptom)
+         node_events, rendezvous, xid, ib_peers, transport_gave_up, step_cancels, outside_stops, first_symptom)
 
 
 def run_all(con) -> list[Finding]:

@@ -98,6 +98,10 @@ def worker_exits(con) -> list[Finding]:
                 score, kind = 0.05, "killed"
             elif kind:
                 score = 0.75
+            elif r["source"] == "launcher" and r["exitcode"] is None:
+                # the DeepSpeed launcher's report cut before its return code: a subprocess failed, of what
+                # the text does not say
+                kind, score, name = "unknown", 0.2, "a return code the text cut off"
             else:
                 # a non-zero exit code: the process ended of its own error (exception). The DeepSpeed
                 # launcher's 'exits with return code = 1' is the whole job's account of it (the weak lead

@@ -197,3 +197,38 @@ def uncorroborated_port_errors(con, findings: list[Finding]) -> int:
         f.why += why
         n += 1
     return n
+
+
+# A transport that gave up retrying: the verbs work-completion status IBV_WC_RETRY_EXC_ERR (12; rdma-core
+# ibv_wc_status_str 'transport retry counter exceeded') as UCX prints it (openucx src/uct/ib: 'Send completion
+# with error on qp 0x%x: %s' (dc_verbs.c), '%s completion with error: transport retry counter exceeded'
+# (ib_mlx5_log.c: 'Transport retry count exceeded on %s')) and as NCCL does ('Got completion from peer %s with
+# error %d' / 'with status=%s(%d)'). A peer that died leaves the same status (its queue pairs are gone: nothing
+# acknowledges), so the lines are symptoms (peer_closed); when the attempt holds no cause line and no launcher's
+# report of a worker that died, the transport is all the text accuses: network_error, at the first reporter (the
+# host whose sends went unanswered first). Weak: it only names the kind the lines already point at.
+RETRY_EXHAUSTED = r"""
+    SELECT event_id, ats, host, rank, local_rank, pid FROM {src}
+    WHERE kind = 'peer_closed'
+      AND (regexp_matches(message, '(?i)transport retry count(?:er)? exceeded')
+           OR regexp_matches(message, 'Got completion from peer \S+ with (?:error 12\b|status=(?:[A-Z_]+\()?12\b)'))
+    ORDER BY ats NULLS LAST, file, line
+"""
+SOMETHING_DIED = """
+    SELECT count(*) AS n FROM {src}
+    WHERE role = 'cause' OR kind IN ('worker_failed', 'failure_summary', 'task_exit', 'job_exit')
+"""
+
+
+def transport_gave_up(con) -> list[Finding]:
+    src = "hot_events" if table_exists(con, "hot_events") else "aligned_events"
+    lines = rows(con, RETRY_EXHAUSTED.format(src=src))
+    if not lines or rows(con, SOMETHING_DIED.format(src=src))[0]["n"]:
+        return []
+    r = lines[0]
+    who = (f"rank {r['rank']}" if r["rank"] is not None else "") + (f" on {r['host']}" if r["host"] else "")
+    return [Finding(detector="transport_gave_up", kind="network_error", score=0.2,
+                    why=f"{len(lines)} line(s) say the transport gave up retrying (retry counter exceeded), first "
+                        f"{who.strip() or 'a process'}; nothing in the text died first-hand",
+                    rank=r["rank"], local_rank=r["local_rank"], host=r["host"], pid=r["pid"], time=r["ats"],
+                    evidence=[x["event_id"] for x in lines[:3]], extra={"reporters": len(lines)})]
