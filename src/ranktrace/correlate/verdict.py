@@ -22,7 +22,7 @@ import duckdb
 from . import identity as ident
 from .clean_end import coverage_caps, ended_normally, no_failure_verdict
 from .attempts import find_attempts, scope
-from .clock import align
+from .clock import align, freeze_aligned
 from .detectors import Finding, run_all
 from .detectors.base import SPECIFICITY, query
 from .controlplane import apply as _controlplane
@@ -372,6 +372,7 @@ def diagnose(con: duckdb.DuckDBPyConnection, *, offsets: dict[str, float] | None
         con.execute(f"DROP TABLE IF EXISTS temp.{t}")
     clock = align(con, offsets)
     found = find_attempts(con)
+    freeze_aligned(con)   # the attempts' detectors read the hot lines and groups resolved once
     if len(found) == 1:
         return assemble(con, found, [diagnose_scope(con, clock)])
     docs = []
