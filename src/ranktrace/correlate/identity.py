@@ -76,22 +76,34 @@ def link_sources(con: duckdb.DuckDBPyConnection) -> list[str]:
         # first per class and a line's own identity (event_rows: no text per line), then per key
         own = ("rank", "local_rank", "pid", "task", "srun_lbl", "srun_rank")
         keys = ", ".join(f"r.{c}" if c in own else f"c.{c}" for c in KEY_COLS)
+        # (the lines' own columns as world_comms read them with the communicators, in its one pass over
+        # the lines; else joined again: two more passes over every line's ids, 1.3 CPU-s on a 1 GB store)
+        lines = has_columns(con, "nccl_world", "line_class_id")
+        line_cols = ("f.line_class_id AS class_id, " + ", ".join(f"f.line_{c} AS {c}" for c in own) if lines
+                     else "e.class_id, " + ", ".join("e." + c for c in own))
+        world = "nccl_world f" if lines else "nccl_world f JOIN event_rows_keyed e USING (event_id)"
         con.execute(f"CREATE OR REPLACE TEMP TABLE nccl_keys AS SELECT DISTINCT r.nccl_rank, r.nccl_dev, {keys} "
-                    f"FROM (SELECT DISTINCT f.rank AS nccl_rank, {dev} AS nccl_dev, e.class_id, "
-                    f"{', '.join('e.' + c for c in own)} FROM nccl_world f JOIN event_rows_keyed e USING (event_id) "
+                    f"FROM (SELECT DISTINCT f.rank AS nccl_rank, {dev} AS nccl_dev, {line_cols} FROM {world} "
                     "WHERE f.rank IS NOT NULL) r JOIN event_classes c USING (class_id)")
         base_views(con, "nccl_keys", "_n")
         qs.append(_sel("nccl_comm", host="host", rank="nccl_rank", pid="pid", gpu="coalesce(nccl_dev, gpu)") +
                   " FROM events_base_n")
         if has_columns(con, "nccl_comm", "bus_id"):
             # the GPU's PCI id: what an Xid or an AER line of the same host names
+            # (each distinct line class, rank and busId first: the PCI id of 72, not of 1.1 M lines)
+            world = ("(SELECT DISTINCT line_class_id AS class_id, rank, bus_id FROM nccl_world) f" if lines
+                     else "nccl_world f JOIN event_rows e USING (event_id)")
             con.execute("CREATE OR REPLACE TEMP TABLE nccl_bus AS SELECT DISTINCT c.host, f.rank, "
-                        f"{nccl_bus_pci('f.bus_id')} AS gpu FROM nccl_world f JOIN event_rows e USING (event_id) "
-                        "JOIN event_classes c USING (class_id) WHERE f.rank IS NOT NULL AND f.bus_id IS NOT NULL")
+                        f"{nccl_bus_pci('f.bus_id')} AS gpu FROM {world} JOIN event_classes c USING (class_id) "
+                        "WHERE f.rank IS NOT NULL AND f.bus_id IS NOT NULL")
             qs.append(_sel("nccl_busid", host="host", rank="rank", gpu="gpu") + " FROM nccl_bus WHERE gpu IS NOT NULL")
     if has_columns(con, "identity_found", "token"):
         qs.append(found_links(con))
     return qs
+
+
+# the columns of a communicator's line that nccl_world keeps beside the fact's (as line_<column>)
+WORLD_LINE_COLS = ("class_id", "rank", "local_rank", "pid", "task", "srun_lbl", "srun_rank")
 
 
 def world_comms(con: duckdb.DuckDBPyConnection) -> bool:
@@ -107,12 +119,20 @@ def world_comms(con: duckdb.DuckDBPyConnection) -> bool:
         return True
     # (the lines that say `nranks N`: the engine's column, so that the join reads those, not every line)
     said = "WHERE e.nranks IS NOT NULL" if has_columns(con, "event_rows", "nranks") else ""
-    con.execute(f"""
-        CREATE TEMP TABLE IF NOT EXISTS nccl_world AS
-        SELECT f.* FROM nccl_comm f JOIN (SELECT * FROM event_rows e {said}) e USING (event_id)
+    if table_exists(con, "nccl_world"):
+        return True
+    world = """
+        SELECT f.*{lines} FROM nccl_comm f JOIN (SELECT * FROM {src} e {said}) e USING (event_id)
             JOIN event_classes c USING (class_id)
         QUALIFY f.nranks IS NOT DISTINCT FROM max(f.nranks) OVER (PARTITION BY c.host)
-    """)
+    """
+    if not table_exists(con, "id_mode") or not table_exists(con, "event_rows_keyed"):
+        con.execute("CREATE TEMP TABLE nccl_world AS " + world.format(lines="", src="event_rows", said=said))
+        return True
+    # with each line's class and own identity columns (event_rows_keyed's: line_class_id, line_rank, ...),
+    # what link_sources' nccl_keys and nccl_bus read: one pass over the lines for the three
+    con.execute("CREATE TEMP TABLE nccl_world AS " + world.format(
+        lines="".join(f", e.{c} AS line_{c}" for c in WORLD_LINE_COLS), src="event_rows_keyed", said=said))
     return True
 
 

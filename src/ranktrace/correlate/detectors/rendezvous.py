@@ -54,6 +54,10 @@ def previous_attempt_hosts(con) -> set[str]:
 
 
 def rendezvous(con) -> list[Finding]:
+    # whether a launcher said the rendezvous failed, asked first: the statements of the job's shape are
+    # read only then (a scheduler's log may repeat its NodeList= line 86,600 times in an attempt)
+    if not query(con, "rendezvous", around="SELECT 1 FROM {} WHERE what IN ('rdzv_timeout', 'store_fail') LIMIT 1"):
+        return []
     rs = query(con, "rendezvous")
     fails = [r for r in rs if r["what"] in ("rdzv_timeout", "store_fail")]
     if not fails:
