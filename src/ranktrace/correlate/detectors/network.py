@@ -56,38 +56,55 @@ OWN_EVENTS = f"""
 # Every attempt's lines, read once.
 RECOVERIES = f"""
     WITH p AS (
-        SELECT e.event_id, e.file, e.line, e.host, f.device, f.port, f.event,
+        SELECT e.event_id, e.file, e.file_id, e.line, e.host, f.device, f.port, f.event,
                CASE WHEN e.ts_ok THEN e.ats ELSE {NEXT_TIMED_ATS} END AS latest
         FROM nccl_ib_port_event f JOIN hot_events_all e USING (event_id)
         WHERE f.event IN ('port error', 'port active') AND e.ats IS NOT NULL
     ), n AS (
-        SELECT event, event_id, lead(event) OVER w AS next_event, lead(latest) OVER w AS back
+        SELECT event, event_id, lead(event) OVER w AS next_event, lead(latest) OVER w AS back,
+               lead(file_id) OVER w AS file_id, lead(line) OVER w AS line
         FROM p WINDOW w AS (PARTITION BY file, host, device, port ORDER BY line)
     )
-    SELECT event_id, back FROM n WHERE event = 'port error' AND next_event = 'port active'
+    SELECT event_id, back, file_id, line FROM n WHERE event = 'port error' AND next_event = 'port active'
 """
 
+# the steps written after a 'port active' line in its file (any rank's: a synchronous job makes no step
+# without every rank), on the lines' Parquet with literal bounds (only that stretch's row groups are read)
+STEPS_AFTER = """
+    SELECT count(DISTINCT step) FROM event_lines
+    WHERE file_id = {file_id} AND line > {line} AND line <= {line} + {span} AND step IS NOT NULL
+"""
+STEPS_SPAN = 5000
 
-def recoveries(con) -> dict[int, dt.datetime | None]:
-    """event_id of a port error -> when its port said 'port active' again (at the latest; None: not
-    known); read once per connection (temp table port_recoveries). Empty without the fact table."""
+
+def recoveries(con) -> dict[int, tuple]:
+    """event_id of a port error -> (when its port said 'port active' again, at the latest (None: not
+    known), that line's file_id and line); read once per connection (temp table port_recoveries).
+    Empty without the fact table."""
     if not has_columns(con, "nccl_ib_port_event", "event"):
         return {}
     con.execute(f"CREATE TEMP TABLE IF NOT EXISTS port_recoveries AS {RECOVERIES}")
-    return dict(con.execute("SELECT event_id, back FROM port_recoveries").fetchall())
+    return {r[0]: tuple(r[1:]) for r in con.execute("SELECT event_id, back, file_id, line FROM port_recoveries").fetchall()}
 
 
-def trained_past(con, host: str | None, rank: int | None, back: dt.datetime | None) -> bool:
-    """Whether the job trained a few of its steps after a port came back (survival.own_window_s):
-    a flap that broke the transport leaves the next collective retrying, and no rank makes a step
-    until it fails; the job's progress speaks for a rank or host that logs none (survival.last_progress)."""
-    from ..survival import last_progress, own_window_s, progress_spans
-    if back is None:
+def trained_past(con, host: str | None, rank: int | None, back: tuple) -> bool:
+    """Whether the job trained a few of its steps after a port came back (survival.STEPS, of its typical
+    interval, survival.own_window_s): a flap that broke the transport leaves the next collective
+    retrying, and no rank makes a step until it fails; the job's progress speaks for a rank or host that
+    logs none (survival.last_progress). By time, else (the 'port active' line carries no time of its
+    own) by the steps written after it in its file."""
+    from ..survival import STEPS, last_progress, own_window_s, progress_spans
+    at, file_id, line = back
+    if at is not None:
+        spans = progress_spans(con)
+        last = last_progress(spans, Finding(detector="port", kind="network_error", score=0.0, why="",
+                                            host=host, rank=rank))
+        if last is not None and (last - at).total_seconds() > own_window_s(spans):
+            return True
+    if file_id is None or line is None:
         return False
-    spans = progress_spans(con)
-    last = last_progress(spans, Finding(detector="port", kind="network_error", score=0.0, why="",
-                                        host=host, rank=rank))
-    return last is not None and (last - back).total_seconds() > own_window_s(spans)
+    q = STEPS_AFTER.format(file_id=int(file_id), line=int(line), span=STEPS_SPAN)
+    return con.execute(q).fetchone()[0] >= STEPS
 
 
 def ib_peers(con) -> list[Finding]:
