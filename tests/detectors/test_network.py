@@ -25,10 +25,12 @@ def _bundle(hosts, port_errors, completions, train_until=100, port_active=()):
         facts["nccl_oob"].append({"event_id": e["event_id"], "iface": "ib0", "ip": IP[h]})
     events = sorted([(*p[:4], "port error", 10, *p[4:]) for p in port_errors]
                     + [(*p[:4], "port active", 9, *p[4:]) for p in port_active])
-    for t, h, r, timed, what, code, *line in events:   # line: its place in its file (default: after the steps)
+    first_step = {h: min(e["line"] for e in evs if e["file"] == f"{h}.log") for h in hosts}
+    for t, h, r, timed, what, code, *before in events:
+        # its place in its file: after the steps (the fixture's order), or `before` lines before the first step
         e = ev(t, f"NET/IB : mlx5_0:1 Got non-fatal async event: {what}({code})",
-               kind="network_error" if what == "port error" else None,
-               host=h, rank=r, ts_kind=None if timed else "inherited", line=line[0] if line else None)
+               kind="network_error" if what == "port error" else None, host=h, rank=r,
+               ts_kind=None if timed else "inherited", line=first_step[h] - before[0] if before else None)
         evs.append(e)
         facts["nccl_ib_port_event"].append({"event_id": e["event_id"], "device": "mlx5_0", "port": 1,
                                             "event": what, "code": code})
@@ -108,8 +110,8 @@ def test_a_port_error_that_came_back_and_was_trained_past_is_context():
     findings = first_cause(con)
     assert uncorroborated_port_errors(con, findings) == 0
     # ... unless its file goes on with the job's steps after it (file order, whatever the times)
-    con = _bundle(["n1", "n2"], [(50, "n1", 0, True, 1)], [(105, "n2", 2, "n1")],
-                  port_active=[(50.2, "n1", 0, False, 2)])
+    con = _bundle(["n1", "n2"], [(50, "n1", 0, True, 2)], [(105, "n2", 2, "n1")],
+                  port_active=[(50.2, "n1", 0, False, 1)])
     findings = first_cause(con)
     assert uncorroborated_port_errors(con, findings) == 1
     # the same port error without its port coming back stays the cause
