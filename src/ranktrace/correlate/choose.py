@@ -24,8 +24,9 @@ The features are pure functions of the candidates and the clock (no SQL here), e
              someone else, and its death (a watchdog's abort) is the cascade's; not when it died of its
              own memory or instruction fault (SIGSEGV, SIGBUS, SIGILL, SIGFPE: no cascade dies of those)
              or of its own exception (a traceback whose text is not about a lost peer: first_cause
-             keeps one that is as weak evidence), nor when it is the one rank missing from a collective every other rank timed out on (it
-             never reached it: what it complained of before, it did not wait on)
+             keeps one that is as weak evidence), nor when it is the one rank missing from a collective
+             every other rank timed out on (it never reached it: what it complained of before, it did
+             not wait on)
   accused    others name it: peers' IB completion errors name its address, ranks' hang reports name
              it, the scheduler names its node
 """

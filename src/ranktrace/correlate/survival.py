@@ -82,15 +82,15 @@ def own_window_s(spans: list[dict]) -> float:
     return (STEPS * step) if step is not None else MIN_WINDOW_S
 
 
-def last_progress(spans: list[dict], f: Finding) -> dt.datetime | None:
-    """The last progress of the finding's scope: its rank, else (the rank prints none: many frameworks
-    log from rank 0 only) its host's ranks, else the job. A synchronous job makes no step without every
-    rank, so the job's progress speaks for a rank that prints none."""
+def last_progress(spans: list[dict], rank: int | None, host: str | None) -> dt.datetime | None:
+    """The last progress of a rank's or host's scope: the rank's, else (the rank prints none: many
+    frameworks log from rank 0 only) its host's ranks', else the job's. A synchronous job makes no step
+    without every rank, so the job's progress speaks for a rank that prints none."""
     ts: list = []
-    if f.rank is not None:
-        ts = [s["last_ats"] for s in spans if s["rank"] == f.rank and (f.host is None or s["host"] in (f.host, None))]
-    if not ts and f.host is not None:
-        ts = [s["last_ats"] for s in spans if s["host"] == f.host]
+    if rank is not None:
+        ts = [s["last_ats"] for s in spans if s["rank"] == rank and (host is None or s["host"] in (host, None))]
+    if not ts and host is not None:
+        ts = [s["last_ats"] for s in spans if s["host"] == host]
     if not ts:
         ts = [s["last_ats"] for s in spans]
     return max(ts) if ts else None
@@ -142,7 +142,7 @@ def demote_survived(con, findings: list[Finding]) -> int:
     latest = _latest_times(con, direct)
     undecided = []
     for f in direct:
-        last = last_progress(spans, f)
+        last = last_progress(spans, f.rank, f.host)
         t = latest.get(id(f), f.time)
         if last is None or t is None or (last - t).total_seconds() <= w:
             undecided.append(f)

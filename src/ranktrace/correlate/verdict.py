@@ -195,9 +195,10 @@ def _group(findings: list[Finding]) -> dict:
 
 def _event_rows(con, ids: list[int]) -> dict[int, dict]:
     """The lines of `ids` in scope. Evidence lines are hot lines nearly always: looked up among them
-    first (resolved once per diagnosis: clock.freeze_aligned), then among every line (the identity and clock views over all of a
-    store's lines: 0.1 CPU-s a call on a 15 M-line run) for the ids not found there. The same rows:
-    hot_events is aligned_events' rows that pass a filter, each resolved as aligned_events resolves it."""
+    first (resolved once per diagnosis: clock.freeze_aligned), then among every line (the identity and
+    clock views over all of a store's lines: 0.1 CPU-s a call on a 15 M-line run) for the ids not found
+    there. The same rows: hot_events is aligned_events' rows that pass a filter, each resolved as
+    aligned_events resolves it."""
     if not ids:
         return {}
     cols = "event_id, file, line, ats, role, kind, message, raw, host, rank"

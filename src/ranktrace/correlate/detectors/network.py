@@ -84,21 +84,21 @@ def recoveries(con) -> dict[int, tuple]:
     if not has_columns(con, "nccl_ib_port_event", "event"):
         return {}
     con.execute(f"CREATE TEMP TABLE IF NOT EXISTS port_recoveries AS {RECOVERIES}")
-    return {r[0]: tuple(r[1:]) for r in con.execute("SELECT event_id, back, file_id, line FROM port_recoveries").fetchall()}
+    got = con.execute("SELECT event_id, back, file_id, line FROM port_recoveries").fetchall()
+    return {r[0]: tuple(r[1:]) for r in got}
 
 
-def trained_past(con, host: str | None, rank: int | None, back: tuple) -> bool:
+def trained_past(con, host: str | None, rank: int | None, recovery: tuple) -> bool:
     """Whether the job trained a few of its steps after a port came back (survival.STEPS, of its typical
     interval, survival.own_window_s): a flap that broke the transport leaves the next collective
     retrying, and no rank makes a step until it fails; the job's progress speaks for a rank or host that
     logs none (survival.last_progress). By time, else (the 'port active' line carries no time of its
     own) by the steps written after it in its file."""
     from ..survival import STEPS, last_progress, own_window_s, progress_spans
-    at, file_id, line = back
+    at, file_id, line = recovery
     if at is not None:
         spans = progress_spans(con)
-        last = last_progress(spans, Finding(detector="port", kind="network_error", score=0.0, why="",
-                                            host=host, rank=rank))
+        last = last_progress(spans, rank, host)
         if last is not None and (last - at).total_seconds() > own_window_s(spans):
             return True
     if file_id is None or line is None:
@@ -132,12 +132,12 @@ def ib_peers(con) -> list[Finding]:
         return rows(con, OWN_EVENTS.format(src=src), {"host": host, "healthy": healthy,
                                                       "first": named[host]["first"], "lead": MAX_LEAD.total_seconds()})
 
-    back = recoveries(con)
+    recovered = recoveries(con)
     most = max(len(n["reporters"]) for n in named.values())
     top = sorted(h for h, n in named.items() if len(n["reporters"]) == most)
     # a port event of the host's that came back and was trained past is a flap, not its link going down
-    own = {h: [o for o in own_events(h) if o["event_id"] not in back
-               or not trained_past(con, h, o["rank"], back[o["event_id"]])] for h in top}
+    own = {h: [o for o in own_events(h) if o["event_id"] not in recovered
+               or not trained_past(con, h, o["rank"], recovered[o["event_id"]])] for h in top}
     if len(top) > 1:
         # hosts named as often (two hosts that lost each other): the link that went down is the one whose
         # own port event came last before the completion errors (the transport's retries take the same
@@ -147,7 +147,7 @@ def ib_peers(con) -> list[Finding]:
             return []
         # a port that stayed down explains the lost peers; one that came back ('port active') did not
         # go down for good, however little is known of when it came back
-        timed = [h for h in timed if any(o["event_id"] not in back for o in own[h])] or timed
+        timed = [h for h in timed if any(o["event_id"] not in recovered for o in own[h])] or timed
         last = {h: own[h][-1]["ats"] for h in timed}
         best = max(last.values())
         top = [h for h in timed if last[h] == best]
@@ -159,7 +159,7 @@ def ib_peers(con) -> list[Finding]:
     why = (f"IB completion errors of {len(n['reporters'])} other host(s) ({who}) name {host}'s address "
            f"(the peer they lost)")
     if own:
-        o = next((x for x in own if x["event_id"] not in back), own[0])   # its port that stayed down
+        o = next((x for x in own if x["event_id"] not in recovered), own[0])   # its port that stayed down
         return [Finding(detector="ib_peers", kind="network_error", score=0.8 if most >= 2 else 0.6,
                         why=why + f"; {host} itself logged an IB port event first",
                         host=host, time=o["ats"], evidence=[o["event_id"]] + n["events"][:3], direct=True,
@@ -196,12 +196,12 @@ def uncorroborated_port_errors(con, findings: list[Finding]) -> int:
                                              f"({', '.join('?' * len(ids))}) AND {PORT_ERROR}", ids)}
     has_fact = has_columns(con, "nccl_ib_completion", "peer")
     n = 0
-    back = recoveries(con)
+    recovered = recoveries(con)
     for f in cands:
-        if f.evidence[0] not in ports:
-            continue
         e = f.evidence[0]
-        if e in back and trained_past(con, f.host, f.rank, back[e]):
+        if e not in ports:
+            continue
+        if e in recovered and trained_past(con, f.host, f.rank, recovered[e]):
             why = " — the port came back ('port active') and the job trained on after it (a flap; context, not the cause)"
         elif lost and f.host not in lost:
             why = f" — the peers' IB completion errors name {', '.join(sorted(lost))}, not this host (context)"
