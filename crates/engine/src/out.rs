@@ -214,9 +214,14 @@ fn positions(cols: Option<(usize, usize, Option<usize>)>, n: usize, rows: &[Fact
 
 /// One record batch per fact table that has rows: event_id, file_id, columns.
 pub fn fact_batches(cat: &Catalog, file_id: i64, events: &[Event], rows: &[FactRow]) -> Vec<(String, RecordBatch)> {
+    // Each table's rows in their order, from one pass over the rows: a pass per table (65 in the
+    // catalog) over every row was ~900 instructions a line on a run of progress lines (callgrind).
+    let mut by_table: Vec<Vec<&FactRow>> = (0..cat.tables.len()).map(|_| Vec::new()).collect();
+    for r in rows {
+        by_table[r.table].push(r);
+    }
     let mut out = Vec::new();
-    for (ti, table) in cat.tables.iter().enumerate() {
-        let mine: Vec<&FactRow> = rows.iter().filter(|r| r.table == ti).collect();
+    for (table, mine) in cat.tables.iter().zip(by_table) {
         if mine.is_empty() {
             continue;
         }
