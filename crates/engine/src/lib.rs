@@ -254,11 +254,21 @@ impl FileParser {
         .unzip();
         let (mut peeled, starts) = (par::concat(peeled), par::concat(starts));
         lap("peel");
-        let stream = blocks::streams(cat, &peeled);
-        let (block, start_of) = blocks::find(cat, &peeled, &stream, &starts);
+        // A line's stream matters only to blocks: in a batch where no line may start one (most
+        // batches of a long run) no line is in a block and none waits for the next batch (`find`
+        // and `carry_from` give that without reading the streams), and the streams are not made
+        // (a key of each line's envelope identity hashed, then the blocks' passes: 433
+        // instructions a line on an srun output, whose ranks interleave; callgrind, session 11).
+        let may_start = starts.iter().any(|&w| w != 0);
+        let stream = if may_start { blocks::streams(cat, &peeled) } else { Vec::new() };
+        let (block, start_of) = if may_start {
+            blocks::find(cat, &peeled, &stream, &starts)
+        } else {
+            (vec![blocks::NO_BLOCK; peeled.len()], vec![usize::MAX; peeled.len()])
+        };
         lap("blocks");
         let mut keep = peeled.len();
-        if !last {
+        if !last && may_start {
             if let Some(s) = blocks::carry_from(cat, &peeled, &stream, &block, &start_of) {
                 // A block open at the end of the batch waits for the next one
                 // (bounded: blocks::CARRY_LIMIT lines).
