@@ -199,8 +199,14 @@ struct Reader<'c, 'e> {
     /// whether messages of a shape met before take its answers (RANKTRACE_ENGINE_MEMO)
     memo: bool,
     by_message: HashMap<(Src, &'e str), ByMessage>,
-    by_shape: HashMap<Box<[u8]>, ByShape>,
+    by_shape: HashMap<Box<[u8]>, std::rc::Rc<ByShape>>,
+    /// what the shape whose key `key` holds decides (`shape`): looked up once, not again by
+    /// `rule_given` and `shape_tests` (rule_given 183 -> 37 instructions a line, session 11)
+    shaped: Option<std::rc::Rc<ByShape>>,
     key: Vec<u8>,
+    /// the event whose shape `key` holds (`shape`): its source, message span and shaped text
+    keyed: Option<(Src, (u32, u32))>,
+    keyed_text: Vec<u8>,
     locs: Vec<crate::rx::Locs>,
     asks: Vec<(usize, bool)>,
 }
@@ -261,10 +267,10 @@ impl<'c, 'e> Reader<'c, 'e> {
         (rule, Some(tests))
     }
 
-    /// The summary tests of event `e` from its shape, whose key `self.key` holds.
+    /// The summary tests of event `e` from its shape, which `self.shaped` holds.
     #[inline]
     fn shape_tests(&self, e: &Event) -> Option<crate::summary::Tests> {
-        self.by_shape.get(self.key.as_slice())?.tests.as_ref().map(|t| t.tests(e.message()))
+        self.shaped.as_ref()?.tests.as_ref().map(|t| t.tests(e.message()))
     }
 
     /// The first rule of format `f` that matches event `e`.
@@ -273,11 +279,11 @@ impl<'c, 'e> Reader<'c, 'e> {
         self.rule_given(f, e, shaped)
     }
 
-    /// `rule`, `shaped`: whether `self.key` holds the shape of `e` (`shape`).
+    /// `rule`, `shaped`: whether `self.key` and `self.shaped` hold the shape of `e` (`shape`).
     fn rule_given(&mut self, f: usize, e: &Event, shaped: bool) -> Option<usize> {
         let cat = self.cat;
         if shaped {
-            let s = &self.by_shape[self.key.as_slice()];
+            let s = self.shaped.as_deref().expect("a shaped event's shape");
             let asked = |(&(ri, v), g): (&(usize, bool), &Option<Guard>)| {
                 g.as_ref().map_or(false, |g| g.admits(rule_text(cat, ri, e).as_bytes()))
                     || rule_matches(cat, ri, e.message(), &e.raw, e.ascii) == v
@@ -291,7 +297,7 @@ impl<'c, 'e> Reader<'c, 'e> {
     }
 
     /// The rule and fact rows of a (source, message) met for the first
-    /// time, and whether `self.key` holds the event's shape.
+    /// time, and whether `self.key` and `self.shaped` hold the event's shape.
     fn new_message(&mut self, f: usize, e: &Event) -> (ByMessage, bool) {
         let cat = self.cat;
         let shaped = self.shape(f, e);
@@ -299,8 +305,7 @@ impl<'c, 'e> Reader<'c, 'e> {
         let key = src_key(cat, e.src);
         let m = e.message();
         let mut emits = Vec::new();
-        // looked up once, not once a fact (a shape's key is a hash and a compare of ~100 bytes)
-        let shape = if shaped { self.by_shape.get(self.key.as_slice()) } else { None };
+        let shape = if shaped { self.shaped.clone() } else { None };
         let locs = &mut self.locs;
         for (k, &fi) in cat.formats[f].facts.iter().enumerate() {
             let fact = &cat.facts[fi];
@@ -311,7 +316,7 @@ impl<'c, 'e> Reader<'c, 'e> {
                 emits.push(Emit::Multi(fi));
                 continue;
             }
-            let spans = match shape.map(|s| &s.facts[k]) {
+            let spans = match shape.as_ref().map(|s| &s.facts[k]) {
                 Some(ShapeFact::Spans(None)) => continue,
                 Some(ShapeFact::Spans(Some(sp))) => Some(row(cat, fi, m, |g| sp[g], 0)),
                 Some(ShapeFact::Read(sp, Some(guard))) if guard.admits(m.as_bytes()) => match sp {
@@ -332,21 +337,36 @@ impl<'c, 'e> Reader<'c, 'e> {
             };
             emits.push(Emit::Row(fi, r.values));
         }
-        let tests = match shape.and_then(|s| s.tests.as_ref()) {
+        let tests = match shape.as_ref().and_then(|s| s.tests.as_ref()) {
             Some(t) => t.tests(m),
             None => crate::summary::tests(m),
         };
         (ByMessage { rule, emits: emits.into(), tests }, shaped)
     }
 
-    /// Puts the key of event `e`'s shape in `self.key` and makes sure the
-    /// shape is known; false: it has none (memo off, non-ASCII, long).
+    /// Puts the key of event `e`'s shape in `self.key` and what the shape
+    /// decides in `self.shaped`; false: it has none (memo off, non-ASCII, long).
     fn shape(&mut self, f: usize, e: &Event) -> bool {
         let cat = self.cat;
         let raw_rules = cat.formats[f].raw_rules;
         let text = if raw_rules { &*e.raw } else { e.message() };
         if !self.memo || !e.ascii || text.len() > MAX_MESSAGE_SHAPE {
             return false;
+        }
+        // An event of the source, message span and text shape of the event shaped last has its
+        // key, and `shaped` its shape: consecutive lines often differ in a few digits, and a
+        // word compare with the text before costs less than a class per byte into the key, its
+        // hash and its lookup (this function 755 -> 661 instructions a line on the long run's
+        // srun output, whose interleaved ranks' labels often differ in class; 194 -> 187 on the
+        // corpus's node log; callgrind, session 11).
+        let same_span = !raw_rules || self.keyed.map_or(false, |(_, m)| m == e.message);
+        if same_span
+            && self.keyed.map_or(false, |(s, _)| s == e.src)
+            && cat.messages.classes[f].same_shape(text.as_bytes(), &self.keyed_text)
+        {
+            self.keyed_text.clear();
+            self.keyed_text.extend_from_slice(text.as_bytes());
+            return true;
         }
         self.key.clear();
         self.key.extend_from_slice(&src_bytes(e.src));
@@ -355,13 +375,21 @@ impl<'c, 'e> Reader<'c, 'e> {
             self.key.extend_from_slice(&e.message.1.to_le_bytes());
         }
         cat.messages.classes[f].push_shape(text.as_bytes(), &mut self.key);
-        if !self.by_shape.contains_key(self.key.as_slice()) {
-            let s = self.read_shape(f, e);
-            if self.by_shape.len() >= MESSAGE_SHAPES {
-                self.by_shape.clear();
+        let s = match self.by_shape.get(self.key.as_slice()) {
+            Some(s) => s.clone(),
+            None => {
+                let s = std::rc::Rc::new(self.read_shape(f, e));
+                if self.by_shape.len() >= MESSAGE_SHAPES {
+                    self.by_shape.clear();
+                }
+                self.by_shape.insert(self.key.as_slice().into(), s.clone());
+                s
             }
-            self.by_shape.insert(self.key.as_slice().into(), s);
-        }
+        };
+        self.shaped = Some(s);
+        self.keyed = Some((e.src, e.message));
+        self.keyed_text.clear();
+        self.keyed_text.extend_from_slice(text.as_bytes());
         true
     }
 
@@ -427,7 +455,10 @@ pub fn read<'c>(cat: &'c Catalog, events: &mut [Event], memo: bool) -> (Vec<Clas
             memo,
             by_message: HashMap::default(),
             by_shape: HashMap::default(),
+            shaped: None,
             key: Vec::new(),
+            keyed: None,
+            keyed_text: Vec::new(),
             locs: cat.facts.iter().map(|f| f.regex.locations()).collect(),
             asks: Vec::new(),
         };

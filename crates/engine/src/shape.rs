@@ -64,6 +64,29 @@ impl Classes {
         self.push_shape(text, out);
     }
 
+    /// Whether ASCII texts `a` and `b` have the same shape (`shape`): the same
+    /// length and every byte where they differ in the same class, compared a
+    /// word at a time (as `Shapes::same_key_as`).
+    pub fn same_shape(&self, a: &[u8], b: &[u8]) -> bool {
+        if a.len() != b.len() {
+            return false;
+        }
+        let of = &self.of;
+        let word = |c: &[u8]| u64::from_le_bytes(c.try_into().expect("8 bytes"));
+        let words = a.len() / 8;
+        (0..words).all(|w| {
+            let mut x = word(&a[w * 8..w * 8 + 8]) ^ word(&b[w * 8..w * 8 + 8]);
+            while x != 0 {
+                let i = x.trailing_zeros() as usize / 8;
+                if of[a[w * 8 + i] as usize] != of[b[w * 8 + i] as usize] {
+                    return false;
+                }
+                x &= !(0xff << (i * 8));
+            }
+            true
+        }) && (words * 8..a.len()).all(|d| of[a[d] as usize] == of[b[d] as usize])
+    }
+
     /// Digits one class, every other byte one of its own (tests).
     #[cfg(test)]
     pub fn of_digits() -> Classes {
@@ -753,6 +776,74 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// `Classes::same_shape` says of two texts what comparing their shapes says,
+    /// wherever in a word (and past the last whole word) they differ.
+    #[test]
+    fn same_shape_is_shape_equality() {
+        let mut g = Gather::default();
+        g.add(r"^(?P<host>[\w.-]+):(?P<pid>\d+) \[\d+\] NCCL (?P<level>INFO|WARN)\b").unwrap();
+        let c = g.classes();
+        let mut texts: Vec<String> = [
+            "trn-node01:40012 [4] NCCL INFO mlx5 x", "trn-node07:49998 [0] NCCL INFO mlx5 x", "trn-node01:40012 [4] NCCL WARN mlx5 x",
+            "trn-node01:40012 [4] NCCL INFO mlx5 y", "trn-node01:40012 [4]_NCCL INFO mlx5 x", "", "x", "5", "6", "a b",
+        ]
+        .iter()
+        .map(|t| t.to_string())
+        .collect();
+        // one byte changed at every offset of a 19-byte text (two words and three bytes)
+        let base = "step 12 loss 0.5 ab";
+        for i in 0..base.len() {
+            for b in [b'7', b'x', b' ', b'.'] {
+                let mut t = base.as_bytes().to_vec();
+                t[i] = b;
+                texts.push(String::from_utf8(t).unwrap());
+            }
+        }
+        texts.push(base.to_string());
+        let shape = |t: &str| {
+            let mut k = Vec::new();
+            c.shape(t.as_bytes(), &mut k);
+            k
+        };
+        let mut same = 0;
+        for a in &texts {
+            for b in &texts {
+                let want = shape(a) == shape(b);
+                assert_eq!(c.same_shape(a.as_bytes(), b.as_bytes()), want, "{a:?} {b:?}");
+                same += (want && a != b) as usize;
+            }
+        }
+        assert!(same > 100, "{same}: differing texts of one shape are compared too");
+    }
+
+    /// Lines of many shapes in turns (an srun output's ranks) are read as
+    /// without the memo, each shape new once.
+    #[test]
+    fn interleaved_shapes_read_as_without_memo() {
+        let cat = digit_catalog();
+        let tz = Zoner::new("UTC").unwrap();
+        let widths = 11;
+        let lines: Vec<String> = (0..5 * widths).map(|i| format!("{} {}", "9".repeat(1 + i % widths), "x".repeat(i % 2 + 1))).collect();
+        let read = |memo_on: bool| {
+            let mut r = Reader::new(&cat, &[], &tz, memo_on);
+            let mut memo = Memo::default();
+            let got: Vec<_> = lines
+                .iter()
+                .map(|l| {
+                    let p = r.read(&mut memo, 1, 0, l, &mut [0]);
+                    (p.body, p.claim.as_ref().map(|c| (c.pattern, c.spans.to_vec())))
+                })
+                .collect();
+            (got, memo.stats)
+        };
+        let (with, st) = read(true);
+        let (without, _) = read(false);
+        assert_eq!(with, without);
+        // widths x (1 or 2 x's): 2 * widths shapes when widths is odd, each met first once
+        assert_eq!(st.new as usize, 2 * widths);
+        assert_eq!((st.hits + st.own + st.new) as usize, lines.len());
     }
 
     /// A small catalog: `day` tells digits apart (a day of 40 is no day), `num` does not.
