@@ -12,7 +12,9 @@
 WITH per_file AS (
     SELECT host, file_id,
            max(last_line) FILTER (WHERE ts_ok) AS timed_line,
-           max(last_line) FILTER (WHERE NOT ts_ok AND (max_step IS NOT NULL OR kind = 'progress')) AS untimed_step_line
+           -- a group of lines with no time at all has no last line (it is found by time): its first stands in
+           max(coalesce(last_line, min_line)) FILTER (WHERE NOT ts_ok AND (max_step IS NOT NULL OR kind = 'progress'))
+               AS untimed_step_line
     FROM aligned_groups WHERE host IS NOT NULL
     GROUP BY host, file_id
 ), went_on AS (

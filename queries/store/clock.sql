@@ -9,13 +9,20 @@
 --   estimate of ranktrace.correlate.clock (the offsets `diagnose` starts from; its
 --   --offset pins are not stored). ats is NULL for a time outside 1990..2100 (a bogus
 --   year): it is kept out of alignment and ordering; `attempt` is the attempt of the run the line
---   belongs to (attempts.sql; NULL without a time). In a connection that diagnosed, the temp table clock_offsets of the
+--   belongs to (attempts.sql; NULL without a time); an interpolated time on another host's clock is
+--   told on the line's own (table interpolated_times). In a connection that diagnosed, the temp table clock_offsets of the
 --   diagnosis (pins included) is the one this view reads.
 CREATE TABLE IF NOT EXISTS clock_offsets (
     host          VARCHAR,
     offset_s      DOUBLE,
     uncertainty_s DOUBLE,
     basis         VARCHAR
+);
+-- the lines whose time is interpolated from a line on another clock (a console many nodes write to),
+-- that time told on their own clock (queries/align/interpolated_times.sql)
+CREATE TABLE IF NOT EXISTS interpolated_times (
+    event_id BIGINT,
+    ts       TIMESTAMP
 );
 CREATE OR REPLACE VIEW events_aligned AS
 SELECT a.* EXCLUDE (host_key),
@@ -29,6 +36,8 @@ FROM (
            CASE WHEN e.ts >= TIMESTAMP '1990-01-01' AND e.ts < TIMESTAMP '2100-01-01'
                 THEN e.ts - to_microseconds(CAST(round(coalesce(o.offset_s, 0.0) * 1e6) AS BIGINT)) END AS ats,
            coalesce(e.host, '') AS host_key
-    FROM events e LEFT JOIN clock_offsets o ON o.host = e.host
+    FROM (SELECT e.* REPLACE (coalesce(it.ts, e.ts) AS ts)
+          FROM events e LEFT JOIN interpolated_times it ON it.event_id = e.event_id) e
+    LEFT JOIN clock_offsets o ON o.host = coalesce(e.host, '@' || e.file)   -- '@' || file: a file of no host (slurmctld)
 ) a
 LEFT JOIN attempt_spans s ON s.host = a.host_key AND a.ats >= s.start AND a.ats < s.stop;

@@ -367,3 +367,56 @@ def test_survival_without_a_scope_reads_every_time(monkeypatch):
     survival.healthy_until(con)
     survival.healthy_until(con)
     assert len(reads) == 2
+
+
+def test_a_slurm_controller_log_gets_a_clock_of_its_own_from_its_allocations():
+    """slurmctld's log names no host: its clock is fixed by the jobs it allocated against each job's first
+    line on its nodes. Here it runs 74 s ahead of the nodes; the requeue's allocation (t=300 on the nodes'
+    clock, 374 on its own) starts the second attempt at 300, and its kill of the first run lands at its
+    stepds' cancel, after the last step (a cancel, not a failure before it)."""
+    ctl, skew = "slurmctld.log", 74.0
+    alloc = [ev(skew + t0, f"sched: Allocate JobId=7 NodeList=n[1-2] #CPUs=4 Partition=gpu", kind="job_state",
+                file=ctl, job_id="7") for t0 in (0, 300)]
+    evs = (alloc
+           + [ev(1 + i, "launch task StepId=7.0 request from UID:0", kind="step_start", host=h, job_id="7",
+                 file=f"slurmd-{h}.log") for i, h in enumerate(HOSTS)]
+           + steps(HOSTS, 20, step_time=5.0, start=10)
+           + [ev(skew + 111, "_slurm_rpc_kill_job: REQUEST_KILL_JOB JobId=7 uid 1000", kind="cancelled", file=ctl,
+                 job_id="7")]
+           + [ev(111.5, "*** STEP 7.0 ON %s CANCELLED AT 2026-03-02T03:01:51 ***" % h, kind="step_cancelled",
+                 host=h, job_id="7", file=f"slurmd-{h}.log") for h in HOSTS]
+           + [ev(301 + i, "launch task StepId=7.0 request from UID:0", kind="step_start", host=h, job_id="7",
+                 file=f"slurmd-{h}.log") for i, h in enumerate(HOSTS)]
+           + steps(HOSTS, 20, step_time=5.0, start=310))
+    facts = {"slurm_alloc": [{"event_id": e["event_id"], "job_id": "7", "nodelist": "n[1-2]", "cpus": 4,
+                              "partition": "gpu", "bf_job_id": None, "bf_partition": None, "bf_nodelist": None}
+                             for e in alloc]}
+    con = store(evs, facts)
+    d = diagnose(con)
+    clock = {c["host"]: c for c in d["clock"]}
+    assert abs(clock["@" + ctl]["offset_s"] - skew) <= 1.5
+    starts = [dt.datetime.fromisoformat(a["start"].replace("Z", "")) for a in d["attempts"]]
+    assert len(starts) == 2 and all(abs((s - t(k)).total_seconds()) <= 1.5 for s, k in zip(starts, (0, 300)))
+    kill = con.execute("SELECT ats FROM aligned_events WHERE kind = 'cancelled'").fetchone()[0]
+    assert abs((kill - t(111)).total_seconds()) <= 1.5
+    assert d["attempts"][0]["outcome"] == "cancelled"
+
+
+def test_a_torchrun_log_file_with_no_time_is_of_the_attempt_its_directory_last_wrote_in():
+    """torchrun empties attempt_<k>/ whenever it starts a worker group, so rank 0's stdout (progress bars,
+    no time of their own) is of the same start as its timed sibling stderr: the last attempt, here, which
+    trains to the end of the logs; the peer complaint in it was survived, and nothing failed."""
+    d0 = "job/attempt_0/0"
+    evs = (launch(0) + steps(HOSTS, 40, step_time=5.0, start=10) + crash(212, "n2", 3)
+           + [restart_notice(230, "n1"), restart_notice(231, "n2")] + launch(240)
+           + [ev(250, "[c10d] The client socket has connected to [::ffff:10.0.0.1]:29500", host="n1", rank=0,
+                 file=f"{d0}/stderr.log"),
+              ev(262, "socketProgressOpt: Call to recv from n2<43000> failed : Connection reset by peer",
+                 kind="peer_closed", host="n1", rank=0, file=f"{d0}/stderr.log")]
+           + [ev(None, f"Epoch 0:  {k}%|##| {k}/100 [00:{k:02d}<01:00, 1.0it/s]", kind="progress", host="n1",
+                 rank=0, file=f"{d0}/stdout.log", step=k) for k in range(30, 90)])
+    con = store(evs)
+    d = diagnose(con)
+    assert [a["outcome"] for a in d["attempts"]] == ["failed", "running"]
+    got = con.execute(f"SELECT DISTINCT attempt FROM aligned_events WHERE file = '{d0}/stdout.log'").fetchall()
+    assert got == [(2,)]

@@ -169,3 +169,26 @@ def test_hosts_whose_logs_read_apart_are_aligned_when_they_joined_one_rendezvous
     assert clock["b"]["offset_s"] == pytest.approx(-300.0, abs=0.1) and "progress" in clock["b"]["basis"]
     other = store(evs + [result(10.0, "a", 40001), result(10.0 - 300.0, "b", 40002)])
     assert {c["host"]: c for c in align(other)}["b"]["uncertainty_s"] is None
+
+
+def test_a_line_that_took_its_time_from_another_hosts_line_is_aligned_on_that_hosts_clock():
+    """In srun's console rank 0's untimed line follows rank 2's timed one: the engine gave it rank 2's
+    time, read off n2's clock (60 s ahead). Aligned, it is that line's moment, not 60 s later; its
+    group is placed there too."""
+    import datetime as dt
+
+    from ranktrace.correlate import diagnose
+    from .fixtures import T0
+    out = "slurm-7.out"
+    evs = (steps({"n1": [0, 1], "n2": [2, 3]}, 20, step_time=5.0, skew={"n2": 60.0})
+           + [ev(160, "[rank2] NCCL INFO comm 0x1 rank 2 nranks 4 - Init COMPLETE", host="n2", rank=2, file=out,
+                 line=900_000),
+              ev(160, "{'loss': 3.25, 'grad_norm': 1.1, 'epoch': 0.02}", host="n1", rank=0, file=out,
+                 line=900_001, ts_kind="interpolated")])
+    con = store(evs)
+    diagnose(con)
+    ats = con.execute(f"SELECT ats FROM aligned_events WHERE file = '{out}' ORDER BY line").fetchall()
+    want = T0 + dt.timedelta(seconds=100)
+    assert [abs((a - want).total_seconds()) <= 2.0 for (a,) in ats] == [True, True]
+    g = con.execute(f"SELECT first_ats FROM aligned_groups_all WHERE file = '{out}' AND host = 'n1'").fetchall()
+    assert g and all(abs((a - want).total_seconds()) <= 2.0 for (a,) in g)

@@ -34,7 +34,9 @@ WITH e AS (
            CASE WHEN message LIKE '%nranks %' AND ({" OR ".join(f"raw LIKE '%{w}%'" for w in ALLOC)})
                 THEN TRY_CAST(regexp_extract(message, '\\bnranks (\\d+)', 1) AS INTEGER) END AS nr,
            CAST(epoch_us(ts) AS HUGEINT) * 4294967296 + line AS tl
-    FROM events_keyed
+    -- a time interpolated from another clock's line, told on the line's own (the store's interpolated_times)
+    FROM (SELECT k.* REPLACE (coalesce(it.ts, k.ts) AS ts)
+          FROM events_keyed k LEFT JOIN interpolated_times it ON it.event_id = k.event_id)
 )
 SELECT host, rank, local_rank, pid, pod, container, gpu, job_id, step_id, file_id, file, format,
        task, srun_lbl, srun_rank, 1 AS attempt, role, kind, severity, ts_kind,

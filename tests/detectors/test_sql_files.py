@@ -19,11 +19,17 @@ FILES = sorted(p for d in ("detect", "canned", "align", "attempts") for p in (Q 
 @pytest.fixture(scope="module")
 def con():
     progress = steps({"n1": [0, 1], "n2": [2, 3]}, 4)
+    alloc = ev(0, "sched: Allocate JobId=7 NodeList=n[1-2] #CPUs=4 Partition=gpu", kind="job_state",
+               file="slurmctld.log", job_id="7")
     c = store(progress + [
+        alloc,
+        ev(1, "launch task StepId=7.0 request from UID:0", host="n1", job_id="7", file="slurmd-n1.log"),
         ev(9, "RuntimeError: x", kind="python_exception", host="n2", rank=3),
         ev(10, "srun: error: n1: tasks 0-1: Terminated", host="n1")],
         {"progress": [{"event_id": e["event_id"], "file_id": e["file_id"], "step": int(e["message"].split()[2])}
-                      for e in progress]})
+                      for e in progress],
+         "slurm_alloc": [{"event_id": alloc["event_id"], "job_id": "7", "nodelist": "n[1-2]", "cpus": 4,
+                          "partition": "gpu", "bf_job_id": None, "bf_partition": None, "bf_nodelist": None}]})
     refresh_summaries(c)   # what every ingest ends with: canned queries read events_aligned and echoes
     align(c)
     return c

@@ -449,14 +449,44 @@ def _count(con, table: str) -> int:
     return 1 + sum(1 for c in columns(con, table) if re.fullmatch(r"c\d+", c))
 
 
-def attempt_expr(con: duckdb.DuckDBPyConnection, t: str, own: str, dflt: str) -> str:
+def attempt_expr(con: duckdb.DuckDBPyConnection, t: str, own: str, dflt: str, untimed: str = "0") -> str:
     """SQL: the attempt of a line whose aligned time is `t`, its host's row of attempt_hosts `own`
-    (NULL when its host has none) and the default row `dflt`."""
+    (NULL when its host has none) and the default row `dflt`; `untimed`: the attempt of a line
+    with no time (0: unknown)."""
     k = _count(con, "attempt_hosts")
     if k <= 1:
         return "1"
     terms = ", ".join(f"CASE WHEN {t} >= coalesce({own}.c{i}, {dflt}.c{i}) THEN {i} END" for i in range(2, k + 1))
-    return f"CASE WHEN {t} IS NULL THEN 0 ELSE greatest(1, {terms}) END"
+    return f"CASE WHEN {t} IS NULL THEN {untimed} ELSE greatest(1, {terms}) END"
+
+
+# torchrun's --log-dir: <log_dir>/<run_id>/attempt_<restart_count>/<local_rank>/{stdout,stderr}.log and
+# error.json. The agent empties attempt_<k> each time it starts a worker group (DefaultLogsSpecs.reify:
+# rmtree, then the files opened "w"), so every file of that directory is of one start: a file with no
+# time of its own (rank 0's progress bars) is of the attempt its timed siblings last wrote in.
+TORCHRUN_ATTEMPT_DIR = r"^(.*/attempt_[0-9]+)/[0-9]+/[^/]+$"
+
+
+def write_untimed_files(con: duckdb.DuckDBPyConnection) -> None:
+    """Temp table untimed_files (file_id, attempt): the attempt of each file of a torchrun log directory
+    that holds no timed line, from the last timed line of the other files of its attempt directory
+    (attempt_hosts must be written, and view aligned_groups_all made)."""
+    expr = attempt_expr(con, "l.t", "ah", "ad")
+    con.execute(f"""
+        CREATE OR REPLACE TEMP TABLE untimed_files AS
+        WITH f AS (
+            SELECT file_id, regexp_extract(any_value(file), '{TORCHRUN_ATTEMPT_DIR}', 1) AS dir,
+                   max(last_ats) FILTER (WHERE ts_ok) AS t,
+                   arg_max(host, last_ats) FILTER (WHERE ts_ok) AS host
+            FROM aligned_groups_all GROUP BY file_id
+        ), l AS (
+            SELECT dir, arg_max(host, t) AS host, max(t) AS t FROM f WHERE dir <> '' AND t IS NOT NULL GROUP BY dir
+        )
+        SELECT f.file_id, {expr} AS attempt
+        FROM f JOIN l USING (dir) LEFT JOIN attempt_hosts ah ON ah.host = l.host
+        CROSS JOIN (SELECT * FROM attempt_hosts WHERE host IS NULL) ad
+        WHERE f.t IS NULL
+    """)
 
 
 def write_class_cuts(con: duckdb.DuckDBPyConnection) -> None:
@@ -465,7 +495,9 @@ def write_class_cuts(con: duckdb.DuckDBPyConnection) -> None:
     a pod's log the ranks of the torchrun it runs; srun's output (lines with a task), whose tasks moved
     to other nodes on a requeue, has no one host whatever its labels resolve to and takes the job's
     cut), so
-    that queries/align/event_groups.sql splits every line by attempt with a comparison of its own time."""
+    that queries/align/event_groups.sql splits every line by attempt with a comparison of its own time;
+    column untimed: the attempt of its lines with no time (write_untimed_files), else NULL."""
+    from .clock import FILE_CLOCK
     k = _count(con, "attempt_hosts")
     shift = "to_microseconds(CAST(round(coalesce(o.offset_s, 0.0) * 1e6) AS BIGINT))"
     cols = ", ".join(f"coalesce(h.c{i}, d.c{i}) + {shift} AS c{i}" for i in range(2, k + 1))
@@ -474,10 +506,11 @@ def write_class_cuts(con: duckdb.DuckDBPyConnection) -> None:
         WITH fh AS (SELECT file_id, any_value(host) AS host FROM aligned_groups_all
                     GROUP BY file_id
                     HAVING count(DISTINCT host) = 1 AND (count(DISTINCT rank) <= 1 OR count(task) = 0))
-        SELECT c.class_id, {cols}
+        SELECT c.class_id, {cols}, u.attempt AS untimed
         FROM event_classes c LEFT JOIN fh ON fh.file_id = c.file_id
         LEFT JOIN attempt_hosts h ON h.host = coalesce(c.host, fh.host)
-        LEFT JOIN clock_offsets o ON o.host = coalesce(c.host, fh.host)
+        LEFT JOIN clock_offsets o ON o.host = coalesce(c.host, fh.host, '{FILE_CLOCK}' || c.file)
+        LEFT JOIN untimed_files u ON u.file_id = c.file_id
         CROSS JOIN (SELECT * FROM attempt_hosts WHERE host IS NULL) d
     """)
 
@@ -489,7 +522,8 @@ def line_attempt(con: duckdb.DuckDBPyConnection) -> tuple[str, str]:
         return "1", ""
     terms = ", ".join(f"CASE WHEN r.ts >= cc.c{i} THEN {i} END" for i in range(2, k + 1))
     sane = "r.ts >= TIMESTAMP '1990-01-01' AND r.ts < TIMESTAMP '2100-01-01'"   # as the aligned views' ats
-    return (f"CASE WHEN r.ts IS NULL OR NOT ({sane}) THEN 0 ELSE greatest(1, {terms}) END",
+    untimed = "coalesce(cc.untimed, 0)" if "untimed" in columns(con, "class_cuts") else "0"
+    return (f"CASE WHEN r.ts IS NULL THEN {untimed} WHEN NOT ({sane}) THEN 0 ELSE greatest(1, {terms}) END",
             " LEFT JOIN class_cuts cc ON cc.class_id = r.class_id")
 
 
@@ -499,6 +533,7 @@ def apply(con: duckdb.DuckDBPyConnection, attempts: list[Attempt]) -> None:
     from .clock import refresh_aligned
     from .identity import regroup
     write_cuts(con, attempts)
+    write_untimed_files(con)
     if len(attempts) > 1:
         write_class_cuts(con)
         regroup(con)
@@ -575,6 +610,9 @@ def store_attempts(con: duckdb.DuckDBPyConnection, clock: list[dict], db: str) -
     from .clock import create_aligned_view
     from .identity import store_groups
     create_aligned_view(con, clock)
+    if table_exists(con, "interpolated_times"):   # what view events_aligned reads of the diagnosis's clock
+        con.execute(f'DELETE FROM "{db}".main.interpolated_times')
+        con.execute(f'INSERT INTO "{db}".main.interpolated_times SELECT * FROM temp.interpolated_times')
     found = find_attempts(con)
     outs = line_outcomes(con, found)
     con.execute(f'DELETE FROM "{db}".main.attempts')

@@ -23,7 +23,7 @@ import statistics
 
 import duckdb
 
-from .util import rows, sql_file, table_exists
+from .util import has_rows, rows, sql_file, table_exists
 
 CLASS_ORDER = ("progress", "arrival", "collective", "rendezvous")   # arrival: the order of a shared console
 MIN_ANCHORS = {"progress": 2, "collective": 1, "rendezvous": 1}
@@ -221,9 +221,57 @@ def estimate_offsets(con: duckdb.DuckDBPyConnection, offsets: dict[str, float] |
     for h in pending:
         out[h] = {"host": h, "offset_s": 0.0, "uncertainty_s": None,
                   "basis": "no anchor shared with the reference host: assumed 0"}
+    for c in controller_clocks(con, out):
+        out[c["host"]] = c
     for h, v in offsets.items():
         out[h] = {"host": h, "offset_s": float(v), "uncertainty_s": 0.0, "basis": "pinned by hand (--offset)"}
     return [out[h] for h in sorted(out)]
+
+
+# A file whose lines name no host (a Slurm controller's log) has a clock of its own: its row of
+# clock_offsets is keyed '@' + its path, and the aligned views join a line's offset on clock_key.
+FILE_CLOCK = "@"
+# slurmd starts a job's batch script this soon after the controller allocated it (a prolog aside), and
+# the steps on its other nodes within this window
+LAUNCH_S = 1.0
+LAUNCH_WINDOW_S = 10.0
+
+
+def clock_key(alias: str) -> str:
+    """SQL: the key of clock_offsets a line of table alias `alias` takes its offset from."""
+    return f"coalesce({alias}.host, '{FILE_CLOCK}' || {alias}.file)"
+
+
+def controller_clocks(con: duckdb.DuckDBPyConnection, hosts: dict[str, dict]) -> list[dict]:
+    """Offsets of the files that name no host but allocate the jobs the hosts ran (slurmctld's log):
+    per job, its allocation time less the first line any host wrote of it, on the aligned clock
+    (`hosts`: the hosts' offsets); the median over the jobs. A controller whose clock is not known
+    was read as if on the reference host's: its allocations, requeues and kills minutes off the job's
+    own lines (a cancel after the last step read as a failure before it)."""
+    if not table_exists(con, "slurm_alloc"):
+        return []
+    per: dict[str, dict[str, list[float]]] = {}   # file -> job -> its allocation less its first line, per host
+    for r in rows(con, sql_file("align/controller_anchors.sql")):
+        h = hosts.get(r["host"])
+        if h is None or h["uncertainty_s"] is None:
+            continue
+        per.setdefault(r["file"], {}).setdefault(r["job_id"], []).append(r["t_ctld"] - (r["t_host"] - h["offset_s"]))
+    out = []
+    for file, jobs in sorted(per.items()):
+        # per job, the host that started it first (the largest difference), among the hosts that agree
+        # with most of them: a host whose offset was read off other lines than its daemon's (a process
+        # run under a fake clock) would otherwise seem to start the job before it was allocated
+        d = sorted(max(x for x in ds if x <= statistics.median(ds) + LAUNCH_WINDOW_S) for ds in jobs.values())
+        off = statistics.median(d)
+        dev = sorted(abs(x - off) for x in d)
+        unc = LAUNCH_S + 2 * dev[min(len(dev) - 1, int(0.9 * len(dev)))]
+        basis = f"{len(d)} job allocation(s) it logged and each job's first line on its nodes"
+        if abs(off) <= unc:
+            basis += f"; estimate {off:+.3f}s is within its uncertainty of 0"
+            off = 0.0
+        out.append({"host": FILE_CLOCK + file, "offset_s": round(off, 3), "uncertainty_s": round(unc, 3),
+                    "basis": basis})
+    return out
 
 
 ALIGNED_VIEW = """
@@ -234,22 +282,31 @@ ALIGNED_VIEW = """
                     THEN e.ts - to_microseconds(CAST(round(coalesce(o.offset_s, 0.0) * 1e6) AS BIGINT)) END AS ats,
                e.ts_kind IN ('exact', 'local', 'year_inferred', 'envelope')
                    AND e.ts >= TIMESTAMP '1990-01-01' AND e.ts < TIMESTAMP '2100-01-01' AS ts_ok
-        FROM {src} e LEFT JOIN clock_offsets o ON o.host = e.host) a{joins}
+        FROM {src} e LEFT JOIN clock_offsets o ON o.host = {key}) a{joins}
 """
 
 
 def _aligned_view(con: duckdb.DuckDBPyConnection, name: str, src: str, lines: bool) -> None:
     """Temp view `name` over identity view `src`; lines (not the groups, which carry theirs) get their
-    attempt from their aligned time and their host's cuts (ranktrace.correlate.attempts)."""
+    attempt from their aligned time and their host's cuts (ranktrace.correlate.attempts), and an
+    interpolated time told on their own clock (interpolated_times)."""
     from .attempts import attempt_expr
     attempt, joins = "", ""
+    if lines and has_rows(con, "interpolated_times"):
+        src = (f"(SELECT s.* REPLACE (coalesce(it.ts, s.ts) AS ts) FROM {src} s "
+               "LEFT JOIN interpolated_times it ON it.event_id = s.event_id)")
     if lines:
-        expr = attempt_expr(con, "a.ats", "ah", "ad")
+        untimed = has_rows(con, "untimed_files")
+        expr = attempt_expr(con, "a.ats", "ah", "ad", "coalesce(u.attempt, 0)" if untimed else "0")
         attempt = f", {expr} AS attempt"
         if expr != "1":
             joins = (" LEFT JOIN attempt_hosts ah ON ah.host = a.host"
                      " CROSS JOIN (SELECT * FROM attempt_hosts WHERE host IS NULL) ad")
-    con.execute(ALIGNED_VIEW.format(name=name, src=src, attempt=attempt, joins=joins))
+            if untimed:
+                joins += " LEFT JOIN untimed_files u ON u.file_id = a.file_id"
+    files = con.execute(f"SELECT count(*) FROM clock_offsets WHERE host LIKE '{FILE_CLOCK}%'").fetchone()[0]
+    key = clock_key("e") if files else "e.host"
+    con.execute(ALIGNED_VIEW.format(name=name, src=src, attempt=attempt, joins=joins, key=key))
 
 
 # The groups of queries/align/event_groups.sql on the aligned clock: a group is one host, so its
@@ -277,8 +334,26 @@ def create_aligned_view(con: duckdb.DuckDBPyConnection, clock: list[dict]) -> No
     if clock:
         con.executemany("INSERT INTO clock_offsets VALUES (?, ?, ?)",
                         [[c["host"], c["offset_s"], c["uncertainty_s"]] for c in clock])
+    write_interpolated_times(con)
     _hot_events(con)
     refresh_aligned(con)
+
+
+def write_interpolated_times(con: duckdb.DuckDBPyConnection) -> None:
+    """Temp table interpolated_times (queries/align/interpolated_times.sql) for the clock_offsets of now,
+    from the files whose lines are on more than one clock; the groups made again when it changed what
+    they were made of (their lines' times: identity.rows_with_keys)."""
+    from .identity import interpolated_stamp, regroup
+    before = interpolated_stamp(con)
+    files = [f for (f,) in con.execute(
+        "SELECT file FROM event_groups GROUP BY file "
+        f"HAVING count(DISTINCT {clock_key('event_groups')}) > 1 AND bool_or(ts_kind = 'interpolated') "
+        "ORDER BY file").fetchall()]
+    con.execute("CREATE OR REPLACE TEMP TABLE interpolated_times (event_id BIGINT, ts TIMESTAMP)")
+    if files:
+        con.execute("INSERT INTO interpolated_times " + sql_file("align/interpolated_times.sql"), {"files": files})
+    if interpolated_stamp(con) != before:
+        regroup(con)
 
 
 def refresh_aligned(con: duckdb.DuckDBPyConnection) -> None:

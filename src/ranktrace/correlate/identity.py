@@ -29,7 +29,7 @@ import re
 
 import duckdb
 
-from .util import columns, has_columns, rows, sql_file, table_exists
+from .util import columns, has_columns, has_rows, rows, sql_file, table_exists
 
 ID_COLS = ("host", "rank", "local_rank", "pid", "pod", "container", "gpu", "job_id", "step_id")
 # every column of a line that the identity views read (event_groups.sql groups by them)
@@ -288,10 +288,21 @@ def rows_with_keys(con) -> str:
     from .attempts import line_attempt
     agents = con.execute("SELECT agents FROM id_mode").fetchone()[0]
     attempt, join = line_attempt(con)
+    rows_src = "event_rows"
+    if has_rows(con, "interpolated_times"):   # an interpolated time told on the line's own clock
+        rows_src = ("(SELECT e.* REPLACE (coalesce(it.ts, e.ts) AS ts) FROM event_rows e "
+                    "LEFT JOIN interpolated_times it ON it.event_id = e.event_id)")
     if not agents:
-        return f"SELECT r.*, {_srun_keys(agents)}, {attempt} AS attempt FROM event_rows r{join}"
-    return (f"SELECT r.*, {_srun_keys(agents)}, {attempt} AS attempt FROM event_rows r "
+        return f"SELECT r.*, {_srun_keys(agents)}, {attempt} AS attempt FROM {rows_src} r{join}"
+    return (f"SELECT r.*, {_srun_keys(agents)}, {attempt} AS attempt FROM {rows_src} r "
             f"JOIN event_classes c USING (class_id){join}")
+
+
+def interpolated_stamp(con: duckdb.DuckDBPyConnection) -> str:
+    """What the interpolated_times in sight (temp: a diagnosis's; else the store's) hold, in short."""
+    if not has_rows(con, "interpolated_times"):
+        return ""
+    return str(con.execute("SELECT count(*), sum(event_id), sum(epoch_us(ts)) FROM interpolated_times").fetchone())
 
 
 def base_views(con, src: str, sfx: str) -> None:
@@ -413,6 +424,8 @@ def groups_stamp(con: duckdb.DuckDBPyConnection) -> str:
     sql = "\0".join(v[0] for v in views) + "\0" + sql_file("align/event_groups.sql")
     if table_exists(con, "class_cuts"):   # the groups are split by attempt: where the cuts are is part of them
         sql += "\0" + str(con.execute("SELECT * FROM class_cuts ORDER BY class_id").fetchall())
+    if has_rows(con, "interpolated_times"):   # and the interpolated times they were made with
+        sql += "\0" + interpolated_stamp(con)
     n_events = con.execute("SELECT count(*) FROM event_rows").fetchone()[0]   # = events, without the join
     files = con.execute("SELECT count(*), sum(file_id), sum(events) FROM files").fetchone()
     return hashlib.sha256(f"{sql}\0{n_events}\0{files}".encode()).hexdigest()

@@ -251,10 +251,13 @@ def complaints_survived_until(con) -> dt.datetime | None:
     while the job still trains, a complaint after which every rank that logs progress made progress
     again was survived so far; a failure stops every rank's progress within a step."""
     healthy = healthy_until(con)
-    if healthy is None or trained_to_the_end(con) != "the logs end":
+    if trained_to_the_end(con) != "the logs end":
         return healthy
     if untimed_progress_to_the_end(con):   # every complaint, as far as the logs can tell
-        return max(healthy, _logs_end(con) + _training_stop(_spans(con))[1])
+        end = _logs_end(con) + _training_stop(_spans(con))[1]
+        return end if healthy is None else max(healthy, end)
+    if healthy is None:
+        return None
     return max(healthy, min(s["last_ats"] for s in _spans(con)))
 
 
@@ -298,8 +301,8 @@ STALL_KINDS = ("collective_timeout", "watchdog_abort", "hang_report")
 
 def _trained_to_the_end(con, spans: list[dict]) -> str | None:
     last, slack = _training_stop(spans)
-    if last is None:
-        return None
+    if last is None:   # no progress line with a time: only a file of untimed ones can say it trained on
+        return "the logs end" if untimed_progress_to_the_end(con) else None
     wide = max(slack, OUTSIDE_STOP_SLACK)
     stop = con.execute(
         "SELECT min(first_ats) FROM aligned_groups WHERE ts_ok AND last_ats >= ? AND (kind IN (SELECT unnest(?)) "
@@ -334,8 +337,12 @@ def untimed_progress_to_the_end(con) -> bool:
 
 def _untimed_progress_to_the_end(con, spans: list[dict]) -> bool:
     last, slack = _training_stop(spans)
-    if last is None or not any(h["untimed_progress_after"] for h in query(con, "host_activity")):
-        return False
+    if _logs_end(con) is None or not any(h["untimed_progress_after"] for h in query(con, "host_activity")):
+        return False   # (no timed line at all, as in an excerpt: the logs say nothing of what came last)
+    # with no timed progress in scope (rank 0's bars the only progress), no line of the attempt, timed
+    # or not, may say the job came down
+    since = "last_ats >= ?" if last is not None else "(last_ats >= ? OR last_ats IS NULL)"
     return not con.execute(
         "SELECT count(*) FROM aligned_groups WHERE (kind IN (SELECT unnest(?)) OR n_teardown_text > 0) "
-        "AND last_ats >= ?", [list(CASCADE_KINDS + STALL_KINDS + ("task_exit",)), last - slack]).fetchone()[0]
+        f"AND {since}", [list(CASCADE_KINDS + STALL_KINDS + ("task_exit",)),
+                         last - slack if last is not None else dt.datetime.min]).fetchone()[0]

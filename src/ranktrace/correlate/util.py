@@ -42,6 +42,11 @@ def table_exists(con: duckdb.DuckDBPyConnection, name: str) -> bool:
                        {"n": name}).fetchone()[0] > 0
 
 
+def has_rows(con: duckdb.DuckDBPyConnection, name: str) -> bool:
+    """A table of that name in sight (table_exists) with a row."""
+    return table_exists(con, name) and con.execute(f"SELECT EXISTS (SELECT 1 FROM {name})").fetchone()[0]
+
+
 def columns(con: duckdb.DuckDBPyConnection, name: str) -> set[str]:
     return {r[0] for r in con.execute(
         "SELECT column_name FROM information_schema.columns WHERE table_name = ?", [name]).fetchall()}

@@ -322,13 +322,16 @@ def _failure_seen(con, findings: list[Finding]) -> bool:
     (less the survival window) or with no progress to compare. Lines and findings before it were
     survived: the job made steps after them (an attempt that trains on through noise has not failed)."""
     healthy = healthy_until(con)
-    if healthy is None:
-        if findings:
-            return True
     complaints = complaints_survived_until(con)   # a complaint (symptom line) may be survived sooner
     # when the logs end while every rank trains, what was judged context (a port that blinked, another
     # host's link) or a complaint is not what stopped the job: nothing stopped it
     training = trained_to_the_end(con) == "the logs end"
+    if healthy is None and training:
+        # no progress line has a time, and untimed progress goes on to the end of the logs with nothing
+        # coming down after it: the job trained past every line, as far as the logs can tell
+        healthy = complaints
+    elif healthy is None and findings:
+        return True
     past = [f for f in findings if f.extra.get("survived") or (training and not f.direct)]
     gone = {id(f) for f in past}
     if healthy is not None and any(

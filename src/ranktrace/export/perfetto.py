@@ -64,7 +64,7 @@ def _select_events(con, offsets: dict, max_events: int, src: str = "events") -> 
         ev AS (
             SELECT e.event_id, e.file, e.line, e.ts, e.host, e.rank, e.local_rank, e.kind, e.role, e.severity,
                    left(e.raw, {MAX_RAW}) AS raw, {D.ATS} AS ats
-            FROM {src} e LEFT JOIN off o ON o.host = e.host
+            FROM {src} e {D.OFF_JOIN}
             WHERE {D.TIMED}
         )"""
     # (no message: an instant shows its raw line; a second copy of the text held 200k events' worth)
@@ -238,7 +238,7 @@ def _phases(con, offsets, pid, tid, src: str = "events") -> list[dict]:
         WITH {cte},
         ev AS (SELECT e.host, e.rank, CASE WHEN {D.PROGRESS} THEN 'progress' ELSE e.kind END AS kind, e.message,
                       {D.ATS} AS ats
-               FROM {src} e LEFT JOIN off o ON o.host = e.host
+               FROM {src} e {D.OFF_JOIN}
                WHERE {D.TIMED} AND (e.kind IN ('rdzv_join', 'rdzv_complete', 'worker_start', 'comm_init',
                                                      'step_start') OR {D.PROGRESS}))
         SELECT host, rank,
@@ -274,7 +274,7 @@ def _phases(con, offsets, pid, tid, src: str = "events") -> list[dict]:
             WITH {cte}
             SELECT e.host, e.rank, e.message, {D.ATS} AS ats,
                    lag({D.ATS}) OVER (PARTITION BY e.host, e.rank ORDER BY {D.ATS}, e.line) AS prev
-            FROM {src} e LEFT JOIN off o ON o.host = e.host
+            FROM {src} e {D.OFF_JOIN}
             WHERE {D.TIMED} AND {D.PROGRESS}
             ORDER BY e.host, e.rank, ats""", params)
         for s in steps:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
+from ..correlate.util import has_rows
 from ..store import EVENT_TABLES, PART_FACTS
 
 # Events that say how a process / task / node ended (the "exit" column).
@@ -96,6 +97,9 @@ def _off_cte(offsets: dict[str, float]) -> tuple[str, list]:
     return f"off(host, offset_s) AS (VALUES {vals})", params
 
 
+# A line's offset: its host's, or its file's when it names no host (a Slurm controller's log: the verdict's
+# clock keys it '@' + path, ranktrace.correlate.clock.controller_clocks).
+OFF_JOIN = "LEFT JOIN off o ON o.host = coalesce(e.host, '@' || e.file)"
 ATS = ("CASE WHEN e.ts >= TIMESTAMP '1990-01-01' AND e.ts < TIMESTAMP '2100-01-01' "   # SANE_YEARS: else NULL
        "THEN e.ts - to_microseconds(CAST(round(coalesce(o.offset_s, 0) * 1e6) AS BIGINT)) END")
 # A timed event: its time is not a bogus year (SANE_YEARS); the others are left out of
@@ -122,6 +126,10 @@ def events_source(con) -> str:
         except Exception:  # not installed, or an older store: plain events
             pass
     src = "events_id" if have() else "events"
+    if has_rows(con, "interpolated_times"):   # an interpolated time told on the line's own clock, as diagnose does
+        con.execute(f"CREATE OR REPLACE TEMP VIEW report_lines AS SELECT e.* REPLACE (coalesce(it.ts, e.ts) AS ts) "
+                    f"FROM {src} e LEFT JOIN interpolated_times it ON it.event_id = e.event_id")
+        src = "report_lines"
     # --tee copies of a line (table echoes, queries/store/echoes.sql) are shown once
     if con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'echoes'").fetchone()[0]:
         con.execute(f"CREATE OR REPLACE TEMP VIEW report_events AS SELECT * FROM {src} "
@@ -249,7 +257,7 @@ def status(con, offsets: dict[str, float], src: str = "events") -> list[dict]:
     ev AS (
         SELECT e.host, e.rank, e.local_rank, e.file, e.line, e.kind, e.role, e.message, e.raw,
                {ATS} AS ats, {PROGRESS} AS is_progress
-        FROM {src} e LEFT JOIN off o ON o.host = e.host
+        FROM {src} e {OFF_JOIN}
         WHERE e.host IS NOT NULL OR e.rank IS NOT NULL
     ),
     keyed AS (
@@ -305,7 +313,7 @@ def first_events(con, offsets: dict[str, float], limit: int = 80, src: str = "ev
     WITH {cte},
     ev AS (
         SELECT e.file, e.line, e.ts, e.host, e.rank, e.kind, e.role, e.message, e.raw, {ATS} AS ats
-        FROM {src} e LEFT JOIN off o ON o.host = e.host
+        FROM {src} e {OFF_JOIN}
         WHERE {TIMED} AND e.kind IS NOT NULL AND (e.role <> 'info' OR e.kind = 'progress')
     ),
     picked AS (
@@ -339,14 +347,14 @@ def lanes(con, offsets: dict[str, float], max_marks: int = 2000, src: str = "eve
         WITH {cte}
         SELECT e.host, e.rank, max(e.local_rank) AS local_rank, min({ATS}) AS first_ts, max({ATS}) AS last_ts,
                count(*) AS events
-        FROM {src} e LEFT JOIN off o ON o.host = e.host
+        FROM {src} e {OFF_JOIN}
         WHERE (e.host IS NOT NULL OR e.rank IS NOT NULL)
         GROUP BY e.host, e.rank ORDER BY e.host NULLS LAST, e.rank NULLS FIRST""", params)
     marks = _rows(con, f"""
         WITH {cte},
         ev AS (
             SELECT e.file, e.line, e.host, e.rank, e.kind, e.role, e.message, {ATS} AS ats
-            FROM {src} e LEFT JOIN off o ON o.host = e.host
+            FROM {src} e {OFF_JOIN}
             WHERE {TIMED} AND (e.host IS NOT NULL OR e.rank IS NOT NULL)
               AND e.kind IS NOT NULL AND e.role <> 'info'
         ),
