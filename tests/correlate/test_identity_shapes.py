@@ -272,6 +272,17 @@ CASES = {
                        "exit detail: Worker exits unexpectedly. Worker exits with an exit code None. The worker may "
                        "have exceeded K8s pod memory limits.\n"},
         {"kind": "oom", "host": "10.0.4.24", "pid": 3190}),
+    # ray src/ray/gcs/gcs_server/gcs_actor_manager.cc OnNodeDead: the actors owned by workers of a dead node die with
+    # GenOwnerDiedCause(..., "Owner's node has crashed.", node_ip_address): the node that failed is the owner's
+    # (its address in the text), not the actor's own ('ip:' field, another node here)
+    "ray_actor_died_owner_node_crashed": (
+        {"driver.log": "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.\n"
+                       "\tclass_name: Runner\n\tactor_id: 28507c63735529c3265367b501000000\n\tpid: 5120\n"
+                       "\tnamespace: b9b0f765\n\tip: 10.0.4.31\n"
+                       "The actor is dead because its owner has died. Owner Id: 01000000ffffffffffffffffffffffffffffffff"
+                       "ffffffffffffffff Owner Ip address: 10.0.4.9 Owner worker exit type: SYSTEM_ERROR Worker exit "
+                       "detail: Owner's node has crashed.\n"},
+        {"kind": "node_failure", "host": "10.0.4.9"}),
     # ---- the scheduler's acts (slurmstepd req.c '*** %s ON %s CANCELLED AT %s DUE TO ... ***', srun's own)
     "slurm_time_limit": (
         {"slurm.out": "[rank0]:step 4810 loss 1.0312\nslurmstepd: error: *** JOB 713158 ON gpu-b07 CANCELLED AT "
