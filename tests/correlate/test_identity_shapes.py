@@ -283,6 +283,23 @@ CASES = {
                        "ffffffffffffffff Owner Ip address: 10.0.4.9 Owner worker exit type: SYSTEM_ERROR Worker exit "
                        "detail: Owner's node has crashed.\n"},
         {"kind": "node_failure", "host": "10.0.4.9"}),
+    # glibc elf/dl-tls.c oom(): _dl_fatal_printf("cannot allocate memory for thread-local data: ABORT\n"), the
+    # process's own death of memory exhaustion, behind Ray's '(Class pid=N) ' worker prefix
+    # (python/ray/_private/worker.py print_worker_logs); the driver's worker-died warning ties the pid to its node
+    "glibc_tls_oom_behind_ray_prefix": (
+        {"driver.log": "(Rollout pid=7311) step 40 done\n"
+                       "2024-05-11 09:41:27,118\tWARNING worker.py:1986 -- A worker died or was killed while executing "
+                       "a task by an unexpected system error. To troubleshoot the problem, check the logs for the dead "
+                       "worker. RayTask ID: ffff Worker ID: 8e0c Node ID: 5d7e Worker IP address: 10.0.5.12 Worker "
+                       "port: 40117 Worker PID: 7311 Worker exit type: SYSTEM_ERROR Worker exit detail: Worker "
+                       "unexpectedly exits with a connection error code 2. End of file.\n"
+                       "(Rollout pid=7311) cannot allocate memory for thread-local data: ABORT\n"},
+        {"kind": "oom", "pid": 7311, "host": "10.0.5.12"}),
+    # the same glibc line behind torchrun's '[rankN]:' tee prefix (torch/distributed/elastic/multiprocessing)
+    "glibc_tls_oom_behind_rank_prefix": (
+        {"train.log": "[rank1]:step 900 loss 2.01\n[rank5]:step 900 loss 2.03\n"
+                      "[rank5]:cannot allocate memory for thread-local data: ABORT\n"},
+        {"kind": "oom", "rank": 5}),
     # ---- the scheduler's acts (slurmstepd req.c '*** %s ON %s CANCELLED AT %s DUE TO ... ***', srun's own)
     "slurm_time_limit": (
         {"slurm.out": "[rank0]:step 4810 loss 1.0312\nslurmstepd: error: *** JOB 713158 ON gpu-b07 CANCELLED AT "
