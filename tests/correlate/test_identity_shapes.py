@@ -400,6 +400,13 @@ CASES = {
                         "=   PID 30417 RUNNING AT gpu-b07\n=   EXIT CODE: 9\n=   CLEANING UP REMAINING PROCESSES\n"
                         "=   YOU CAN IGNORE THE BELOW CLEANUP MESSAGES\n" + "=" * 83 + "\n"},
         {"kind": ("killed", "oom"), "pid": 30417, "host": "gpu-b07"}),
+    # Intel MPI's Hydra (closed source; the form public reports print, abacus-develop#3259, extrae#101): one banner a
+    # process, '=   RANK %d PID %d RUNNING AT %s' then '=   KILLED BY SIGNAL: %d (%s)'
+    "intel_mpi_hydra_rank_pid_killed_by_signal": (
+        {"mpirun.out": "\n" + "=" * 83 + "\n=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\n"
+                       "=   RANK 3 PID 40117 RUNNING AT cn-b12\n=   KILLED BY SIGNAL: 11 (Segmentation fault)\n"
+                       + "=" * 83 + "\n"},
+        {"kind": "crash", "rank": 3, "pid": 40117, "host": "cn-b12"}),
     # openucx src/uct/ib (dc_verbs.c / ib_mlx5_log.c): 'Send completion with error on qp 0x%x: %s' (the verbs work
     # completion status), behind UCX's '[sec.usec] [host:pid:thread]' prefix and Open MPI's --tag-output tag: the
     # rank that saw its transport fail first is the one to look at
