@@ -7,7 +7,8 @@
 --   a NotReady / Unknown row of `kubectl get nodes` (the row's NAME is the node: kubectl_get.node_row's host), the
 --   Ready False / Unknown condition of `kubectl describe node` (the dump's Name) and
 --   a `kubectl get events` row about a node object ('node/NAME', the OBJECT column of kubectl's event printer),
---   Ray's GCS marking a node dead (its address).
+--   Ray's GCS marking a node dead (its address), and the actors it destroyed with their owner's node (the
+--   owner's address).
 --   Columns: event_id, ats, reporter (the host that logged it), node, file, line, message.
 SELECT event_id, ats, host AS reporter,
        coalesce(nullif(regexp_extract(message, '(?i)node failure on ([\w.\-\[\],]+)', 1), ''),
@@ -18,6 +19,9 @@ SELECT event_id, ats, host AS reporter,
                 -- Ray's GCS (gcs_node_manager.cc) through the driver's warning or its event log: 'The node with node
                 -- id: {id} and address: {ip} and node name: {name} has been marked dead ...' ('and ip: {ip}' before)
                 nullif(regexp_extract(message, 'The node with node id:? \w+ and (?:address|ip): ([\w.:\-]+) ', 1), ''),
+                -- Ray's GCS on the actors owned by workers of a node it found dead (gcs_actor_manager.cc OnNodeDead,
+                -- GenOwnerDiedCause): the ActorDiedError text names the owner node by its address
+                nullif(regexp_extract(message, 'Owner Ip address: ([\w.:\-]+) Owner worker exit type: \w+ Worker exit detail: Owner''s node has crashed', 1), ''),
                 -- sinfo rows: `sinfo -N` names its node first, the partition view last (scontrol.toml)
                 CASE pattern WHEN 'scontrol.sinfo_node' THEN nullif(regexp_extract(message, '^([\w.\-]+) ', 1), '')
                              WHEN 'scontrol.sinfo_partition' THEN nullif(regexp_extract(message, '(\S+)\s*$', 1), '')

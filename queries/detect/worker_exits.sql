@@ -12,7 +12,8 @@
 --   is that process's own; a report cut before its return code has code NULL); Ray's raylet on a worker it lost
 --   (source 'ray'; src/ray/raylet/node_manager.cc: '... Worker IP address: {ip} Worker port: {port}
 --   Worker PID: {pid} Worker exit type: {type} ...': the host is the worker's IP, the exit type is
---   in the text; or ActorDiedError's cause line with the pid and ip ray.toml carried to it); vLLM's worker
+--   in the text; or ActorDiedError's cause line with the pid and ip ray.toml carried to it); paddle's launcher
+--   on the container it saw fail (source 'paddle': its local rank and exit code, no pid); vLLM's worker
 --   monitor on a worker process it lost (source 'vllm': its pid and exit code, or its rank). Columns: event_id, source, ats,
 --   host, rank, local_rank, pid, exitcode, signal (exit by signal N, else NULL), file, line, text.
 WITH agent AS (
@@ -66,6 +67,16 @@ WITH agent AS (
            TRY_CAST(nullif(regexp_extract(message, '^Worker \S+ pid \d+ died, exit code: (-?\d+)', 1), '') AS INTEGER) AS code
     FROM aligned_events
     WHERE kind = 'worker_failed' AND (message LIKE 'Worker % died%' OR message LIKE 'RayWorkerProc rank=[%] died unexpectedly%')
+), paddle AS (   -- paddle.distributed.launch on the worker it saw fail (launch/controllers/controller.py watch():
+                 -- logger.error('Container failed !!!\n{}'.format(fc[0])), job/container.py Container.__str__
+                 -- 'Container rank {rank} status {status} cmd {entrypoint} code {exit_code} log {errfile}'; the rank
+                 -- is the container's index in its pod (job/pod.py add_container: len(self._containers)), so a
+                 -- local rank, as torchrun's local_rank; no pid)
+    SELECT event_id, ats, host, file, line, message AS text,
+           regexp_extract(message, 'Container rank (\d+) status failed cmd .* code (-?\d+) log ',
+                          ['local_rank', 'exitcode']) AS m
+    FROM aligned_events
+    WHERE message LIKE '%Container rank % status failed cmd %'
 ), entries AS (
     SELECT event_id, file, line, raw, ats,
            CASE WHEN strpos(raw, 'Root Cause') > 0 THEN strpos(raw, 'Root Cause') ELSE 1000000000 END AS rc_pos,
@@ -112,6 +123,13 @@ SELECT event_id, source, ats, host, rank_ev AS rank, CAST(m.local_rank AS INTEGE
             WHEN CAST(m.exitcode AS INTEGER) > 128 THEN CAST(m.exitcode AS INTEGER) - 128 END AS signal,
        file, line, text
 FROM agent WHERE m.pid <> ''
+UNION ALL
+SELECT event_id, 'paddle', ats, host, CAST(NULL AS INTEGER), CAST(m.local_rank AS INTEGER), CAST(NULL AS BIGINT),
+       CAST(m.exitcode AS INTEGER),
+       CASE WHEN CAST(m.exitcode AS INTEGER) < 0 THEN -CAST(m.exitcode AS INTEGER)
+            WHEN CAST(m.exitcode AS INTEGER) > 128 THEN CAST(m.exitcode AS INTEGER) - 128 END,
+       file, line, text
+FROM paddle WHERE m.local_rank <> ''
 UNION ALL
 SELECT event_id, 'launcher', ats, host, CAST(NULL AS INTEGER), lrank, pid, code,
        CASE WHEN code < 0 THEN -code WHEN code > 128 THEN code - 128 END, file, line, text

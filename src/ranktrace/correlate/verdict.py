@@ -40,6 +40,10 @@ from .util import ensure_kind_catalog, iso, platforms, rows, short, sql_file, ta
 JOB_LEVEL = {"time_limit", "cancelled", "rendezvous_timeout", "scheduling"}
 NODE_LEVEL = {"node_failure"}
 MAX_EVIDENCE = 10
+# launchers that report one local worker's failure by its own identity (torchrun's agent 'failed (exitcode: N)
+# local_rank: L (pid: P)', paddle's 'Container rank L status failed ... code N'): a traceback that names nobody
+# is that worker's when it is the only one they saw fail
+LAUNCHER_REPORTS = ("agent", "paddle")
 # a later direct finding of the same culprit may explain the first one (the Xid behind a CUDA
 # error, the OOM kill behind a SIGKILL); nothing else overrides the first cause's kind
 _HW = ("gpu_fault", "oom", "gpu_oom", "node_failure")
@@ -181,7 +185,7 @@ def _group(findings: list[Finding]) -> dict:
                                                                           for f in c.findings)]
         if not same:   # a traceback without identity + the one worker its launcher saw fail
             same = [c for k, c in cands.items() if k != ("job", None) and any(
-                f.detector == "worker_exits" and f.extra.get("source") == "agent" and f.kind in kinds
+                f.detector == "worker_exits" and f.extra.get("source") in LAUNCHER_REPORTS and f.kind in kinds
                 and f.extra.get("signal") != 15 for f in c.findings)]
         if movable and len(same) == 1:
             same[0].findings.extend(movable)

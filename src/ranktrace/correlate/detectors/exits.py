@@ -93,7 +93,7 @@ def worker_exits(con) -> list[Finding]:
                                rank=rank, local_rank=r["local_rank"], host=r["host"], pid=r["pid"],
                                evidence=[r["event_id"]], extra={"source": r["source"], "signal": 6, "watchdog": True}))
             continue
-        if r["source"] in ("agent", "launcher"):
+        if r["source"] in ("agent", "launcher", "paddle"):
             if sig == 15:
                 score, kind = 0.05, "killed"
             elif kind:
@@ -112,6 +112,8 @@ def worker_exits(con) -> list[Finding]:
                 score += 0.1
             why = (f"the launcher{on(r['host'])} reports local_rank {r['local_rank']} (pid {r['pid']}) died of {name}"
                    if r["source"] == "agent" else
+                   f"paddle's launcher{on(r['host'])} reports its container of local rank {r['local_rank']} failed "
+                   f"with {name}" if r["source"] == "paddle" else
                    f"the DeepSpeed launcher{on(r['host'])} reports a subprocess"
                    + (f" (pid {r['pid']}, the only one it killed)" if r["pid"] is not None else
                       " (which one it does not say: it prints the last one it started)") + f" died of {name}")
@@ -131,7 +133,7 @@ def worker_exits(con) -> list[Finding]:
                    f"1 s resolution) names rank {r['rank']}{on(r['host'])} ({name})")
         out.append(Finding(detector="worker_exits", kind=kind, score=min(score, 0.95), why=why,
                            rank=r["rank"], local_rank=r["local_rank"], host=r["host"], pid=r["pid"],
-                           time=r["ats"] if r["source"] == "agent" else None, evidence=[r["event_id"]],
+                           time=r["ats"] if r["source"] in ("agent", "paddle") else None, evidence=[r["event_id"]],
                            direct=bool(sig and sig != 15),
                            extra={"source": r["source"], "exitcode": r["exitcode"], "signal": sig}))
     return out
