@@ -717,6 +717,9 @@ def store_clock_offsets(con: duckdb.DuckDBPyConnection) -> list[dict]:
     table = f'"{db}".main.clock_offsets'   # never the temp table of a diagnosis
     from .correlate.identity import forget_groups, store_groups
     forget_groups(con)   # made anew below, from the events as they are now
+    # and so are the interpolated times of the clock (store_attempts): the groups are made without those
+    # of an ingest before, as a first ingest makes them
+    con.execute(f'DELETE FROM "{db}".main.interpolated_times')
     try:
         from .correlate.clock import estimate_offsets
         clock = estimate_offsets(con)

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 import duckdb
 
-from .util import columns, rows, sql_file, table_exists
+from .util import columns, has_rows, rows, sql_file, table_exists
 
 GAP_S = 180.0      # the early signs of one launch on different hosts come this close to each other
 LATE_S = 1800.0    # a late sign (new pid, step back) belongs to the launch before it within this, if no work came between
@@ -632,6 +632,7 @@ def store_attempts(con: duckdb.DuckDBPyConnection, clock: list[dict], db: str) -
     con.execute(f'DROP TABLE IF EXISTS "{db}".main.attempt_class_cuts')
     if len(found) > 1:
         con.execute(f'CREATE TABLE "{db}".main.attempt_class_cuts AS SELECT * FROM temp.class_cuts')
+    if len(found) > 1 or has_rows(con, "interpolated_times"):   # the groups were made again: keep those
         store_groups(con)
     return found
 
