@@ -116,45 +116,43 @@ WITH agent AS (
            regexp_extract(s, 'time\s*:\s*(\S+)\s+host\s*:\s*(\S+)\s+rank\s*:\s*(\d+)\s*\(local_rank:\s*(\d+)\)\s+exitcode\s*:\s*(-?\d+)\s*\(pid:\s*(\d+)\)',
                           ['time', 'host', 'rank', 'local_rank', 'exitcode', 'pid']) AS m
     FROM entries
+), exits AS (
+    SELECT event_id, source, ats, host, rank_ev AS rank, CAST(m.local_rank AS INTEGER) AS local_rank,
+           CAST(m.pid AS BIGINT) AS pid, CAST(m.exitcode AS INTEGER) AS exitcode,
+           file, line, text
+    FROM agent WHERE m.pid <> ''
+    UNION ALL
+    SELECT event_id, 'paddle', ats, host, CAST(NULL AS INTEGER), CAST(m.local_rank AS INTEGER), CAST(NULL AS BIGINT),
+           CAST(m.exitcode AS INTEGER),
+           file, line, text
+    FROM paddle WHERE m.local_rank <> ''
+    UNION ALL
+    SELECT event_id, 'launcher', ats, host, CAST(NULL AS INTEGER), lrank, pid, code,
+           file, line, text
+    FROM launcher
+    UNION ALL
+    SELECT event_id, 'ray', ats, nullif(m.ip, ''), CAST(NULL AS INTEGER), CAST(NULL AS INTEGER), CAST(m.pid AS BIGINT),
+           CAST(NULL AS INTEGER), file, line, text
+    FROM ray WHERE m.pid <> ''
+    UNION ALL
+    SELECT event_id, 'vllm', ats, host, rank, CAST(NULL AS INTEGER), pid, code,
+           file, line, text
+    FROM vllm WHERE rank IS NOT NULL OR pid IS NOT NULL
+    UNION ALL
+    SELECT event_id, source, try_strptime(m.time, '%Y-%m-%d_%H:%M:%S') AS ats, m.host,
+           CAST(m.rank AS INTEGER), CAST(m.local_rank AS INTEGER), CAST(m.pid AS BIGINT),
+           CAST(m.exitcode AS INTEGER),
+           file, line, s
+    FROM entries2 WHERE m.pid <> ''
+    UNION ALL
+    SELECT event_id, coalesce(section, 'failures'), try_strptime(t2, '%Y-%m-%d_%H:%M:%S'), h2,
+           CAST(rk2 AS INTEGER), CAST(lr2 AS INTEGER), CAST(epid AS BIGINT), CAST(code AS INTEGER),
+           file, line, raw
+    FROM w2 WHERE code IS NOT NULL AND epid IS NOT NULL
 )
-SELECT event_id, source, ats, host, rank_ev AS rank, CAST(m.local_rank AS INTEGER) AS local_rank,
-       CAST(m.pid AS BIGINT) AS pid, CAST(m.exitcode AS INTEGER) AS exitcode,
-       CASE WHEN CAST(m.exitcode AS INTEGER) < 0 THEN -CAST(m.exitcode AS INTEGER)
-            WHEN CAST(m.exitcode AS INTEGER) > 128 THEN CAST(m.exitcode AS INTEGER) - 128 END AS signal,
+-- a negative exit code is the signal that ended the process (as Python subprocess reports it); above 128, the shell form 128 + N
+SELECT event_id, source, ats, host, rank, local_rank, pid, exitcode,
+       CASE WHEN exitcode < 0 THEN -exitcode WHEN exitcode > 128 THEN exitcode - 128 END AS signal,
        file, line, text
-FROM agent WHERE m.pid <> ''
-UNION ALL
-SELECT event_id, 'paddle', ats, host, CAST(NULL AS INTEGER), CAST(m.local_rank AS INTEGER), CAST(NULL AS BIGINT),
-       CAST(m.exitcode AS INTEGER),
-       CASE WHEN CAST(m.exitcode AS INTEGER) < 0 THEN -CAST(m.exitcode AS INTEGER)
-            WHEN CAST(m.exitcode AS INTEGER) > 128 THEN CAST(m.exitcode AS INTEGER) - 128 END,
-       file, line, text
-FROM paddle WHERE m.local_rank <> ''
-UNION ALL
-SELECT event_id, 'launcher', ats, host, CAST(NULL AS INTEGER), lrank, pid, code,
-       CASE WHEN code < 0 THEN -code WHEN code > 128 THEN code - 128 END, file, line, text
-FROM launcher
-UNION ALL
-SELECT event_id, 'ray', ats, nullif(m.ip, ''), CAST(NULL AS INTEGER), CAST(NULL AS INTEGER), CAST(m.pid AS BIGINT),
-       CAST(NULL AS INTEGER), CAST(NULL AS INTEGER), file, line, text
-FROM ray WHERE m.pid <> ''
-UNION ALL
-SELECT event_id, 'vllm', ats, host, rank, CAST(NULL AS INTEGER), pid, code,
-       CASE WHEN code < 0 THEN -code WHEN code > 128 THEN code - 128 END, file, line, text
-FROM vllm WHERE rank IS NOT NULL OR pid IS NOT NULL
-UNION ALL
-SELECT event_id, source, try_strptime(m.time, '%Y-%m-%d_%H:%M:%S') AS ats, m.host,
-       CAST(m.rank AS INTEGER), CAST(m.local_rank AS INTEGER), CAST(m.pid AS BIGINT),
-       CAST(m.exitcode AS INTEGER),
-       CASE WHEN CAST(m.exitcode AS INTEGER) < 0 THEN -CAST(m.exitcode AS INTEGER)
-            WHEN CAST(m.exitcode AS INTEGER) > 128 THEN CAST(m.exitcode AS INTEGER) - 128 END,
-       file, line, s
-FROM entries2 WHERE m.pid <> ''
-UNION ALL
-SELECT event_id, coalesce(section, 'failures'), try_strptime(t2, '%Y-%m-%d_%H:%M:%S'), h2,
-       CAST(rk2 AS INTEGER), CAST(lr2 AS INTEGER), CAST(epid AS BIGINT), CAST(code AS INTEGER),
-       CASE WHEN CAST(code AS INTEGER) < 0 THEN -CAST(code AS INTEGER)
-            WHEN CAST(code AS INTEGER) > 128 THEN CAST(code AS INTEGER) - 128 END,
-       file, line, raw
-FROM w2 WHERE code IS NOT NULL AND epid IS NOT NULL
+FROM exits
 ORDER BY ats NULLS LAST, file, line

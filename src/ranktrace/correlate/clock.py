@@ -261,7 +261,8 @@ def controller_clocks(con: duckdb.DuckDBPyConnection, hosts: dict[str, dict]) ->
         # per job, the host that started it first (the largest difference), among the hosts that agree
         # with most of them: a host whose offset was read off other lines than its daemon's (a process
         # run under a fake clock) would otherwise seem to start the job before it was allocated
-        d = sorted(max(x for x in ds if x <= statistics.median(ds) + LAUNCH_WINDOW_S) for ds in jobs.values())
+        d = sorted(max(x for x in ds if x <= bound)
+                   for ds in jobs.values() for bound in [statistics.median(ds) + LAUNCH_WINDOW_S])
         off = statistics.median(d)
         dev = sorted(abs(x - off) for x in d)
         unc = LAUNCH_S + 2 * dev[min(len(dev) - 1, int(0.9 * len(dev)))]
