@@ -10,4 +10,4 @@ SELECT event_id FROM event_lines
 WHERE ts IS NOT NULL
   AND class_id IN (SELECT class_id FROM event_classes WHERE ts_kind IN ('exact', 'local', 'year_inferred', 'envelope'))
   AND (step IN (SELECT step FROM anchor_steps) OR has_mark(marks, 'hot')
-       OR class_id IN (SELECT class_id FROM event_classes WHERE kind = 'rdzv_complete'))
+       OR class_id IN (SELECT class_id FROM event_classes WHERE kind IN ('rdzv_complete', 'step_start', 'step_cancelled')))
