@@ -515,6 +515,59 @@ CASES = {
                        "ValueError: label index 91 out of range\n"
                        "LAUNCH INFO 2023-03-02 11:05:43,730 Exit code 1\n"},
         {"kind": "exception", "local_rank": 2}),
+    # ---- session 12 (issue 28, helper id12): the source sweep
+    # systemd src/shared/logs-show.c print_multiline: a multi-line record's later lines are printed indented to the
+    # message column ("%*s", continuation * prefix); the journal's envelope peels that indent (kubectl describe's
+    # env pattern claimed them, and the GPU's fault read as a node failure)
+    "journalctl_multiline_record_continuation_indented": (
+        {"kern.log": "Mar 04 10:10:27 gpu-a02 kernel: nvidia-nvlink: Nvlink Core is being initialized\n"
+                     "Mar 04 10:10:29 gpu-a02 kernel: NVRM: The NVIDIA GPU 0000:b3:00.0\n"
+                     "                                NVRM: (PCI ID: 10de:20b2) installed in this system has\n"
+                     "                                NVRM: fallen off the bus and is not responding to commands.\n"
+                     "Mar 04 10:10:30 gpu-a02 kernel: NVRM: GPU at PCI:0000:b3:00: GPU-680c9403-43d1-6cfc-9afd\n"},
+        {"kind": "gpu_fault"}),
+    # orte errmgr / prrte 'noticed that process rank %d with PID %d on node %s exited on signal': PID 0 is a pid the
+    # daemon never learnt (the process died before reporting in), not a pid
+    "openmpi_noticed_pid_0_is_no_pid": (
+        {"mpirun.log": "mpirun noticed that process rank 3 with PID 0 on node node2 exited on signal 9 (Killed).\n"},
+        {"kind": "killed", "rank": 3, "host": "node2", "pid": None}),
+    # NVRM 'Xid (PCI:..): 79, pid=0, ...': the driver's own context, no process
+    "xid_pid_0_is_no_pid": (
+        {"dmesg.txt": "[2231907.588168] NVRM: Xid (PCI:0000:09:00): 79, pid=0, GPU has fallen off the bus.\n"},
+        {"kind": "gpu_fault", "gpu": "0000:09:00", "pid": None}),
+    # ompi/errhandler/errhandler_predefined.c (help-mpi-errors.txt): '[%s:%d] *** An error occurred in %s',
+    # '*** reported by process [%lu,%lu]' (jobid, vpid = rank), then MPI_ERRORS_ARE_FATAL: the process aborts the job
+    "openmpi_errors_are_fatal_reported_by_process": (
+        {"mpirun.log": "[gpu-c01:04867] *** An error occurred in MPI_Bcast\n"
+                       "[gpu-c01:04867] *** reported by process [4056547329,16]\n"
+                       "[gpu-c01:04867] *** on communicator MPI_COMM_WORLD\n"
+                       "[gpu-c01:04867] *** MPI_ERR_TRUNCATE: message truncated\n"
+                       "[gpu-c01:04867] *** MPI_ERRORS_ARE_FATAL (processes in this communicator will now abort,\n"
+                       "[gpu-c01:04867] ***    and potentially your MPI job)\n"},
+        {"kind": "exception", "rank": 16, "host": "gpu-c01", "pid": 4867}),
+    # help-mpi-api.txt [mpi-abort]: 'MPI_ABORT was invoked on rank %d in communicator %s\nwith errorcode %d.'
+    "openmpi_mpi_abort_invoked_on_rank": (
+        {"mpirun.log": "Error in routine c_bands (1):\n"
+                       "--------------------------------------------------------------------------\n"
+                       "MPI_ABORT was invoked on rank 5 in communicator MPI_COMM_WORLD\nwith errorcode 1.\n\n"
+                       "NOTE: invoking MPI_ABORT causes Open MPI to kill all MPI processes.\n"
+                       "--------------------------------------------------------------------------\n"},
+        {"kind": "exception", "rank": 5}),
+    # help-orterun.txt [proc-exit-no-sync]: '%s has exited due to process rank %lu with PID %lu on\nnode %s exiting
+    # improperly. There are three reasons this could occur:'
+    "openmpi_exited_due_to_process_rank_improperly": (
+        {"mpirun.log": "--------------------------------------------------------------------------\n"
+                       "mpirun has exited due to process rank 2 with PID 10259 on\n"
+                       "node cn-f01 exiting improperly. There are three reasons this could occur:\n\n"
+                       "1. this process did not call \"init\" before exiting, but others in\n"},
+        {"kind": "exception", "rank": 2, "pid": 10259}),
+    # MPICH mpid_abort.c MPID_Abort: 'Abort(%d) on node %d (rank %d in comm %d): %s' ('on node': the world rank)
+    "mpich_abort_on_node_is_the_world_rank": (
+        {"job.err": "Abort(1) on node 3 (rank 3 in comm 0): Fatal error in PMPI_Allreduce: Other MPI error, error "
+                    "stack:\nPMPI_Allreduce(450)..........: MPI_Allreduce(sbuf=0x7ffd, rbuf=0x7ffe, count=1, "
+                    "MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD) failed\n"},
+        {"kind": "exception", "rank": 3}),
+
 }
 
 
