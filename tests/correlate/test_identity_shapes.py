@@ -568,6 +568,39 @@ CASES = {
                     "MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD) failed\n"},
         {"kind": "exception", "rank": 3}),
 
+    # horovod runner/common/util/safe_shell_exec.py forward_stream '{time}[{rank}]<{prefix}>:{line}' (gloo_run.py: index =
+    # slot_info.rank), and gloo_run's 'Process {idx} exit with status code {ec}.'
+    "horovod_gloo_rank_tag_and_process_exit": (
+        {"horovodrun.log": "[0]<stdout>:step 10 loss 2.31\n[3]<stderr>:Traceback (most recent call last):\n"
+                           "[3]<stderr>:  File \"train.py\", line 10, in <module>\n[3]<stderr>:    loss.backward()\n"
+                           "[3]<stderr>:RuntimeError: CUDA error: an illegal memory access was encountered\n"
+                           "Process 3 exit with status code 1.\n"},
+        {"kind": "cuda_error", "rank": 3}),
+    "horovod_process_exit_alone": (
+        {"horovodrun.log": "Sat Sep  5 06:02:11 2020[1]<stdout>:step 812 loss 1.0312\n"
+                           "Process 2 exit with status code 137.\n"},
+        {"kind": ("killed", "oom"), "rank": 2}),
+    # determined harness/determined/launch/wrap_rank.py forward_stream: f'[rank={rank}] ' before every worker line
+    "determined_wrap_rank_prefix": (
+        {"trial.log": "[rank=0] step 10 loss 2.31\n[rank=5] Traceback (most recent call last):\n"
+                      "[rank=5]   File \"train.py\", line 10, in <module>\n[rank=5]     loss.backward()\n"
+                      "[rank=5] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n"},
+        {"kind": "gpu_oom", "rank": 5}),
+    # kubelet eviction_manager.go: InfoS('Eviction manager: pods evicted, waiting for pod to be cleaned up', 'pods',
+    # klog.KObjSlice(evictedPods)): pods=["ns/name"]
+    "kubelet_eviction_pods_evicted_kobjslice": (
+        {"kubelet.log": "I0304 10:19:41.000000    2211 eviction_manager.go:366] \"Eviction manager: attempting to "
+                        "reclaim\" resourceName=\"memory\"\n"
+                        "I0304 10:19:41.100000    2211 eviction_manager.go:613] \"Eviction manager: pods evicted, "
+                        "waiting for pod to be cleaned up\" pods=[\"ml/trainer-worker-1\"]\n"},
+        {"kind": "oom", "pod": "trainer-worker-1"}),
+    # slurm src/api/step_launch.c: error("Task launch for %ps failed on node %s: %m")
+    "srun_task_launch_failed_on_node": (
+        {"slurm-123.out": "srun: error: Task launch for StepId=123.0 failed on node gpu-b12: Socket timed out on "
+                          "send/recv operation\nsrun: error: Application launch failed: Socket timed out on send/recv "
+                          "operation\n"},
+        {"kind": "node_failure", "host": "gpu-b12"}),
+
 }
 
 
