@@ -601,6 +601,15 @@ CASES = {
                           "operation\n"},
         {"kind": "node_failure", "host": "gpu-b12"}),
 
+    # nccl src/proxy.cc: WARN("[Proxy Service %d] Failed to execute operation %s from rank %d, retcode %d", tpRank, ..):
+    # the rank of the process whose proxy thread failed (the same host:pid as the Cuda failure before it)
+    "nccl_proxy_service_rank_names_the_process": (
+        {"train.log": "gpu-a02:4412:4490 [1] NCCL INFO cudaDriverVersion 12020\n"
+                      "gpu-a02:4412:4501 [1] include/alloc.h:124 NCCL WARN Cuda failure 'out of memory'\n"
+                      "gpu-a02:4412:4501 [1] proxy.cc:1504 NCCL WARN [Proxy Service 5] Failed to execute operation "
+                      "Connect from rank 5, retcode 1\n"},
+        {"kind": "gpu_oom", "rank": 5, "host": "gpu-a02", "pid": 4412}),
+
 }
 
 
