@@ -610,6 +610,25 @@ CASES = {
                       "Connect from rank 5, retcode 1\n"},
         {"kind": "gpu_oom", "rank": 5, "host": "gpu-a02", "pid": 4412}),
 
+    # ompi/runtime/ompi_mpi_abort.c: '[%s:%05d] Local abort %s completed successfully, but am not able to aggregate
+    # error messages, and not able to guarantee that all other processes were killed!' then _exit: the process
+    # aborted (read as a clean end before)
+    "openmpi_local_abort_before_mpi_init_is_no_clean_end": (
+        {"mpirun.log": "*** An error occurred in MPI_Init_thread\n*** on a NULL communicator\n"
+                       "*** MPI_ERRORS_ARE_FATAL (processes in this communicator will now abort,\n"
+                       "***    and potentially your MPI job)\n"
+                       "[gpu-d07:52310] Local abort before MPI_INIT completed completed successfully, but am not able "
+                       "to aggregate error messages, and not able to guarantee that all other processes were killed!\n"},
+        {"kind": "exception", "host": "gpu-d07", "pid": 52310}),
+    # ray python/ray/exceptions.py ActorDiedError fields: 'ip: 0.0.0.0' is the any-address, no machine
+    "ray_actor_died_ip_any_address_names_no_host": (
+        {"driver.log": "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.\n"
+                       "\tclass_name: CriticModelRayActor\n\tactor_id: 9a41c7e2b0dd9155208f189803000000\n"
+                       "\tpid: 402117\n\tnamespace: 81c3a0f4\n\tip: 0.0.0.0\n"
+                       "The actor is dead because its worker process has died. Worker exit type: SYSTEM_ERROR Worker "
+                       "exit detail: Worker unexpectedly exits with a connection error code 2. End of file.\n"},
+        {"kind": ("killed", "oom", "crash", "unknown"), "pid": 402117, "host": None}),
+
 }
 
 
