@@ -73,8 +73,10 @@ fn year_placeholder(e: &Event) -> bool {
     }
 }
 
-/// `event_rows` remembers the last event of 2^STREAM_SLOT_BITS streams.
-const STREAM_SLOT_BITS: u32 = 8;
+/// `event_rows` remembers the last event of 2^STREAM_SLOT_BITS streams (4096 slots: the 128
+/// tasks of the long run's srun output shared 256 slots often enough that a third of its
+/// events missed; two streams meet in a slot with odds ~ streams / 4096).
+const STREAM_SLOT_BITS: u32 = 12;
 const STREAM_SLOTS: usize = 1 << STREAM_SLOT_BITS;
 
 /// Events a bucket of `event_rows` keeps (one class each): a bucket holds
@@ -111,7 +113,7 @@ pub fn event_rows(cat: &Catalog, file_id: i64, events: &[Event], classes: &[Clas
     // another task's, of another host (carried by stream.rs) and another class, for most lines
     // (94% on the long run), where the task's own line before is most often of the same class.
     // Two streams that share a slot only make its compare miss (`same_key` decides).
-    let mut last_of = [u32::MAX; STREAM_SLOTS];
+    let mut last_of = vec![u32::MAX; STREAM_SLOTS];
     let mut raw_bytes = 0;
     for (i, (e, class)) in events.iter().zip(classes).enumerate() {
         raw_bytes += e.raw.len();
