@@ -391,4 +391,20 @@ mod tests {
         }
         assert!(some >= 12, "{some}");
     }
+
+    /// `first_difference` finds what a byte-at-a-time search finds, in and past whole words.
+    #[test]
+    fn first_difference_is_bytewise() {
+        let a = b"2026-03-02 03:00:00.305931+01:00";
+        for n in 0..=a.len() {
+            for d in 0..=n {
+                let mut b = a[..n].to_vec();
+                if d < n {
+                    b[d] ^= 1;
+                }
+                let want = a[..n].iter().zip(&b).position(|(x, y)| x != y).unwrap_or(n);
+                assert_eq!(first_difference(&a[..n], &b), want, "{n} {d}");
+            }
+        }
+    }
 }
