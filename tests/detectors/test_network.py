@@ -13,10 +13,9 @@ from correlate.fixtures import ev, steps, store
 IP = {"n1": "10.0.0.1", "n2": "10.0.0.2", "n3": "10.0.0.3"}
 
 
-def _bundle(hosts, port_errors, completions, train_until=100, port_active=(), after=()):
+def _bundle(hosts, port_errors, completions, train_until=100, port_active=()):
     """Ranks 2h, 2h+1 on each host train to `train_until` s; port_errors and port_active (the port came
-    back): (t, host, rank, timed); completions: (t, reporter host, rank, named host[, timed]); after:
-    events written after all of them."""
+    back): (t, host, rank, timed); completions: (t, reporter host, rank, named host)."""
     nodes = {h: [2 * i, 2 * i + 1] for i, h in enumerate(hosts)}
     evs = steps(nodes, int(train_until), step_time=1.0)
     facts = {"nccl_oob": [], "nccl_ib_completion": [], "nccl_ib_port_event": []}
@@ -35,13 +34,13 @@ def _bundle(hosts, port_errors, completions, train_until=100, port_active=(), af
         evs.append(e)
         facts["nccl_ib_port_event"].append({"event_id": e["event_id"], "device": "mlx5_0", "port": 1,
                                             "event": what, "code": code})
-    for t, h, r, named, *timed in completions:
+    for t, h, r, named in completions:
         e = ev(t, f"NET/IB: Got completion from peer {IP[named]}<4000> with status=IBV_WC_RETRY_EXC_ERR(12)",
-               kind="peer_closed", host=h, rank=r, ts_kind="inherited" if timed == [False] else None)
+               kind="peer_closed", host=h, rank=r)
         evs.append(e)
         facts["nccl_ib_completion"].append({"event_id": e["event_id"], "peer": IP[named], "port": 4000,
                                             "error": 12})
-    con = store(evs + [ev(*a, **k) for a, k in after], {k: v for k, v in facts.items() if v})
+    con = store(evs, {k: v for k, v in facts.items() if v})
     align(con)
     return con
 
@@ -119,16 +118,3 @@ def test_a_port_error_that_came_back_and_was_trained_past_is_context():
     con = _bundle(["n1", "n2"], [(50, "n1", 0, True)], [(105, "n2", 2, "n1")])
     findings = first_cause(con)
     assert uncorroborated_port_errors(con, findings) == 0
-
-
-def test_a_completion_error_with_an_inherited_time_is_bounded_by_its_files_next_timed_line():
-    # n1's port blinked at 15 s and came back; n1's completion error naming n2 carries no time of its own
-    # (it shows the flap's, its file's last timed line) and was written before n1's watchdog at 106 s;
-    # n2's port went down at 95 s, which that bound allows before it: the later port event, n2's
-    watchdog = ((106, "[Rank 1] Watchdog caught collective operation timeout"),
-                {"kind": "collective_timeout", "host": "n1", "rank": 1})
-    con = _bundle(["n1", "n2"], [(15, "n1", 0, True), (95, "n2", 2, True)],
-                  [(15, "n1", 1, "n2", False), (105.3, "n2", 2, "n1")], port_active=[(15.5, "n1", 0, True)],
-                  after=[watchdog])
-    got = ib_peers(con)
-    assert [(f.host, f.direct) for f in got] == [("n2", True)]

@@ -24,28 +24,25 @@ OOB_HOSTS = """
 # IB transport retries a send ~7 times, seconds each, before it completes with an error)
 MAX_LEAD = dt.timedelta(seconds=120)
 
-# the attempt's completion errors: who reported, whom they name, when, and the latest it can have been
-# (a line that carries no time of its own took the previous line's: it was written before its file's
-# next timed line, base.NEXT_TIMED_ATS; none follows: any time after)
-COMPLETIONS = f"""
-    SELECT e.event_id, e.ats, e.host AS reporter, e.rank, f.peer,
-           CASE WHEN e.ts_ok THEN e.ats ELSE coalesce({NEXT_TIMED_ATS}, TIMESTAMP '9999-12-31') END AS latest
-    FROM nccl_ib_completion f JOIN {{src}} e USING (event_id)
+# the attempt's completion errors: who reported, whom they name, when
+COMPLETIONS = """
+    SELECT e.event_id, e.ats, e.host AS reporter, e.rank, f.peer
+    FROM nccl_ib_completion f JOIN {src} e USING (event_id)
     WHERE e.ats IS NOT NULL
 """
 
 # the named host's own word: a port error / fatal async event of its IB devices (kind network_error)
 # from when the job stopped training on (a flap it trained past is noise) to the first completion error
-# that named it (at the latest it can have been written: $latest), and no more than MAX_LEAD before that. A line that carries no time of its own (NCCL's
+# that named it, and no more than MAX_LEAD before that. A line that carries no time of its own (NCCL's
 # without a launcher's prefix inherit the previous line's) was written after that time and before its
 # file's next timed line: it counts unless that came before the job stopped training on
 # (base.NEXT_TIMED_ATS), and its order against the other hosts' lines is known to MAX_LEAD only
 OWN_EVENTS = f"""
     SELECT event_id, ats, ts_ok, host, rank, local_rank, pid FROM {{src}} e
     WHERE kind = 'network_error' AND host = $host AND ats IS NOT NULL
-      AND CASE WHEN ts_ok THEN ($healthy IS NULL OR ats >= $healthy) AND ats <= $latest
+      AND CASE WHEN ts_ok THEN ($healthy IS NULL OR ats >= $healthy) AND ats <= $first
                                AND ats >= $first - to_seconds($lead)
-               ELSE ats <= $latest + to_seconds($lead)
+               ELSE ats <= $first + to_seconds($lead)
                     AND ($healthy IS NULL OR coalesce({NEXT_TIMED_ATS}, TIMESTAMP '9999-12-31') >= $healthy) END
     ORDER BY ats, file, line
 """
@@ -122,10 +119,9 @@ def ib_peers(con) -> list[Finding]:
         peer = hosts.get(r["peer"])
         if peer is None or peer == r["reporter"]:
             continue
-        n = named.setdefault(peer, {"reporters": set(), "first": r["ats"], "latest": r["latest"], "events": []})
+        n = named.setdefault(peer, {"reporters": set(), "first": r["ats"], "events": []})
         n["reporters"].add(r["reporter"])
         n["first"] = min(n["first"], r["ats"])
-        n["latest"] = min(n["latest"], r["latest"])   # the first of them was written by then
         n["events"].append(r["event_id"])
     if not named:
         return []
@@ -133,8 +129,8 @@ def ib_peers(con) -> list[Finding]:
     healthy = healthy_until(con)
 
     def own_events(host: str) -> list[dict]:
-        return rows(con, OWN_EVENTS.format(src=src), {"host": host, "healthy": healthy, "first": named[host]["first"],
-                                                      "latest": named[host]["latest"], "lead": MAX_LEAD.total_seconds()})
+        return rows(con, OWN_EVENTS.format(src=src), {"host": host, "healthy": healthy,
+                                                      "first": named[host]["first"], "lead": MAX_LEAD.total_seconds()})
 
     recovered = recoveries(con)
     most = max(len(n["reporters"]) for n in named.values())
