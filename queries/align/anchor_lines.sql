@@ -11,6 +11,6 @@
 SELECT * FROM events_keyed
 WHERE event_id IN (SELECT event_id FROM anchor_ids)   -- (a wider filter first, on integers: anchor_ids.sql)
   AND ts IS NOT NULL AND ts_kind IN ('exact', 'local', 'year_inferred', 'envelope')
-  AND (kind = 'rdzv_complete'
+  AND (kind IN ('rdzv_complete', 'step_start', 'step_cancelled')
        OR step IN (SELECT step FROM anchor_steps)
        OR (has_mark(marks, 'hot') AND (message LIKE '%SeqNum=%' AND message LIKE '%ran for %milliseconds%')))

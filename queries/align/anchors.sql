@@ -9,7 +9,10 @@
 --   steps, sequence numbers and rendezvous again: a host gives one row per time it wrote the key
 --   (more than 30 s after the one before), and ranktrace.correlate.clock pairs each with the
 --   occurrence of the other host that most keys agree on (one attempt's step meets the same one,
---   whichever attempts each host took part in).
+--   whichever attempts each host took part in). A Slurm step's launch (slurmd's 'launch task') and its
+--   cancel (slurmstepd's '*** STEP .. ON node CANCELLED AT') reach every node of the step at once,
+--   from srun's fan-out: each node logs them on its own clock (class slurm_step, keyed by the step id;
+--   a requeued job runs the same step id again, and the clock pairs the times most alike).
 WITH timed AS (
     SELECT * FROM events_id_a
     WHERE ts IS NOT NULL AND host IS NOT NULL
@@ -54,6 +57,22 @@ rdzv AS (   -- a round of an elastic rendezvous: its result block names the roun
            'rdzv' || coalesce(':' || nullif(regexp_extract(raw, 'master_addr=(\S+)', 1), '') || ':'
                               || nullif(regexp_extract(raw, 'master_port=(\d+)', 1), ''), '') AS akey
     FROM timed WHERE kind = 'rdzv_complete'
+),
+slurm_step AS (   -- the first line of each time a node logged a step's launch or cancel (a node logs
+    -- its launch once; a requeue launches the same step id again, minutes later)
+    SELECT host, akey, min(t) AS t FROM (
+        SELECT host, akey, t,
+               sum(CASE WHEN prev IS NULL OR t - prev > 30 THEN 1 ELSE 0 END)
+                   OVER (PARTITION BY host, akey ORDER BY t ROWS UNBOUNDED PRECEDING) AS occ
+        FROM (SELECT host, akey, t, lag(t) OVER (PARTITION BY host, akey ORDER BY t) AS prev
+              FROM (SELECT host, epoch(ts) AS t,
+                           CASE WHEN kind = 'step_start'
+                                THEN 'slurm_launch:' || regexp_extract(message, 'launch task (?:StepId=)?(\d+\.\S+) request', 1)
+                                ELSE 'slurm_cancel:' || regexp_extract(message, '\*\*\* STEP (\d+\.\S+) ON \S+ CANCELLED AT', 1)
+                           END AS akey
+                    FROM timed WHERE kind IN ('step_start', 'step_cancelled'))
+              WHERE akey NOT IN ('slurm_launch:', 'slurm_cancel:')))
+    GROUP BY host, akey, occ
 )
 SELECT host, 'step:' || n AS akey, median(t) AS t, 0.05 AS unc_s, 'progress' AS class
 FROM progress_first GROUP BY host, n, occ
@@ -61,3 +80,5 @@ UNION ALL
 SELECT host, 'seq:' || n, median(t), 1.0, 'collective' FROM seq GROUP BY host, n, occ
 UNION ALL
 SELECT host, akey, t, 2.0, 'rendezvous' FROM rdzv
+UNION ALL
+SELECT host, akey, t, 1.0, 'slurm_step' FROM slurm_step

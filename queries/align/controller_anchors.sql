@@ -6,7 +6,9 @@
 --   the time it logged the allocation (t_ctld, epoch seconds as logged) and, per host, the first line
 --   that host wrote with that job id (t_host, as logged): slurmd launches the job's batch script or
 --   its step right after the allocation, so the first of them on the aligned clock is the allocation
---   time less that launch delay (ranktrace.correlate.clock.controller_clocks).
+--   time less that launch delay (ranktrace.correlate.clock.controller_clocks). batch: the host is the
+--   job's batch host (slurmd's 'Launching batch job J'): it starts the job as soon as it is allocated,
+--   the other nodes only when the script reaches srun, which may be many seconds later.
 WITH hostless AS (
     SELECT file_id FROM event_groups GROUP BY file_id HAVING count(host) = 0
 ), alloc AS (
@@ -21,7 +23,10 @@ WITH hostless AS (
     WHERE host IS NOT NULL AND job_id IS NOT NULL AND sane
       AND ts_kind IN ('exact', 'local', 'year_inferred', 'envelope')
     GROUP BY ALL
+), batch AS (
+    SELECT DISTINCT job_id, host FROM events
+    WHERE kind = 'step_start' AND message LIKE 'Launching batch job %' AND host IS NOT NULL AND job_id IS NOT NULL
 )
-SELECT a.file, a.job_id, a.t_ctld, n.host, n.t_host
-FROM alloc a JOIN node n USING (job_id)
+SELECT a.file, a.job_id, a.t_ctld, n.host, n.t_host, b.host IS NOT NULL AS batch
+FROM alloc a JOIN node n USING (job_id) LEFT JOIN batch b USING (job_id, host)
 ORDER BY ALL

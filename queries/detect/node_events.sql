@@ -3,7 +3,7 @@
 -- params: none (reads temp view aligned_events)
 -- returns: lines that say a node failed, with the node they name (which is often not the host
 --   that logged them): slurmctld "Node failure on n2" / "Killing JobId=7 on failed node n2" /
---   "node n2 not responding" / NODE_FAIL, a down node in sinfo, Kubernetes "Node ... status is now: NodeNotReady",
+--   "node n2 not responding" / srun's "Task launch for StepId=7.0 failed on node n2" / NODE_FAIL, a down node in sinfo, Kubernetes "Node ... status is now: NodeNotReady",
 --   a NotReady / Unknown row of `kubectl get nodes` (the row's NAME is the node: kubectl_get.node_row's host), the
 --   Ready False / Unknown condition of `kubectl describe node` (the dump's Name) and
 --   a `kubectl get events` row about a node object ('node/NAME', the OBJECT column of kubectl's event printer),
@@ -14,6 +14,8 @@ SELECT event_id, ats, host AS reporter,
        coalesce(nullif(regexp_extract(message, '(?i)node failure on ([\w.\-\[\],]+)', 1), ''),
                 nullif(regexp_extract(message, '(?i)on failed node ([\w.\-\[\],]+)', 1), ''),
                 nullif(regexp_extract(message, '(?i)node ([\w.\-\[\],]+) not responding', 1), ''),
+                -- srun (src/api/step_launch.c): 'Task launch for StepId=J.S failed on node N: ...'
+                nullif(regexp_extract(message, 'Task launch for \S+ failed on node ([\w.\-]+):', 1), ''),
                 nullif(regexp_extract(message, '(?i)Node ([\w.\-]+) status is now: NodeNotReady', 1), ''),
                 nullif(regexp_extract(message, '(?i)NodeName=([\w.\-]+)', 1), ''),
                 -- Ray's GCS (gcs_node_manager.cc) through the driver's warning or its event log: 'The node with node

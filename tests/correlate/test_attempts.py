@@ -420,3 +420,24 @@ def test_a_torchrun_log_file_with_no_time_is_of_the_attempt_its_directory_last_w
     assert [a["outcome"] for a in d["attempts"]] == ["failed", "running"]
     got = con.execute(f"SELECT DISTINCT attempt FROM aligned_events WHERE file = '{d0}/stdout.log'").fetchall()
     assert got == [(2,)]
+
+
+def test_a_slurm_controllers_clock_is_read_off_the_jobs_batch_host():
+    """The batch host starts the job as soon as it is allocated; the other nodes only when the script
+    reaches srun (17 s later here). Read off the nodes that started last, the controller's clock would be
+    17 s off; the batch host's 'Launching batch job' is the allocation's moment."""
+    ctl, skew = "slurmctld.log", 28.5
+    nodes = {"n1": [0, 1], "n2": [2, 3], "n3": [4, 5]}
+    alloc = [ev(skew, "sched: Allocate JobId=7 NodeList=n[1-3] #CPUs=6 Partition=gpu", kind="job_state",
+                file=ctl, job_id="7")]
+    evs = (alloc
+           + [ev(0.2, "Launching batch job 7 for UID 1000", kind="step_start", host="n1", job_id="7",
+                 file="slurmd-n1.log")]
+           + [ev(17 + i * 0.1, "launch task StepId=7.0 request from UID:1000", kind="step_start", host=h,
+                 job_id="7", file=f"slurmd-{h}.log") for i, h in enumerate(nodes)]
+           + steps(nodes, 20, step_time=5.0, start=30))
+    facts = {"slurm_alloc": [{"event_id": e["event_id"], "job_id": "7", "nodelist": "n[1-3]", "cpus": 6,
+                              "partition": "gpu", "bf_job_id": None, "bf_partition": None, "bf_nodelist": None}
+                             for e in alloc]}
+    clock = {c["host"]: c for c in align(store(evs, facts))}
+    assert abs(clock["@" + ctl]["offset_s"] - skew) <= clock["@" + ctl]["uncertainty_s"] <= 1.5

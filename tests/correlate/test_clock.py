@@ -192,3 +192,42 @@ def test_a_line_that_took_its_time_from_another_hosts_line_is_aligned_on_that_ho
     assert [abs((a - want).total_seconds()) <= 2.0 for (a,) in ats] == [True, True]
     g = con.execute(f"SELECT first_ats FROM aligned_groups_all WHERE file = '{out}' AND host = 'n1'").fetchall()
     assert g and all(abs((a - want).total_seconds()) <= 2.0 for (a,) in g)
+
+
+@pytest.mark.parametrize("requeued", [False, True])
+def test_a_slurm_steps_launch_and_cancel_on_each_node_are_one_moment(requeued):
+    """A node that wrote no step and no collective shares only its daemons' lines with the others:
+    slurmd's launch of the step and slurmstepd's cancel of it, which srun's fan-out delivers to every
+    node at once. A requeued job launches the same step id again minutes later: each launch meets its own."""
+    skew = -8.6
+    evs = steps({"a1": [0, 1], "a2": [2, 3]}, 20, step_time=5.0, start=10)
+    for at in ((0.0, 400.0) if requeued else (0.0,)):
+        for h, d in (("a1", 0.0), ("a2", 0.3), ("a3", skew + 0.2)):
+            evs.append(ev(at + 1 + d, "launch task StepId=7.0 request from UID:1000 GID:1000 HOST:10.0.0.1",
+                          kind="step_start", host=h, file=f"slurmd-{h}.log"))
+            evs.append(ev(at + 111 + d, f"*** STEP 7.0 ON {h} CANCELLED AT 2026-03-02T01:27:53 ***",
+                          kind="step_cancelled", host=h, file="slurm-7.out"))
+    con = store(evs + [ev(50.0 + skew, "hello", host="a3", file="slurm-7.out")])
+    clock = {c["host"]: c for c in align(con)}
+    assert "slurm_step" in clock["a3"]["basis"]
+    assert abs(clock["a3"]["offset_s"] - skew) <= clock["a3"]["uncertainty_s"] <= 2.0
+
+
+def test_a_step_relaunched_on_other_nodes_after_a_requeue_is_no_anchor_between_them():
+    """Job 7 ran on a1-a2, froze a1 and was requeued on a2-a3: step 7.0 launched again 660 s later. a1 and
+    a3 never shared an allocation, so their launches are not one moment (a3 is 4 s ahead, not 664)."""
+    alloc = [ev(t0, f"sched: Allocate JobId=7 NodeList={nl} #CPUs=4 Partition=gpu", kind="job_state",
+                file="slurmctld.log", job_id="7") for t0, nl in ((0.0, "a[1-2]"), (660.0, "a[2-3]"))]
+    evs = list(alloc)
+    for at, hosts in ((0.0, (("a1", 0.0), ("a2", 0.1))), (660.0, (("a2", 0.1), ("a3", 4.0)))):
+        for h, d in hosts:
+            evs.append(ev(at + 1 + d, "launch task StepId=7.0 request from UID:1000 GID:1000 HOST:10.0.0.1",
+                          kind="step_start", host=h, file=f"slurmd-{h}.log"))
+    evs += [ev(t, "hello", host=h, file=f"slurmd-{h}.log") for h, t in (("a1", 30.0), ("a1", 900.0), ("a2", 50.0))]
+    facts = {"slurm_alloc": [{"event_id": e["event_id"], "job_id": "7", "nodelist": nl, "cpus": 4,
+                              "partition": "gpu", "bf_job_id": None, "bf_partition": None, "bf_nodelist": None}
+                             for e, nl in zip(alloc, ("a[1-2]", "a[2-3]"))]}
+    clock = {c["host"]: c for c in align(store(evs, facts))}
+    assert clock["a1"]["basis"] == "reference host"
+    assert "chained via a2" in clock["a3"]["basis"]
+    assert abs(clock["a3"]["offset_s"] - 3.9) <= clock["a3"]["uncertainty_s"] <= 3.0

@@ -515,6 +515,120 @@ CASES = {
                        "ValueError: label index 91 out of range\n"
                        "LAUNCH INFO 2023-03-02 11:05:43,730 Exit code 1\n"},
         {"kind": "exception", "local_rank": 2}),
+    # ---- session 12 (issue 28, helper id12): the source sweep
+    # systemd src/shared/logs-show.c print_multiline: a multi-line record's later lines are printed indented to the
+    # message column ("%*s", continuation * prefix); the journal's envelope peels that indent (kubectl describe's
+    # env pattern claimed them, and the GPU's fault read as a node failure)
+    "journalctl_multiline_record_continuation_indented": (
+        {"kern.log": "Mar 04 10:10:27 gpu-a02 kernel: nvidia-nvlink: Nvlink Core is being initialized\n"
+                     "Mar 04 10:10:29 gpu-a02 kernel: NVRM: The NVIDIA GPU 0000:b3:00.0\n"
+                     "                                NVRM: (PCI ID: 10de:20b2) installed in this system has\n"
+                     "                                NVRM: fallen off the bus and is not responding to commands.\n"
+                     "Mar 04 10:10:30 gpu-a02 kernel: NVRM: GPU at PCI:0000:b3:00: GPU-680c9403-43d1-6cfc-9afd\n"},
+        {"kind": "gpu_fault"}),
+    # orte errmgr / prrte 'noticed that process rank %d with PID %d on node %s exited on signal': PID 0 is a pid the
+    # daemon never learnt (the process died before reporting in), not a pid
+    "openmpi_noticed_pid_0_is_no_pid": (
+        {"mpirun.log": "mpirun noticed that process rank 3 with PID 0 on node node2 exited on signal 9 (Killed).\n"},
+        {"kind": "killed", "rank": 3, "host": "node2", "pid": None}),
+    # NVRM 'Xid (PCI:..): 79, pid=0, ...': the driver's own context, no process
+    "xid_pid_0_is_no_pid": (
+        {"dmesg.txt": "[2231907.588168] NVRM: Xid (PCI:0000:09:00): 79, pid=0, GPU has fallen off the bus.\n"},
+        {"kind": "gpu_fault", "gpu": "0000:09:00", "pid": None}),
+    # ompi/errhandler/errhandler_predefined.c (help-mpi-errors.txt): '[%s:%d] *** An error occurred in %s',
+    # '*** reported by process [%lu,%lu]' (jobid, vpid = rank), then MPI_ERRORS_ARE_FATAL: the process aborts the job
+    "openmpi_errors_are_fatal_reported_by_process": (
+        {"mpirun.log": "[gpu-c01:04867] *** An error occurred in MPI_Bcast\n"
+                       "[gpu-c01:04867] *** reported by process [4056547329,16]\n"
+                       "[gpu-c01:04867] *** on communicator MPI_COMM_WORLD\n"
+                       "[gpu-c01:04867] *** MPI_ERR_TRUNCATE: message truncated\n"
+                       "[gpu-c01:04867] *** MPI_ERRORS_ARE_FATAL (processes in this communicator will now abort,\n"
+                       "[gpu-c01:04867] ***    and potentially your MPI job)\n"},
+        {"kind": "exception", "rank": 16, "host": "gpu-c01", "pid": 4867}),
+    # help-mpi-api.txt [mpi-abort]: 'MPI_ABORT was invoked on rank %d in communicator %s\nwith errorcode %d.'
+    "openmpi_mpi_abort_invoked_on_rank": (
+        {"mpirun.log": "Error in routine c_bands (1):\n"
+                       "--------------------------------------------------------------------------\n"
+                       "MPI_ABORT was invoked on rank 5 in communicator MPI_COMM_WORLD\nwith errorcode 1.\n\n"
+                       "NOTE: invoking MPI_ABORT causes Open MPI to kill all MPI processes.\n"
+                       "--------------------------------------------------------------------------\n"},
+        {"kind": "exception", "rank": 5}),
+    # help-orterun.txt [proc-exit-no-sync]: '%s has exited due to process rank %lu with PID %lu on\nnode %s exiting
+    # improperly. There are three reasons this could occur:'
+    "openmpi_exited_due_to_process_rank_improperly": (
+        {"mpirun.log": "--------------------------------------------------------------------------\n"
+                       "mpirun has exited due to process rank 2 with PID 10259 on\n"
+                       "node cn-f01 exiting improperly. There are three reasons this could occur:\n\n"
+                       "1. this process did not call \"init\" before exiting, but others in\n"},
+        {"kind": "exception", "rank": 2, "pid": 10259}),
+    # MPICH mpid_abort.c MPID_Abort: 'Abort(%d) on node %d (rank %d in comm %d): %s' ('on node': the world rank)
+    "mpich_abort_on_node_is_the_world_rank": (
+        {"job.err": "Abort(1) on node 3 (rank 3 in comm 0): Fatal error in PMPI_Allreduce: Other MPI error, error "
+                    "stack:\nPMPI_Allreduce(450)..........: MPI_Allreduce(sbuf=0x7ffd, rbuf=0x7ffe, count=1, "
+                    "MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD) failed\n"},
+        {"kind": "exception", "rank": 3}),
+
+    # horovod runner/common/util/safe_shell_exec.py forward_stream '{time}[{rank}]<{prefix}>:{line}' (gloo_run.py: index =
+    # slot_info.rank), and gloo_run's 'Process {idx} exit with status code {ec}.'
+    "horovod_gloo_rank_tag_and_process_exit": (
+        {"horovodrun.log": "[0]<stdout>:step 10 loss 2.31\n[3]<stderr>:Traceback (most recent call last):\n"
+                           "[3]<stderr>:  File \"train.py\", line 10, in <module>\n[3]<stderr>:    loss.backward()\n"
+                           "[3]<stderr>:RuntimeError: CUDA error: an illegal memory access was encountered\n"
+                           "Process 3 exit with status code 1.\n"},
+        {"kind": "cuda_error", "rank": 3}),
+    "horovod_process_exit_alone": (
+        {"horovodrun.log": "Sat Sep  5 06:02:11 2020[1]<stdout>:step 812 loss 1.0312\n"
+                           "Process 2 exit with status code 137.\n"},
+        {"kind": ("killed", "oom"), "rank": 2}),
+    # determined harness/determined/launch/wrap_rank.py forward_stream: f'[rank={rank}] ' before every worker line
+    "determined_wrap_rank_prefix": (
+        {"trial.log": "[rank=0] step 10 loss 2.31\n[rank=5] Traceback (most recent call last):\n"
+                      "[rank=5]   File \"train.py\", line 10, in <module>\n[rank=5]     loss.backward()\n"
+                      "[rank=5] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n"},
+        {"kind": "gpu_oom", "rank": 5}),
+    # kubelet eviction_manager.go: InfoS('Eviction manager: pods evicted, waiting for pod to be cleaned up', 'pods',
+    # klog.KObjSlice(evictedPods)): pods=["ns/name"]
+    "kubelet_eviction_pods_evicted_kobjslice": (
+        {"kubelet.log": "I0304 10:19:41.000000    2211 eviction_manager.go:366] \"Eviction manager: attempting to "
+                        "reclaim\" resourceName=\"memory\"\n"
+                        "I0304 10:19:41.100000    2211 eviction_manager.go:613] \"Eviction manager: pods evicted, "
+                        "waiting for pod to be cleaned up\" pods=[\"ml/trainer-worker-1\"]\n"},
+        {"kind": "oom", "pod": "trainer-worker-1"}),
+    # slurm src/api/step_launch.c: error("Task launch for %ps failed on node %s: %m")
+    "srun_task_launch_failed_on_node": (
+        {"slurm-123.out": "srun: error: Task launch for StepId=123.0 failed on node gpu-b12: Socket timed out on "
+                          "send/recv operation\nsrun: error: Application launch failed: Socket timed out on send/recv "
+                          "operation\n"},
+        {"kind": "node_failure", "host": "gpu-b12"}),
+
+    # nccl src/proxy.cc: WARN("[Proxy Service %d] Failed to execute operation %s from rank %d, retcode %d", tpRank, ..):
+    # the rank of the process whose proxy thread failed (the same host:pid as the Cuda failure before it)
+    "nccl_proxy_service_rank_names_the_process": (
+        {"train.log": "gpu-a02:4412:4490 [1] NCCL INFO cudaDriverVersion 12020\n"
+                      "gpu-a02:4412:4501 [1] include/alloc.h:124 NCCL WARN Cuda failure 'out of memory'\n"
+                      "gpu-a02:4412:4501 [1] proxy.cc:1504 NCCL WARN [Proxy Service 5] Failed to execute operation "
+                      "Connect from rank 5, retcode 1\n"},
+        {"kind": "gpu_oom", "rank": 5, "host": "gpu-a02", "pid": 4412}),
+
+    # ompi/runtime/ompi_mpi_abort.c: '[%s:%05d] Local abort %s completed successfully, but am not able to aggregate
+    # error messages, and not able to guarantee that all other processes were killed!' then _exit: the process
+    # aborted (read as a clean end before)
+    "openmpi_local_abort_before_mpi_init_is_no_clean_end": (
+        {"mpirun.log": "*** An error occurred in MPI_Init_thread\n*** on a NULL communicator\n"
+                       "*** MPI_ERRORS_ARE_FATAL (processes in this communicator will now abort,\n"
+                       "***    and potentially your MPI job)\n"
+                       "[gpu-d07:52310] Local abort before MPI_INIT completed completed successfully, but am not able "
+                       "to aggregate error messages, and not able to guarantee that all other processes were killed!\n"},
+        {"kind": "exception", "host": "gpu-d07", "pid": 52310}),
+    # ray python/ray/exceptions.py ActorDiedError fields: 'ip: 0.0.0.0' is the any-address, no machine
+    "ray_actor_died_ip_any_address_names_no_host": (
+        {"driver.log": "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.\n"
+                       "\tclass_name: CriticModelRayActor\n\tactor_id: 9a41c7e2b0dd9155208f189803000000\n"
+                       "\tpid: 402117\n\tnamespace: 81c3a0f4\n\tip: 0.0.0.0\n"
+                       "The actor is dead because its worker process has died. Worker exit type: SYSTEM_ERROR Worker "
+                       "exit detail: Worker unexpectedly exits with a connection error code 2. End of file.\n"},
+        {"kind": ("killed", "oom", "crash", "unknown"), "pid": 402117, "host": None}),
+
 }
 
 

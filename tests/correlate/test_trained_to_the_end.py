@@ -200,3 +200,53 @@ def test_progress_without_times_proves_nothing_once_a_collective_stalled():
     evs = launch(0) + steps(HOSTS, 40, step_time=5.0, start=10) + _bars_to_the_end() + stall
     doc = diagnose(store(evs))
     assert [a["outcome"] for a in doc["attempts"]] == ["failed"]
+
+
+def test_a_process_that_died_of_itself_just_before_the_schedulers_stop_was_not_stopped_from_outside():
+    # rank 3 segfaults at its last step; 4 s later, within the stop's slack, the scheduler requeues the
+    # job (its cancel is the answer to the death, not what ended a healthy job)
+    segv = ev(311, "python[29658]: segfault at 18 ip 00007f3a2c1d4e5f sp 00007ffd1a2b3c40 error 4 in libnccl.so",
+              kind="crash_signal", host="n2", rank=3, file="n2.log")
+    cancel = ev(315, "*** JOB 7 ON n1 CANCELLED AT 2026-03-02T01:28:05 DUE TO JOB REQUEUE ***", kind="cancelled",
+                host="n1", file="slurm-7.out")
+    evs = launch(0) + steps(HOSTS, 60, step_time=5.0, start=10) + [segv, cancel] + teardown(330)
+    con = store(evs)
+    align(con)
+    find_attempts(con)
+    scope(con, 1)
+    assert trained_to_the_end(con) is None
+    v = diagnose(store(evs))["verdict"]
+    assert (v["kind"], v["rank"]) == ("crash", 3)
+    # the same stop with no death before it stays an outside stop
+    con = store([e for e in evs if e is not segv])
+    align(con)
+    find_attempts(con)
+    scope(con, 1)
+    assert trained_to_the_end(con) == "stopped from outside"
+
+
+def test_a_console_whose_bars_run_until_its_agents_death_signal_was_stopped_from_outside():
+    # rank 0's Lightning bars on a torchrun console take the time of the last timed line before them (a
+    # port warning 2 minutes before the stop): a lower bound. The file's order says the bars ran until
+    # the agent was SIGTERMed, with nothing between them: a cancel, not the warning
+    warn = port_error(100.0, line=5)
+    bars = [ev(100.0, f"[0]:Epoch 0:   2%|          | {k}/2500 [0{k // 60}:{k % 60:02d}<141:59, 0.29it/s]",
+               kind="progress", host="n1", rank=0, file="n1.log", ts_kind="interpolated", step=k, line=10 + k)
+            for k in range(1, 74)]
+    stop = ev(221.0, "Received 15 death signal, shutting down workers", kind="signal_received", host="n1",
+              pid=100, file="n1.log", line=90, role="symptom", severity="warning")
+    start = ev(0.0, "[default] Starting worker group", kind="worker_start", host="n1", pid=100, file="n1.log", line=1)
+    evs = [start, warn] + bars + [stop]
+    con = store(evs)
+    align(con)
+    find_attempts(con)
+    scope(con, 1)
+    assert trained_to_the_end(con) == "stopped from outside"
+    assert diagnose(store(evs))["verdict"]["kind"] == "cancelled"
+    # a complaint between the last bar and the stop: the file no longer says it trained until the stop
+    late = evs[:-1] + [dict(port_error(100.0, line=85), ts_kind="interpolated"), stop]
+    con = store(late)
+    align(con)
+    find_attempts(con)
+    scope(con, 1)
+    assert trained_to_the_end(con) is None

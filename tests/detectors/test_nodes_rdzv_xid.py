@@ -37,6 +37,28 @@ def test_half_dead_node_without_progress_lines_went_on_past_its_complaint():
     assert run(half_dead_nodes, evs) == []
 
 
+def test_a_node_that_froze_as_it_complained_after_the_last_step_is_half_dead():
+    # 20 steps of 1 s, then an evaluation (process groups made and destroyed, no step); n2 writes a retried
+    # store connection and nothing more; 120 s later the others' watchdogs time out and their launchers
+    # tear down
+    evs = steps(NODES, 20, step_time=1.0)
+    evs += [ev(40, "NCCL INFO ncclCommSplit comm 0x7f3a00040201 rank 1 nranks 3 - Init COMPLETE", host=h,
+               rank=NODES[h][0]) for h in NODES]
+    evs += [ev(70, "[c10d] The client socket has failed to connect to [n3]:23456 (errno: 111 - Connection refused).",
+               kind="store_unreachable", role="cause", severity="warning", host="n2", rank=2)]
+    evs += [ev(190, "Watchdog caught collective operation timeout", kind="collective_timeout", host=h, rank=r)
+            for h in ("n1", "n3") for r in NODES[h]]
+    evs += [ev(191, "failed (exitcode: -6) local_rank: 0 (pid: 1) of binary: python", kind="worker_failed", host=h)
+            for h in ("n1", "n3")]
+    got = run(half_dead_nodes, evs)
+    assert [(f.host, f.kind) for f in got] == [("n2", "node_failure")]
+    # the others gave up within seconds of its complaint: it need not have outlived them, no verdict on it
+    late = [e for e in evs if e["kind"] not in ("collective_timeout", "worker_failed")]
+    late += [ev(75, "Watchdog caught collective operation timeout", kind="collective_timeout", host=h, rank=r)
+             for h in ("n1", "n3") for r in NODES[h]]
+    assert run(half_dead_nodes, late) == []
+
+
 def test_rendezvous_errors_before_the_job_assembled_were_retries():
     evs = [ev(1, "SLURM_JOB_NODELIST=n[1-3]", host="n1"),
            ev(2, "The client socket has failed to connect to [n1]:29500 (errno: 111 - Connection refused).",

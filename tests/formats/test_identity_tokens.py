@@ -35,6 +35,11 @@ CONTEXTS = [
     ("pdsh_ip", "10.0.3.6: ", {"host": "10.0.3.6"}, True),
     ("srun_label", "  3: ", {"task": "3"}, True),
     ("mpirun_tag", "[1,6]<stderr>:", {"rank": "6"}, True),
+    # horovodrun's Gloo launcher (safe_shell_exec.py forward_stream '{time}[{rank}]<{prefix}>:'), Determined's
+    # wrap_rank.py ('[rank={rank}] ')
+    ("horovod_tag", "[6]<stderr>:", {"rank": "6"}, True),
+    ("horovod_tag_asctime", "Sat Sep  5 06:02:11 2020[6]<stdout>:", {"rank": "6"}, True),
+    ("determined_rank", "[rank=6] ", {"rank": "6"}, True),
     ("ray_actor", "(RayTrainWorker pid=4242, ip=10.1.2.3) ", {"pid": "4242", "host": "10.1.2.3"}, True),
     ("kubectl_prefix", "[pod/trainer-0/pytorch] ", {"pod": "trainer-0", "container": "pytorch"}, True),
     ("cri", "2026-03-02T03:17:41.123456789Z stderr F ", {}, True),

@@ -65,26 +65,10 @@ impl Classes {
     }
 
     /// Whether ASCII texts `a` and `b` have the same shape (`shape`): the same
-    /// length and every byte where they differ in the same class, compared a
-    /// word at a time (as `Shapes::same_key_as`).
+    /// length and every byte where they differ in the same class (`same_where_differ`).
     pub fn same_shape(&self, a: &[u8], b: &[u8]) -> bool {
-        if a.len() != b.len() {
-            return false;
-        }
         let of = &self.of;
-        let word = |c: &[u8]| u64::from_le_bytes(c.try_into().expect("8 bytes"));
-        let words = a.len() / 8;
-        (0..words).all(|w| {
-            let mut x = word(&a[w * 8..w * 8 + 8]) ^ word(&b[w * 8..w * 8 + 8]);
-            while x != 0 {
-                let i = x.trailing_zeros() as usize / 8;
-                if of[a[w * 8 + i] as usize] != of[b[w * 8 + i] as usize] {
-                    return false;
-                }
-                x &= !(0xff << (i * 8));
-            }
-            true
-        }) && (words * 8..a.len()).all(|d| of[a[d] as usize] == of[b[d] as usize])
+        same_where_differ(a, b, |d| of[a[d] as usize] == of[b[d] as usize])
     }
 
     /// Digits one class, every other byte one of its own (tests).
@@ -233,28 +217,38 @@ impl Shapes {
     /// differ in a few digits only (an NCCL rank's channel lines): a word
     /// compare at a time costs less than a class per byte into a new key.
     pub fn same_key_as(&self, line: &[u8], prev: &[u8]) -> bool {
-        if line.len() != prev.len() {
-            return false;
-        }
         let of = &self.classes.of;
-        let same_at = |d: usize| {
+        same_where_differ(line, prev, |d| {
             of[line[d] as usize] == of[prev[d] as usize] && self.digit_literals.same_around(line, prev, d)
-        };
-        let word = |c: &[u8]| u64::from_le_bytes(c.try_into().expect("8 bytes"));
-        let words = line.len() / 8;
-        (0..words).all(|w| {
-            // the bytes of the word that differ: the set bits of the XOR
-            let mut x = word(&line[w * 8..w * 8 + 8]) ^ word(&prev[w * 8..w * 8 + 8]);
-            while x != 0 {
-                let i = x.trailing_zeros() as usize / 8;
-                if !same_at(w * 8 + i) {
-                    return false;
-                }
-                x &= !(0xff << (i * 8));
-            }
-            true
-        }) && (words * 8..line.len()).all(|d| line[d] == prev[d] || same_at(d))
+        })
     }
+}
+
+/// Whether `a` and `b` have the same length and `same_at(d)` holds at every
+/// byte `d` where they differ: compared a word at a time, `same_at` asked only
+/// of the bytes of a word that differ (the set bits of the XOR). Consecutive
+/// lines and messages of a log differ in a few digits at most, so this costs
+/// a compare per 8 bytes and a test per differing byte. The one loop of
+/// `Classes::same_shape` (a byte's class) and `Shapes::same_key_as` (its class
+/// and the literals with a digit around it).
+#[inline(always)]
+fn same_where_differ(a: &[u8], b: &[u8], same_at: impl Fn(usize) -> bool) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let word = |c: &[u8]| u64::from_le_bytes(c.try_into().expect("8 bytes"));
+    let words = a.len() / 8;
+    (0..words).all(|w| {
+        let mut x = word(&a[w * 8..w * 8 + 8]) ^ word(&b[w * 8..w * 8 + 8]);
+        while x != 0 {
+            let i = x.trailing_zeros() as usize / 8;
+            if !same_at(w * 8 + i) {
+                return false;
+            }
+            x &= !(0xff << (i * 8));
+        }
+        true
+    }) && (words * 8..a.len()).all(|d| a[d] == b[d] || same_at(d))
 }
 
 /// A literal as a regex.

@@ -171,13 +171,19 @@ impl Layout {
                 } else {
                     f.parse(s)?
                 };
-                Some(p.naive.and_utc().timestamp_micros() - p.offset as i64 * 1_000_000)
+                Some(p.micros() - p.offset as i64 * 1_000_000)
             }
-            Zone::Utc => Some(f.parse(s)?.naive.and_utc().timestamp_micros()),
+            Zone::Utc => Some(f.parse(s)?.micros()),
             Zone::Naive if ends_z && !self.layout.ends_with('Z') => {
-                Some(f.parse(&s[..n - 1])?.naive.and_utc().timestamp_micros())
+                Some(f.parse(&s[..n - 1])?.micros())
             }
-            Zone::Naive => tz.to_utc(f.parse(s)?.naive),
+            Zone::Naive => {
+                let p = f.parse(s)?;
+                match tz {
+                    Zoner::Utc => Some(p.micros()), // to_utc's, without the NaiveDateTime
+                    Zoner::Named(_) => tz.to_utc(p.naive()),
+                }
+            }
         }
     }
 

@@ -25,8 +25,9 @@ import duckdb
 
 from .util import has_rows, rows, sql_file, table_exists
 
-CLASS_ORDER = ("progress", "arrival", "collective", "rendezvous")   # arrival: the order of a shared console
-MIN_ANCHORS = {"progress": 2, "collective": 1, "rendezvous": 1}
+# arrival: the order of a shared console; slurm_step: a Slurm step's launch and cancel on each node
+CLASS_ORDER = ("progress", "arrival", "collective", "rendezvous", "slurm_step")
+MIN_ANCHORS = {"progress": 2, "collective": 1, "rendezvous": 1, "slurm_step": 1}
 # Two hosts of one run share most of their anchors (a synchronous loop writes every step on every
 # rank). Hosts that share few never ran together: the nodes of a requeued job's first run and those
 # of its second, both at steps 6-8 after the resume, are not 3 minutes apart in clock.
@@ -179,6 +180,7 @@ def estimate_offsets(con: duckdb.DuckDBPyConnection, offsets: dict[str, float] |
 
     spans = _spans(con)
     rounds = anchors.get("rendezvous", {})
+    allocations = allocated_node_sets(con)
 
     def estimate(h: str, against: str):
         for cls in CLASS_ORDER:
@@ -188,6 +190,8 @@ def estimate_offsets(con: duckdb.DuckDBPyConnection, offsets: dict[str, float] |
                     return off, unc, f"the order of {n} of its lines and {against}'s in one console"
                 continue
             per = anchors.get(cls, {})
+            if cls == "slurm_step" and allocations and not any(h in a and against in a for a in allocations):
+                continue   # a requeued job's step id on other nodes: never one launch
             if h in per and against in per:
                 p = _pair(per[h], per[against], unc0.get(cls, 1.0))
                 if p and p[2] >= MIN_ANCHORS[cls] and p[2] >= SHARED * min(len(per[h]), len(per[against])) \
@@ -228,6 +232,23 @@ def estimate_offsets(con: duckdb.DuckDBPyConnection, offsets: dict[str, float] |
     return [out[h] for h in sorted(out)]
 
 
+def allocated_node_sets(con: duckdb.DuckDBPyConnection) -> list[frozenset[str]]:
+    """The node sets the Slurm controller allocated (its `sched: Allocate ... NodeList=`): two nodes
+    launched or cancelled one step together only if some allocation held both (a requeued job runs the
+    same step id on another set of nodes, minutes later). Empty when no controller log was read."""
+    from .hostlist import expand_hostlist
+    if not table_exists(con, "slurm_alloc"):
+        return []
+    out = set()
+    for (nl,) in con.execute("SELECT DISTINCT coalesce(nodelist, bf_nodelist) FROM slurm_alloc "
+                             "WHERE coalesce(nodelist, bf_nodelist) IS NOT NULL").fetchall():
+        try:
+            out.add(frozenset(expand_hostlist(nl)))
+        except ValueError:
+            continue
+    return sorted(out, key=sorted)
+
+
 # A file whose lines name no host (a Slurm controller's log) has a clock of its own: its row of
 # clock_offsets is keyed '@' + its path, and the aligned views join a line's offset on clock_key.
 FILE_CLOCK = "@"
@@ -250,19 +271,26 @@ def controller_clocks(con: duckdb.DuckDBPyConnection, hosts: dict[str, dict]) ->
     own lines (a cancel after the last step read as a failure before it)."""
     if not table_exists(con, "slurm_alloc"):
         return []
-    per: dict[str, dict[str, list[float]]] = {}   # file -> job -> its allocation less its first line, per host
+    # file -> job -> its allocation less its first line, per host (batch: of its batch host only)
+    per: dict[str, dict[str, list[float]]] = {}
+    batch: dict[str, dict[str, list[float]]] = {}
     for r in rows(con, sql_file("align/controller_anchors.sql")):
         h = hosts.get(r["host"])
         if h is None or h["uncertainty_s"] is None:
             continue
-        per.setdefault(r["file"], {}).setdefault(r["job_id"], []).append(r["t_ctld"] - (r["t_host"] - h["offset_s"]))
+        d = r["t_ctld"] - (r["t_host"] - h["offset_s"])
+        per.setdefault(r["file"], {}).setdefault(r["job_id"], []).append(d)
+        if r["batch"]:
+            batch.setdefault(r["file"], {}).setdefault(r["job_id"], []).append(d)
     out = []
     for file, jobs in sorted(per.items()):
-        # per job, the host that started it first (the largest difference), among the hosts that agree
-        # with most of them: a host whose offset was read off other lines than its daemon's (a process
-        # run under a fake clock) would otherwise seem to start the job before it was allocated
-        d = sorted(max(x for x in ds if x <= bound)
-                   for ds in jobs.values() for bound in [statistics.median(ds) + LAUNCH_WINDOW_S])
+        # per job, its batch host's start; without one, the host that started it first (the largest
+        # difference) among the hosts that agree with most of them: a host whose offset was read off
+        # other lines than its daemon's (a process run under a fake clock) would otherwise seem to start
+        # the job before it was allocated
+        d = sorted(max(batch[file][job]) if job in batch.get(file, {})
+                   else max(x for x in ds if x <= statistics.median(ds) + LAUNCH_WINDOW_S)
+                   for job, ds in jobs.items())
         off = statistics.median(d)
         dev = sorted(abs(x - off) for x in d)
         unc = LAUNCH_S + 2 * dev[min(len(dev) - 1, int(0.9 * len(dev)))]

@@ -277,8 +277,8 @@ def _survival_window_s(con, spans: list[dict]) -> float:
 def trained_to_the_end(con) -> str | None:
     """Why the job (in scope) was still training when its lines end, or None: it was stopped from
     outside within OUTSIDE_STOP_SLACK of its last progress, no rank having reported a stalled collective
-    ("stopped from outside": an agent's death signal, the scheduler's cancel, preemption or time limit),
-    or the logs end within two steps of its last progress ("the logs end"). A rank's failure stops a
+    nor a process having died of itself just before ("stopped from outside": an agent's death signal, the
+    scheduler's cancel, preemption or time limit), or the logs end within two steps of its last progress ("the logs end"). A rank's failure stops a
     synchronous job within a step everywhere (the others block at the next collective), so progress up
     to the end says nothing had failed before it."""
     return _memo(con, "trained_to_the_end", lambda: _trained_to_the_end(con, _spans(con)))
@@ -297,20 +297,29 @@ OUTSIDE_STOP_SLACK = dt.timedelta(seconds=30)
 # a rank's report that a collective stalled: the job was not training, whatever its progress lines' clock
 # says (a requeue's cancel after a hang is its teardown)
 STALL_KINDS = ("collective_timeout", "watchdog_abort", "hang_report")
+# a process that died of itself (a signal of its own fault, out of memory, a GPU or CUDA fault) before
+# the stop: the stop is the scheduler's answer to that death (a requeue, the step's teardown), not what
+# ended a healthy job. A second of slack: the stop line's time is cut to the second
+OWN_DEATH_FAILURES = ("crash", "oom", "gpu_oom", "cuda_error", "gpu_fault")
 
 
 def _trained_to_the_end(con, spans: list[dict]) -> str | None:
     last, slack = _training_stop(spans)
     if last is None:   # no progress line with a time: only a file of untimed ones can say it trained on
-        return "the logs end" if untimed_progress_to_the_end(con) else None
+        if untimed_progress_to_the_end(con):
+            return "the logs end"
+        stop = _stop_after_untimed_progress(con)
+        return "stopped from outside" if stop is not None and not _stalled_or_died(con, stop) else None
     wide = max(slack, OUTSIDE_STOP_SLACK)
     stop = con.execute(
-        "SELECT min(first_ats) FROM aligned_groups WHERE ts_ok AND last_ats >= ? AND (kind IN (SELECT unnest(?)) "
-        "OR kind IN (SELECT kind FROM kind_catalog WHERE failure IN (SELECT unnest(?))))",
+        f"SELECT min(first_ats) FROM aligned_groups WHERE ts_ok AND last_ats >= ? AND {_STOP_KIND}",
         [last - wide, list(OUTSIDE_STOP_KINDS), list(OUTSIDE_STOP_FAILURES)]).fetchone()[0]
-    if stop is not None and abs(stop - last) <= wide and not con.execute(
-            "SELECT count(*) FROM aligned_groups WHERE kind IN (SELECT unnest(?)) AND first_ats < ?",
-            [list(STALL_KINDS), stop]).fetchone()[0]:
+    if stop is not None and abs(stop - last) <= wide and not _stalled_or_died(con, stop, last - wide):
+        return "stopped from outside"
+    # the progress took its time from the line before it (rank 0's bars on a console): a lower bound,
+    # and the file's order says what came last
+    stop = _stop_after_untimed_progress(con)
+    if stop is not None and not _stalled_or_died(con, stop, last - wide):
         return "stopped from outside"
     end = _logs_end(con)
     if end is not None and end - last <= slack:
@@ -318,6 +327,47 @@ def _trained_to_the_end(con, spans: list[dict]) -> str | None:
     if untimed_progress_to_the_end(con):
         return "the logs end"
     return None
+
+
+_STOP_KIND = ("(kind IN (SELECT unnest(?)) "
+              "OR kind IN (SELECT kind FROM kind_catalog WHERE failure IN (SELECT unnest(?))))")
+
+
+def _stalled_or_died(con, stop: dt.datetime, since: dt.datetime | None = None) -> bool:
+    """A rank reported a stalled collective before the stop, or a process died of itself between
+    `since` (the last progress less the stop's slack; None: the scope's start) and the stop."""
+    return bool(con.execute(
+        "SELECT count(*) FROM aligned_groups WHERE (kind IN (SELECT unnest(?)) AND first_ats < ?) "
+        "OR (kind IN (SELECT kind FROM kind_catalog WHERE failure IN (SELECT unnest(?))) "
+        "    AND first_ats >= ? AND first_ats < ?)",
+        [list(STALL_KINDS), stop, list(OWN_DEATH_FAILURES), since or dt.datetime.min,
+         stop - dt.timedelta(seconds=1)]).fetchone()[0])
+
+
+def _stop_after_untimed_progress(con) -> dt.datetime | None:
+    """With no timed progress: the time of an outside stop written in a file right after that file's
+    progress lines of no time of their own (rank 0's Lightning bars on a torchrun console, then its
+    agent's 'Received 15 death signal'), with no complaint between them in the file: the job trained
+    until it was stopped. None otherwise, and whenever some progress line has a time of its own (its
+    time, not a file's order, says when training stopped)."""
+    is_stop = ("(kind IN (SELECT unnest($kinds)) "
+               "OR kind IN (SELECT kind FROM kind_catalog WHERE failure IN (SELECT unnest($failures))))")
+    return con.execute(f"""
+        WITH stop AS (
+            SELECT file_id, min(min_line) AS line, min(first_ats) AS at FROM aligned_groups
+            WHERE ts_ok AND {is_stop} GROUP BY file_id
+        ), bars AS (
+            SELECT file_id, max(coalesce(last_line, min_line)) AS line FROM aligned_groups
+            WHERE NOT ts_ok AND (max_step IS NOT NULL OR kind = 'progress') GROUP BY file_id
+        )
+        SELECT min(s.at) FROM stop s JOIN bars b USING (file_id)
+        WHERE b.line < s.line
+          AND NOT EXISTS (SELECT 1 FROM aligned_groups WHERE ts_ok AND (max_step IS NOT NULL OR kind = 'progress'))
+          AND NOT EXISTS (
+            SELECT 1 FROM aligned_groups g
+            WHERE g.file_id = s.file_id AND g.role IN ('cause', 'symptom') AND NOT {is_stop}
+              AND g.min_line < s.line AND coalesce(g.last_line, g.min_line) > b.line)
+    """, {"kinds": list(OUTSIDE_STOP_KINDS), "failures": list(OUTSIDE_STOP_FAILURES)}).fetchone()[0]
 
 
 def _logs_end(con) -> dt.datetime | None:

@@ -27,6 +27,7 @@ from typing import Any, Callable
 
 import duckdb
 
+from ..correlate.clock import FILE_CLOCK
 from ..query import QueryRefused, check_statements
 
 SEVERITIES = ("debug", "info", "notice", "warning", "error", "critical")
@@ -55,6 +56,7 @@ def lane_host_sql(with_pod: bool = True) -> str:
 
 
 _LH = lane_host_sql()
+_CLOCK_KEY = f"coalesce(host, '{FILE_CLOCK}' || file)"   # the clock_offsets key of a line
 
 
 def _host_pred(hosts: list[str], lh: str) -> str:
@@ -441,15 +443,16 @@ class StoreData:
 
     # ------------------------------------------------------------------ time
 
-    def _off_sql(self) -> str:
+    def _off_sql(self, key: str = "host") -> str:
         if not self.offsets:
             return "0.0"
         whens = " ".join(f"WHEN {_q(h)} THEN {float(o)!r}" for h, o in self.offsets.items())
-        return f"(CASE host {whens} ELSE 0.0 END)"
+        return f"(CASE {key} {whens} ELSE 0.0 END)"
 
     def _aligned_sql(self) -> str:
-        # a time outside 1990..2100 is a bogus year: no aligned time (listed with the untimed)
-        return f"(CASE WHEN {_SANE} THEN epoch_us(ts) / 1e6 - {self._off_sql()} END)"
+        # a time outside 1990..2100 is a bogus year: no aligned time (listed with the untimed); a line
+        # that names no host is on its file's own clock (a Slurm controller's log), as diagnose reads it
+        return f"(CASE WHEN {_SANE} THEN epoch_us(ts) / 1e6 - {self._off_sql(_CLOCK_KEY)} END)"
 
     def _ts_range_sql(self, t0: float, t1: float) -> str:
         """A predicate on raw ts that covers the aligned window (uses zonemaps)."""

@@ -11,6 +11,10 @@ from .base import Finding, query
 
 # with no progress to judge by, a host that wrote this long after its last complaint went on past it
 QUIET_AFTER = dt.timedelta(seconds=1)
+# a live host sees its peers' failure within a collective's timeout (a minute or more by default, 20 s
+# at the least seen set): hosts that went on this long after another's last line, complaining or
+# tearing down, outlived it
+FROZEN_AFTER = dt.timedelta(seconds=60)
 
 
 def half_dead_nodes(con) -> list[Finding]:
@@ -35,7 +39,15 @@ def half_dead_nodes(con) -> list[Finding]:
             # after it, then stopped with no teardown)
             return last_fail < h["last_ats"] - QUIET_AFTER
         # it complained while the job still trained, and wrote nothing once training had stopped
-        return stop is not None and last_fail < stop and h["last_ats"] <= stop + slack
+        if stop is not None and last_fail < stop and h["last_ats"] <= stop + slack:
+            return True
+        # in a job that trained: its complaint was its last word, and the other hosts went on long enough
+        # to write their own (a watchdog's timeout, a teardown) that a live host would have written too:
+        # it froze as it complained (a retried connection, a port that blinked), after the last step
+        # logged (an evaluation, a checkpoint in between)
+        return stop is not None and last_fail >= h["last_ats"] - QUIET_AFTER and any(
+            o["host"] != h["host"] and (o["n_teardown"] > 0 or o["n_symptom"] > 0)
+            and o["last_ats"] - h["last_ats"] >= FROZEN_AFTER for o in hs)
 
     quiet = [h for h in hs if quiet_host(h)]
     tearing = [h for h in hs if (h["n_teardown"] > 0 or h["n_symptom"] > 0) and h not in quiet]
