@@ -11,6 +11,7 @@ import pytest
 from ranktrace.correlate.clock import align, anchor_views
 from ranktrace.correlate.detectors.base import query
 from ranktrace.correlate.util import ensure_kind_catalog, sql_file, sql_header
+from ranktrace.correlate.verdict import detected_lines
 from ranktrace.ingest.pipeline import ingest
 from ranktrace.resources import data_dir
 from ranktrace.store import connect as store_connect
@@ -152,6 +153,24 @@ def test_every_detector_finds_in_hot_events_what_it_finds_in_all_events(con, nam
               if f"${k}" in text} or None
     hot = query(con, name, params)   # what diagnose runs: the file over hot_events
     assert sorted(map(repr, (tuple(r.values()) for r in hot))) == sorted(map(repr, con.execute(text, params).fetchall()))
+
+
+@pytest.mark.parametrize("name", DETECT)
+def test_every_detector_finds_without_the_markers_lines_what_it_finds_in_hot_events(con, name):
+    """An attempt scope's detectors read hot_events less the lines only the attempts' markers read
+    (verdict.detected_lines: hot_events.sql's filter without its markers' term)."""
+    text = sql_file(f"detect/{name}.sql")
+    if sql_header(text).get("scope") == "all" or "aligned_events" not in text:
+        pytest.skip("reads the whole view or only the groups")
+    params = {k: v for k, v in {"window_s": 120.0, "own_window_s": 25.0, "healthy": None}.items()
+              if f"${k}" in text} or None
+    detected_lines(con)
+    try:
+        assert con.execute("SELECT count(*) FROM hot_detect").fetchone()[0]
+        narrow = sorted(map(repr, con.execute(text.replace("aligned_events", "hot_detect"), params).fetchall()))
+    finally:
+        con.execute("DROP TABLE temp.hot_detect")
+    assert narrow == sorted(map(repr, con.execute(text.replace("aligned_events", "hot_events"), params).fetchall()))
 
 
 @pytest.mark.parametrize("name", sorted(PER_LINE))

@@ -392,19 +392,55 @@ def diagnose(con: duckdb.DuckDBPyConnection, *, offsets: dict[str, float] | None
     clock = align(con, offsets)
     found = find_attempts(con)
     freeze_aligned(con)   # the attempts' detectors read the hot lines and groups resolved once
+    detected_lines(con)
     if len(found) == 1:
-        return assemble(con, found, [diagnose_scope(con, clock)])
+        _scope(con, None)
+        doc = diagnose_scope(con, clock)
+        scope(con, None)
+        return assemble(con, found, [doc])
     docs = []
     for a in found:
-        scope(con, a.id)
+        _scope(con, a.id)
         docs.append(diagnose_scope(con, clock))
     # the lines without a time (snapshots taken after the fact) join the attempt whose verdict leads
     top = lead(found, docs)
     if con.execute("SELECT count(*) FROM aligned_groups_all WHERE attempt = 0").fetchone()[0]:
-        scope(con, found[top].id, timeless=True)
+        _scope(con, found[top].id, timeless=True)
         docs[top] = diagnose_scope(con, clock)
-    scope(con, None)
+    scope(con, None)   # (every hot line in view hot_events again)
     return assemble(con, found, docs)
+
+
+# The hot lines that only the attempts' markers read (hot_events.sql's term of the kinds queries/attempts/
+# markers.sql reads), which the attempts read before the scopes (find_attempts): left out of what an attempt
+# scope's detectors read. A scheduler retells its launches: the 1 GB corpus holds 289,600 slurmd `launch task`
+# lines among its 376k hot lines, and each of the ~30 queries of each scope scanned them again (its four
+# attempt scopes, same moment: 2.9 -> 1.5 CPU-s; this table 0.3). Every other reader of hot_events filters on
+# a term of hot_events.sql of its own (the file's rule: each term is one detector's WHERE), so each finds the
+# same rows; the lines still pass when another term passes them (the 86,600 `sched: Allocate ... NodeList=`
+# lines that rendezvous.sql reads). (tests/correlate/test_hot_events.py: every detector the same rows in both.)
+MARKERS_TERM = "OR kind IN ('worker_start', 'group_restart', 'job_requeue', 'step_start', 'job_state')"
+
+
+def detected_lines(con: duckdb.DuckDBPyConnection) -> None:
+    """Temp table hot_detect: the rows of view hot_events_all (frozen) that pass hot_events.sql's filter
+    without its markers' term (MARKERS_TERM); _scope points view hot_events at them."""
+    con.execute("DROP TABLE IF EXISTS temp.hot_detect")
+    if not table_exists(con, "hot_events_all"):
+        return
+    where = sql_file("align/hot_events.sql").split("\nWHERE ", 1)[1]
+    if where.count(MARKERS_TERM) != 1:
+        raise RuntimeError("queries/align/hot_events.sql: its markers' term is not verdict.MARKERS_TERM")
+    con.execute("CREATE TEMP TABLE hot_detect AS SELECT * FROM hot_events_all WHERE "
+                + where.replace(MARKERS_TERM, ""))
+
+
+def _scope(con: duckdb.DuckDBPyConnection, attempt: int | None, timeless: bool = False) -> None:
+    """attempts.scope, view hot_events then over the lines the detectors read (hot_detect)."""
+    scope(con, attempt, timeless)
+    if table_exists(con, "hot_detect"):
+        where = "" if attempt is None else f" WHERE attempt IN ({int(attempt)}{', 0' if timeless else ''})"
+        con.execute(f"CREATE OR REPLACE TEMP VIEW hot_events AS SELECT * FROM hot_detect{where}")
 
 
 def diagnose_scope(con: duckdb.DuckDBPyConnection, clock: list[dict]) -> dict:
