@@ -497,7 +497,7 @@ def write_class_cuts(con: duckdb.DuckDBPyConnection) -> None:
     cut), so
     that queries/align/event_groups.sql splits every line by attempt with a comparison of its own time;
     column untimed: the attempt of its lines with no time (write_untimed_files), else NULL."""
-    from .clock import FILE_CLOCK
+    from ..clock_key import FILE_CLOCK
     k = _count(con, "attempt_hosts")
     shift = "to_microseconds(CAST(round(coalesce(o.offset_s, 0.0) * 1e6) AS BIGINT))"
     cols = ", ".join(f"coalesce(h.c{i}, d.c{i}) + {shift} AS c{i}" for i in range(2, k + 1))

@@ -23,6 +23,7 @@ import statistics
 
 import duckdb
 
+from ..clock_key import FILE_CLOCK, clock_key
 from .util import has_rows, rows, sql_file, table_exists
 
 # arrival: the order of a shared console; slurm_step: a Slurm step's launch and cancel on each node
@@ -250,17 +251,11 @@ def allocated_node_sets(con: duckdb.DuckDBPyConnection) -> list[frozenset[str]]:
 
 
 # A file whose lines name no host (a Slurm controller's log) has a clock of its own: its row of
-# clock_offsets is keyed '@' + its path, and the aligned views join a line's offset on clock_key.
-FILE_CLOCK = "@"
-# slurmd starts a job's batch script this soon after the controller allocated it (a prolog aside), and
+# clock_offsets is keyed '@' + its path (ranktrace.clock_key), and the aligned views join a line's offset
+# on clock_key. slurmd starts a job's batch script this soon after the controller allocated it (a prolog aside), and
 # the steps on its other nodes within this window
 LAUNCH_S = 1.0
 LAUNCH_WINDOW_S = 10.0
-
-
-def clock_key(alias: str) -> str:
-    """SQL: the key of clock_offsets a line of table alias `alias` takes its offset from."""
-    return f"coalesce({alias}.host, '{FILE_CLOCK}' || {alias}.file)"
 
 
 def controller_clocks(con: duckdb.DuckDBPyConnection, hosts: dict[str, dict]) -> list[dict]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
+from ..clock_key import clock_key
 from ..correlate.util import has_rows
 from ..store import EVENT_TABLES, PART_FACTS
 
@@ -99,7 +100,7 @@ def _off_cte(offsets: dict[str, float]) -> tuple[str, list]:
 
 # A line's offset: its host's, or its file's when it names no host (a Slurm controller's log: the verdict's
 # clock keys it '@' + path, ranktrace.correlate.clock.controller_clocks).
-OFF_JOIN = "LEFT JOIN off o ON o.host = coalesce(e.host, '@' || e.file)"
+OFF_JOIN = f"LEFT JOIN off o ON o.host = {clock_key('e')}"
 ATS = ("CASE WHEN e.ts >= TIMESTAMP '1990-01-01' AND e.ts < TIMESTAMP '2100-01-01' "   # SANE_YEARS: else NULL
        "THEN e.ts - to_microseconds(CAST(round(coalesce(o.offset_s, 0) * 1e6) AS BIGINT)) END")
 # A timed event: its time is not a bogus year (SANE_YEARS); the others are left out of

@@ -27,7 +27,7 @@ from typing import Any, Callable
 
 import duckdb
 
-from ..correlate.clock import FILE_CLOCK
+from ..clock_key import clock_key
 from ..query import QueryRefused, check_statements
 
 SEVERITIES = ("debug", "info", "notice", "warning", "error", "critical")
@@ -56,7 +56,7 @@ def lane_host_sql(with_pod: bool = True) -> str:
 
 
 _LH = lane_host_sql()
-_CLOCK_KEY = f"coalesce(host, '{FILE_CLOCK}' || file)"   # the clock_offsets key of a line
+_CLOCK_KEY = clock_key()
 
 
 def _host_pred(hosts: list[str], lh: str) -> str:
