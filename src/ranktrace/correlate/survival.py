@@ -278,9 +278,9 @@ def trained_to_the_end(con) -> str | None:
     """Why the job (in scope) was still training when its lines end, or None: it was stopped from
     outside within OUTSIDE_STOP_SLACK of its last progress, no rank having reported a stalled collective
     nor a process having died of itself just before ("stopped from outside": an agent's death signal, the
-    scheduler's cancel, preemption or time limit), or the logs end within two steps of its last progress ("the logs end"). A rank's failure stops a
-    synchronous job within a step everywhere (the others block at the next collective), so progress up
-    to the end says nothing had failed before it."""
+    scheduler's cancel, preemption or time limit), or the logs end within two steps of its last progress
+    ("the logs end"). A rank's failure stops a synchronous job within a step everywhere (the others block
+    at the next collective), so progress up to the end says nothing had failed before it."""
     return _memo(con, "trained_to_the_end", lambda: _trained_to_the_end(con, _spans(con)))
 
 
@@ -305,22 +305,23 @@ OWN_DEATH_FAILURES = ("crash", "oom", "gpu_oom", "cuda_error", "gpu_fault")
 
 def _trained_to_the_end(con, spans: list[dict]) -> str | None:
     last, slack = _training_stop(spans)
+    wide = max(slack, OUTSIDE_STOP_SLACK)
     if last is None:   # no progress line with a time: only a file of untimed ones can say it trained on
         if untimed_progress_to_the_end(con):
             return "the logs end"
-        stop = _stop_after_untimed_progress(con)
-        return "stopped from outside" if stop is not None and not _stalled_or_died(con, stop) else None
-    wide = max(slack, OUTSIDE_STOP_SLACK)
-    stop = con.execute(
-        f"SELECT min(first_ats) FROM aligned_groups WHERE ts_ok AND last_ats >= ? AND {_STOP_KIND}",
-        [last - wide, list(OUTSIDE_STOP_KINDS), list(OUTSIDE_STOP_FAILURES)]).fetchone()[0]
-    if stop is not None and abs(stop - last) <= wide and not _stalled_or_died(con, stop, last - wide):
-        return "stopped from outside"
-    # the progress took its time from the line before it (rank 0's bars on a console): a lower bound,
-    # and the file's order says what came last
+    else:
+        stop = con.execute(
+            f"SELECT min(first_ats) FROM aligned_groups WHERE ts_ok AND last_ats >= $since AND {_STOP_KIND}",
+            {"since": last - wide, **_STOP_PARAMS}).fetchone()[0]
+        if stop is not None and abs(stop - last) <= wide and not _stalled_or_died(con, stop, last - wide):
+            return "stopped from outside"
+    # progress of no time of its own (rank 0's bars on a console: the previous line's time, a lower bound):
+    # the file's order says what came last
     stop = _stop_after_untimed_progress(con)
-    if stop is not None and not _stalled_or_died(con, stop, last - wide):
+    if stop is not None and not _stalled_or_died(con, stop, None if last is None else last - wide):
         return "stopped from outside"
+    if last is None:
+        return None
     end = _logs_end(con)
     if end is not None and end - last <= slack:
         return "the logs end"
@@ -329,8 +330,10 @@ def _trained_to_the_end(con, spans: list[dict]) -> str | None:
     return None
 
 
-_STOP_KIND = ("(kind IN (SELECT unnest(?)) "
-              "OR kind IN (SELECT kind FROM kind_catalog WHERE failure IN (SELECT unnest(?))))")
+# an outside stop's line, as SQL on aligned_groups (named parameters: _STOP_PARAMS)
+_STOP_KIND = ("(kind IN (SELECT unnest($stop_kinds)) "
+              "OR kind IN (SELECT kind FROM kind_catalog WHERE failure IN (SELECT unnest($stop_failures))))")
+_STOP_PARAMS = {"stop_kinds": list(OUTSIDE_STOP_KINDS), "stop_failures": list(OUTSIDE_STOP_FAILURES)}
 
 
 def _stalled_or_died(con, stop: dt.datetime, since: dt.datetime | None = None) -> bool:
@@ -350,12 +353,10 @@ def _stop_after_untimed_progress(con) -> dt.datetime | None:
     agent's 'Received 15 death signal'), with no complaint between them in the file: the job trained
     until it was stopped. None otherwise, and whenever some progress line has a time of its own (its
     time, not a file's order, says when training stopped)."""
-    is_stop = ("(kind IN (SELECT unnest($kinds)) "
-               "OR kind IN (SELECT kind FROM kind_catalog WHERE failure IN (SELECT unnest($failures))))")
     return con.execute(f"""
         WITH stop AS (
             SELECT file_id, min(min_line) AS line, min(first_ats) AS at FROM aligned_groups
-            WHERE ts_ok AND {is_stop} GROUP BY file_id
+            WHERE ts_ok AND {_STOP_KIND} GROUP BY file_id
         ), bars AS (
             SELECT file_id, max(coalesce(last_line, min_line)) AS line FROM aligned_groups
             WHERE NOT ts_ok AND (max_step IS NOT NULL OR kind = 'progress') GROUP BY file_id
@@ -365,9 +366,9 @@ def _stop_after_untimed_progress(con) -> dt.datetime | None:
           AND NOT EXISTS (SELECT 1 FROM aligned_groups WHERE ts_ok AND (max_step IS NOT NULL OR kind = 'progress'))
           AND NOT EXISTS (
             SELECT 1 FROM aligned_groups g
-            WHERE g.file_id = s.file_id AND g.role IN ('cause', 'symptom') AND NOT {is_stop}
+            WHERE g.file_id = s.file_id AND g.role IN ('cause', 'symptom') AND NOT {_STOP_KIND}
               AND g.min_line < s.line AND coalesce(g.last_line, g.min_line) > b.line)
-    """, {"kinds": list(OUTSIDE_STOP_KINDS), "failures": list(OUTSIDE_STOP_FAILURES)}).fetchone()[0]
+    """, _STOP_PARAMS).fetchone()[0]
 
 
 def _logs_end(con) -> dt.datetime | None:
