@@ -38,6 +38,11 @@ Layouts (each with its own restart mechanism):
   slurm_srun        srun --label output (slurm-<job>.out), slurmctld/slurmd logs, dmesg -T per node;
                     restarts: Slurm requeue (same job id, SLURM_RESTART_COUNT; the output appended, or one
                     file per restart with --output=slurm-%j_%r.out) or a resubmitted job (new job id)
+  deepspeed_srun    srun --ntasks-per-node=1 deepspeed --no_ssh --node_rank=$SLURM_NODEID: one srun task per node (its
+                    id is the node's index), DeepSpeed's launch.py on each node spawning the workers; their output
+                    untagged in slurm-<job>.out (with srun --label: the node's index) or one file per rank
+                    (--enable_each_rank_log); the launcher names the last command it spawned, not the failed one.
+                    Restarts: requeue or resubmit. Added in session 13: not in the held-out family.
   k8s_cri           Kubeflow PyTorchJob: CRI pod logs (<n>.log per container restart) with torchrun inside,
                     kubelet journal per node, kubectl describe / get events / get pods; restarts: the
                     containers restart (restartPolicy OnFailure)
@@ -75,9 +80,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from emit import progress as P  # noqa: E402
-from longrun.launch_other import PdshDeepspeed, SlurmSrun  # noqa: E402
+from longrun.launch_other import DeepspeedSrun, PdshDeepspeed, SlurmSrun  # noqa: E402
 from longrun.launch_torchrun import K8sCri, Torchrun, TorchrunLogdir  # noqa: E402
-from longrun.plan import HELDOUT, HELDOUT_SEED_MIN, KIND, LAYOUTS, SIZES, STORIES, UNTOLD, Run  # noqa: E402
+from longrun.plan import ADDED_LATER, HELDOUT, HELDOUT_SEED_MIN, KIND, LAYOUTS, SIZES, STORIES, UNTOLD, Run  # noqa: E402
 from longrun.truth import truth_of  # noqa: E402
 
 # what the scorer and the tests read here: the stories, their kinds, the layouts, the HELD-OUT part
@@ -85,7 +90,7 @@ __all__ = ["HELDOUT", "HELDOUT_SEED_MIN", "KIND", "LAYOUTS", "SIZES", "STORIES",
            "parse_seeds", "main", "LAYOUT_CLASSES"]
 
 LAYOUT_CLASSES = {"torchrun_node": Torchrun, "torchrun_logdir": TorchrunLogdir, "slurm_srun": SlurmSrun,
-                  "k8s_cri": K8sCri, "pdsh_deepspeed": PdshDeepspeed}
+                  "k8s_cri": K8sCri, "pdsh_deepspeed": PdshDeepspeed, "deepspeed_srun": DeepspeedSrun}
 
 
 def generate(out: str | Path, story: str, seed: int, layout: str | None = None, size: str = "small",
@@ -93,7 +98,8 @@ def generate(out: str | Path, story: str, seed: int, layout: str | None = None, 
     """Write one incident under `out`; return its truth (also written to truth.json)."""
     if layout is None:
         pick = random.Random(f"layout:{story}:{seed}")
-        allowed = [x for x in LAYOUTS if story not in UNTOLD.get(x, ()) and (heldout or x != "pdsh_deepspeed")]
+        allowed = [x for x in LAYOUTS if story not in UNTOLD.get(x, ()) and (heldout or x != "pdsh_deepspeed")
+                   and x not in ADDED_LATER]
         layout = pick.choice(allowed)
     run = Run(story, layout, seed, size, heldout, mechanism, progress)
     rend = LAYOUT_CLASSES[layout](run)
@@ -114,7 +120,8 @@ def family(heldout: bool = False, seeds: list[int] | None = None) -> list[tuple[
     out = []
     for story in STORIES:
         for layout in LAYOUTS:
-            if story in UNTOLD.get(layout, ()) or (layout == "pdsh_deepspeed" and not heldout):
+            if story in UNTOLD.get(layout, ()) or (layout == "pdsh_deepspeed" and not heldout) or (
+                    layout in ADDED_LATER and heldout):
                 continue
             for s in seeds:
                 out.append((story, layout, s))

@@ -1,4 +1,4 @@
-"""The DeepSpeed launcher over pdsh (HELD-OUT layout of gen_longrun.py).
+"""The DeepSpeed launcher: over pdsh (HELD-OUT layout of gen_longrun.py) and without ssh under srun (tuning).
 
 Sources: deepspeedai/DeepSpeed master: deepspeed/utils/logging.py (the logger format '[%(asctime)s]
 [%(levelname)s] [%(filename)s:%(lineno)d:%(funcName)s] %(message)s'); deepspeed/launcher/runner.py:630
@@ -62,3 +62,27 @@ def success(t, pid) -> str:
 
 def pdsh_ssh_exit(local_host, host, code) -> str:
     return f"pdsh@{local_host}: {host}: ssh exited with exit code {code}"
+
+
+# deepspeed --no_ssh --node_rank=N (runner.py:538-576: no pdsh; the runner starts launch.py on its own node)
+def runner_cmd_local(t, info_b64, master, port, node_rank, script, rank_log: str | None) -> str:
+    each = f" --enable_each_rank_log={rank_log}" if rank_log else ""
+    return log(t, "INFO", "runner.py:630:main",
+               f"cmd = /usr/bin/python -u -m deepspeed.launcher.launch --world_info={info_b64} "
+               f"--master_addr={master} --master_port={port} --node_rank={node_rank}{each} --log_level=info "
+               f"{script} --deepspeed --deepspeed_config ds_config.json")
+
+
+def world_info_b64(hosts, gpus) -> str:
+    return base64.urlsafe_b64encode(json.dumps({h: list(range(gpus)) for h in hosts}).encode()).decode()
+
+
+def global_rank_mapping(t, hosts, gpus) -> str:
+    """launch.py:179, a defaultdict's repr."""
+    m = ", ".join(f"'{h}': {list(range(i * gpus, (i + 1) * gpus))}" for i, h in enumerate(hosts))
+    return log(t, "INFO", "launch.py:179:main", f"global_rank_mapping=defaultdict(<class 'list'>, {{{m}}})")
+
+
+def main_received(t, sig: str) -> str:
+    """sigkill_handler when launch.py itself got SIGINT/SIGTERM and no worker had failed (launch.py:344)."""
+    return log(t, "INFO", "launch.py:344:sigkill_handler", f"Main process received {sig}, exiting")

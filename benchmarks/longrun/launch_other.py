@@ -1,5 +1,5 @@
-"""Launchers without torchrun: sbatch + srun --label (Slurm daemons' logs too), and the DeepSpeed launcher
-over pdsh (HELD OUT)."""
+"""Launchers without torchrun: sbatch + srun --label (Slurm daemons' logs too), DeepSpeed's launcher under srun
+(one task a node), and the DeepSpeed launcher over pdsh (HELD OUT)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from emit import deepspeed as D
 from emit import slurm as S
 from emit import timefmt as TF
 
+from .plan import ENTRY
 from .render import Render
 
 SRUN_WHAT = {1: "Exited with exit code 1", -6: "Aborted", -9: "Killed", -11: "Segmentation fault", -15: "Terminated"}
@@ -178,6 +179,114 @@ class SlurmSrun(Render):
         if requeue:
             self.ctl(t_done + dt.timedelta(seconds=rnd.uniform(2, 12)), lambda L: S.requeuing(L, a.job))
         a.end = t_done
+
+class DeepspeedSrun(SlurmSrun):
+    """sbatch + `srun --ntasks-per-node=1 deepspeed --no_ssh --node_rank=$SLURM_NODEID train.py`: DeepSpeed's
+    runner.py without ssh starts launch.py on its own node, which spawns one worker per GPU. One srun task per
+    NODE (the task id is the node's index, not a rank). The workers' output reaches the job's output untagged
+    (srun --label puts the node's index before it), or each rank writes its own file (launch.py
+    --enable_each_rank_log=DIR: DIR/<launch time>_rank<N>.log). A worker that fails is noticed by its node's
+    launch.py, which kills its local workers and names the LAST command it spawned, whichever one failed
+    (sigkill_handler), and exits with the worker's code (sys.exit(-11): status 245); srun sees that task end.
+    Sources: deepspeed/launcher/runner.py (--no_ssh, --node_rank) and launch.py (main, sigkill_handler);
+    Slurm's srun --label and task exit reports as in SlurmSrun."""
+
+    def __init__(self, run):
+        super().__init__(run)
+        self.label = run.rnd.random() < 0.5
+        self.rank_logs = "/workspace/ds_logs" if run.rnd.random() < 0.4 else None
+        self.node_width = len(str(run.nnodes - 1))
+
+    def cuda_dev(self, a, rank):
+        return rank % self.r.gpus          # launch.py sets CUDA_VISIBLE_DEVICES to every local GPU
+
+    def node_of(self, a, rank) -> int:
+        return rank // self.r.gpus
+
+    def node_wrap(self, i):
+        lab = f"{i:>{self.node_width}}: " if self.label else ""
+        return lambda t, text: lab + text
+
+    def route(self, a, rank, out=False):
+        if self.rank_logs:
+            h = self.host(a, rank)
+            stamp = self.lt(h, a.rdzv_done).strftime("%Y%m%d%H%M%S")
+            return f"ds_logs/{stamp}_rank{rank}.log", (lambda t, text: text)
+        return self.out_file(a), self.node_wrap(self.node_of(a, rank))
+
+    def node_out(self, a, i, t, text):
+        self.s.add(self.out_file(a), t, self.node_wrap(i)(t, text))
+
+    def oom_memcg(self, a, rank):
+        cg = f"/slurm/uid_1000/job_{a.job}/step_0"
+        return cg, f"{cg}/task_{self.node_of(a, rank)}"
+
+    def launch(self, a):
+        super().launch(a)
+        r, rnd = self.r, self.r.rnd
+        info = D.world_info_b64(a.hosts, r.gpus)
+        for i, h in enumerate(a.hosts):
+            t = a.rdzv_done + dt.timedelta(seconds=0.8 + rnd.uniform(0, 1.5))
+            L = self.lt(h, t)
+            self.node_out(a, i, t, D.runner_cmd_local(L, info, a.hosts[0], r.master_port, i, ENTRY, self.rank_logs))
+            for x in D.launch_header(L, a.hosts, r.gpus, i)[:2]:
+                self.node_out(a, i, t, x)
+            self.node_out(a, i, t, D.global_rank_mapping(L, a.hosts, r.gpus))
+            for x in D.launch_header(L, a.hosts, r.gpus, i)[2:]:
+                self.node_out(a, i, t, x)
+            for lr in range(r.gpus):
+                rank = i * r.gpus + lr
+                ts = t + dt.timedelta(milliseconds=30 + 20 * lr)
+                self.node_out(a, i, ts, D.spawned(self.lt(h, ts), a.pids[rank], ENTRY, lr))
+
+    def cascade(self, a, f, exits):
+        """The failing worker's own launcher kills its node-mates at once: they log no timeout."""
+        rnd, g = self.r.rnd, self.r.gpus
+        own = exits.get(f.rank) if f.rank is not None else None
+        if isinstance(own, tuple) and own[1] != 0 and f.cascade != "rejoin":
+            i = self.node_of(a, f.rank)
+            for rank in range(i * g, (i + 1) * g):
+                if rank != f.rank and rank not in exits:
+                    exits[rank] = (own[0] + dt.timedelta(seconds=rnd.uniform(0.03, 0.12)), -15, "launcher_kill")
+        super().cascade(a, f, exits)
+        # a node whose worker failed: its launcher kills the others still running (the hung rank, too)
+        for i in range(len(a.hosts)):
+            local = range(i * g, (i + 1) * g)
+            bad = sorted(exits[k][0] for k in local if isinstance(exits.get(k), tuple) and exits[k][1] not in (0, -15))
+            if not bad:
+                continue
+            tk = bad[0] + dt.timedelta(seconds=rnd.uniform(0.03, 0.12))
+            for k in local:
+                v = exits.get(k)
+                if v is None and k in exits or isinstance(v, tuple) and v[0] > tk:
+                    exits[k] = (tk, -15, "launcher_kill")
+
+    def report_exits(self, a, exits: dict):
+        """Each node's launch.py reports its first failed worker and exits; srun and slurmd see the task (the
+        node) end."""
+        r, g = self.r, self.r.gpus
+        for i, h in enumerate(a.hosts):
+            local = [k for k in range(i * g, (i + 1) * g) if isinstance(exits.get(k), tuple)]
+            if not local:
+                continue
+            first = min(local, key=lambda k: (exits[k][1] in (0, -15), exits[k][0]))
+            t1, code, why = exits[first]
+            tl = min(exits[k][0] for k in local) if code in (0, -15) else t1 + dt.timedelta(seconds=0.02)
+            L = self.lt(h, tl)
+            for k in range(i * g, (i + 1) * g):
+                self.node_out(a, i, tl, D.killing(L, a.pids[k]))
+            if code in (0, -15):
+                self.node_out(a, i, tl, D.main_received(L, "SIGTERM"))
+                status = 1
+            else:
+                self.node_out(a, i, tl, D.exits_with(L, ENTRY, g - 1, code))
+                status = code % 256
+            te = tl + dt.timedelta(seconds=0.05)
+            oom = any(exits[k][2] == "oom" for k in local)
+            what = "Out Of Memory" if oom else f"Exited with exit code {status}"
+            self.slurmd(h, te, lambda L, i=i, h=h, status=status: S.task_exit(L, a.job, 0, i, a.agent_pid[h], status))
+            self.jobout(a, te + dt.timedelta(milliseconds=150), S.srun_task_error(h, [i], what))
+
 
 class PdshDeepspeed(Render):
     """HELD OUT. `deepspeed --hostfile` over pdsh: one console, every remote line prefixed 'host: ' by pdsh;

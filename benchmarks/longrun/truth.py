@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from emit import timefmt as TF
 
-from .plan import Run
+from .plan import SLURM_LAYOUTS, Run
 
 
 def truth_of(run: Run, rend) -> dict:
@@ -18,7 +18,7 @@ def truth_of(run: Run, rend) -> dict:
              "first_step": a.step0 + 1 if a.steps else None, "last_step": a.last_step if a.steps else None}
         if run.mechanism == "elastic" and a.restart_count:
             e["restart_count"] = a.restart_count
-        if run.layout == "slurm_srun":
+        if run.layout in SLURM_LAYOUTS:
             e["job_id"] = a.job
         if a.failure is not None and outcome == "failed":
             f = a.failure
@@ -53,13 +53,14 @@ def truth_of(run: Run, rend) -> dict:
                     "max_restarts": run.max_restarts if run.mechanism == "elastic" else None,
                     "nccl_timeout_s": run.timeout_s, "kernel_log": rend.kernel_form or run.dmesg_form},
         "launcher": {"torchrun_node": "torchrun", "torchrun_logdir": "torchrun", "slurm_srun": "slurm",
-                     "k8s_cri": "kubernetes", "pdsh_deepspeed": "deepspeed"}[run.layout],
+                     "k8s_cri": "kubernetes", "pdsh_deepspeed": "deepspeed",
+                     "deepspeed_srun": "slurm+deepspeed"}[run.layout],
         "world_size": run.world, "nodes": {h: [a.hosts.index(h) * run.gpus + i for i in range(run.gpus)]
                                            for a in run.attempts[-1:] for h in a.hosts},
         "hosts": hosts,
         "pods": {h: rend.pods[h][0] for h in hosts} if run.layout == "k8s_cri" else None,
         "clock_offsets_s": {h: run.offsets[h] for h in hosts} | (
-            {"slurmctld": run.offsets["slurmctld"]} if run.layout == "slurm_srun" else {}) | (
+            {"slurmctld": run.offsets["slurmctld"]} if run.layout in SLURM_LAYOUTS else {}) | (
             {"control-plane": run.offsets["control-plane"]} if run.layout == "k8s_cri" else {}),
         "clock_note": "offset = how far that host's logged times run ahead of the true time; truth times are "
                       "true times",

@@ -187,6 +187,17 @@ def test_segment_without_signs_is_one_attempt_and_a_late_sign_joins_its_launch()
     assert len(got) == 2 and got[1].start == t(1000) and got[1].cuts == {"n1": t(1000)}
 
 
+def test_a_step_back_a_step_after_a_new_hosts_first_step_joins_its_launch():
+    """A resubmitted job on one old and one new host: the new host's ranks have no step to go back from, so
+    their first step (a second before the old host's step back) is progress, not a sign; it is the resume
+    itself, not work that separates the step back from its launch."""
+    signs = [Sign(t(0), "n1", "round", True), Sign(t(1000), "n1", "launch", True), Sign(t(1000), "n3", "launch", True),
+             Sign(t(1073.2), "n1", "step", False)]
+    progress = [t(x) for x in range(60, 600, 10)] + [t(1072), t(1075), t(1077)]   # buckets: whole seconds
+    got = segment(signs, progress, [t(900)])
+    assert len(got) == 2 and got[1].start == t(1000)
+
+
 def test_the_same_node_failing_in_two_attempts_is_called_out_with_a_drain():
     evs = (launch(0) + steps(HOSTS, 20, step_time=5.0, start=10) + crash(112, "n2", 3)
            + [restart_notice(130, "n1"), restart_notice(131, "n2")]

@@ -33,6 +33,8 @@ from .util import columns, has_rows, rows, sql_file, table_exists
 
 GAP_S = 180.0      # the early signs of one launch on different hosts come this close to each other
 LATE_S = 1800.0    # a late sign (new pid, step back) belongs to the launch before it within this, if no work came between
+RESUMED_S = 60.0   # ... work in the last this before it being the resumed training itself (a host new to the job has
+                   # no step of its own to go back from: its first step is no sign, and it comes first by a step's time)
 WORK_BUCKET_S = 1.0      # progress is read to the second: a short run restarts seconds after it trained
 NEVER = dt.datetime(9999, 12, 31)   # the cut of a host that stays in an older attempt (it did not relaunch)
 PART = 0.5         # a relaunch on fewer than this share of the previous launch's hosts is a partial restart
@@ -333,12 +335,15 @@ def segment(signs: list[Sign], progress: list[dt.datetime], failures: list[dt.da
         else:
             launches.append([s])
     # a late sign joins the last launch before it when the job did not train in between (the new
-    # processes come up, load a checkpoint, go back to its step); else it starts something of its own
+    # processes come up, load a checkpoint, go back to its step: the training of the last minute before
+    # it may be that resume's own first steps, on ranks that show no sign); else it starts something of
+    # its own
     orphans: list[Sign] = []
     for s in late:
         launch = next((c for c in reversed(launches) if c[0].t <= s.t), None)
         if launch is not None and (s.t - launch[0].t).total_seconds() <= LATE_S \
-                and not _busy(progress, max(x.t for x in launch) + bucket, s.t - bucket):
+                and not _busy(progress, max(x.t for x in launch) + bucket,
+                              s.t - max(bucket, dt.timedelta(seconds=RESUMED_S))):
             launch.append(s)
         elif s.signal != "closed":
             orphans.append(s)
