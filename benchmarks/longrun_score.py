@@ -4,9 +4,9 @@ For one incident: ingest, diagnose, then
 - attempts: how many the diagnosis found against the truth's; each true attempt is matched to at most
   one found attempt, the pairs with the most time in common first (found times are on the aligned clock,
   which runs at the reference host's offset: they are moved to true time by that host's true offset);
-- every failed true attempt: located (the rank when the truth names a rank, else the host, or the pod
-  when the truth gives one), kind right, confident-wrong (wrong at confidence >= 0.8), from the verdict
-  of its matched found attempt (none matched: not located, kind wrong);
+- every failed true attempt: located (the rank when the truth names a rank and the logs do, else the host,
+  or the pod when the truth gives one, and no other rank), kind right, confident-wrong (wrong at confidence
+  >= 0.8), from the verdict of its matched found attempt (none matched: not located, kind wrong);
 - false alarms: found attempts with a failure verdict matched to a true attempt that did not fail.
 When the diagnose JSON has no `attempts` (a correlator from before issue 27), the top-level verdict is
 scored against the last failed true attempt only, and the report says so.
@@ -81,8 +81,10 @@ def match(true_atts: list[dict], found: list[dict], shift: float) -> dict[int, d
 def culprit_ok(v: dict | None, t: dict) -> bool:
     if not v:
         return False
-    if t.get("rank") is not None:
+    if t.get("rank") is not None and t.get("rank_named", True):
         return v.get("rank") == t["rank"]
+    if t.get("rank") is not None and v.get("rank") not in (None, t["rank"]):
+        return False
     got = {x for x in (v.get("host"), v.get("pod")) if x}
     want = {x for x in (t.get("host"), t.get("pod")) if x}
     return bool(got & want)

@@ -261,6 +261,12 @@ class DeepspeedSrun(SlurmSrun):
                 if v is None and k in exits or isinstance(v, tuple) and v[0] > tk:
                     exits[k] = (tk, -15, "launcher_kill")
 
+    def rank_named(self, a, f) -> bool:
+        """A segfault that prints nothing, or only faulthandler's dump into an output every worker shares, names
+        no rank: the launcher names the last command it spawned, srun the node's task."""
+        return not (f.story == "segfault" and (f.telling == "silent" or f.telling == "faulthandler"
+                                                and not self.rank_logs))
+
     def report_exits(self, a, exits: dict):
         """Each node's launch.py reports its first failed worker and exits; srun and slurmd see the task (the
         node) end."""

@@ -255,6 +255,10 @@ class Render:
         self.cascade(a, f, exits)
         return exits
 
+    def rank_named(self, a: Attempt, f: Failure) -> bool:
+        """Whether the logs name the culprit's rank (every worker line carries its rank in these layouts)."""
+        return True
+
     def tb(self, a, rank, t, exc_lines: list[str], code_line: str) -> None:
         site = self.r.site
         frames = [(ENTRY, 412, "<module>", "main()"),

@@ -31,6 +31,8 @@ def truth_of(run: Run, rend) -> dict:
                 v["xid"] = f.xid
             if getattr(f, "oom_pid", None):
                 v["killed_pid"] = f.oom_pid
+            if f.rank is not None and not rend.rank_named(a, f):
+                v["rank_named"] = False     # the culprit is right when its host is (and it names no other rank)
             if f.rank is not None:
                 v["local_rank"] = f.rank % run.gpus
                 v["pid"] = a.pids[f.rank]
