@@ -30,6 +30,8 @@ struct State {
     known: u16,
     /// columns (bits) whose lines named two values: no longer carried
     conflict: u16,
+    /// ... of which the file's head named two (its lines are not named, whatever came first)
+    head_conflict: u16,
     /// head lines (part, index) that lacked a stream column when read
     pending: Vec<(usize, usize)>,
 }
@@ -91,21 +93,17 @@ pub fn carry(cat: &Catalog, parts: &mut [Vec<Event>], rows: &mut [Vec<FactRow>],
                     if s.known & bit(c) != 0 {
                         if !same(&s.value[c], &v) {
                             s.conflict |= bit(c);
+                            if e.line <= st.head_end {
+                                s.head_conflict |= bit(c);
+                            }
                         }
                         continue;
                     }
-                    s.value[c] = v.clone();
+                    s.value[c] = v;
                     s.known |= bit(c);
                     st.known_any = true;
-                    if let Some(r) = basis(cat, e, i, c, &v) {
+                    if let Some(r) = basis(cat, e, i, c, &s.value[c]) {
                         rows[pi].push(r);
-                    }
-                    for &(pj, j) in &s.pending {
-                        let p = &mut parts[pj][j];
-                        if p.ids[c].is_none() || p.hinted & bit(c) != 0 {
-                            p.ids[c] = v.clone();
-                            p.hinted &= !bit(c);
-                        }
                     }
                 } else if !own {
                     let line = e.line;
@@ -121,8 +119,19 @@ pub fn carry(cat: &Catalog, parts: &mut [Vec<Event>], rows: &mut [Vec<FactRow>],
             }
         }
     }
-    // the head is in the first batch: what it left pending stays unnamed
+    // the head is in the first batch: its lines take the value named first, unless the head itself named
+    // two (a console of several hosts: whichever host spoke first is not the head's); what is still
+    // pending then stays unnamed
     for s in st.states.iter_mut() {
+        for c in (0..nid).filter(|&c| cols & bit(c) != 0 && s.known & bit(c) != 0 && s.head_conflict & bit(c) == 0) {
+            for &(pj, j) in &s.pending {
+                let p = &mut parts[pj][j];
+                if p.ids[c].is_none() || p.hinted & bit(c) != 0 {
+                    p.ids[c] = s.value[c].clone();
+                    p.hinted &= !bit(c);
+                }
+            }
+        }
         s.pending = Vec::new();
     }
 }
@@ -250,6 +259,20 @@ mod tests {
             );
             // the basis: one row per stream that named its host (the file's own stream too)
             assert_eq!(rows.iter().filter(|r| format!("{:?}", r.values).contains("stream:f.nccl")).count(), 3, "cut at {cut}");
+        }
+    }
+
+    /// A head that names two hosts in one stream (a console every host writes to, untagged) names neither
+    /// on its other lines: the launcher's lines before the first NCCL line are not that host's.
+    #[test]
+    fn a_head_of_two_hosts_names_neither() {
+        let cat = catalog();
+        let lines = ["spawned pid 20", "spawned pid 10", "node2:20 NCCL init", "node1:10 NCCL init", "after"];
+        for cut in [1, 3, 5] {
+            let (evs, _) = run(&cat, &lines, cut, 5);
+            let hosts: Vec<Option<String>> = evs.iter().map(|e| col(e, 0)).collect();
+            let s = |v: &str| Some(v.to_string());
+            assert_eq!(hosts, vec![None, None, s("node2"), s("node1"), None], "cut at {cut}");
         }
     }
 }
