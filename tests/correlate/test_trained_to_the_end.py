@@ -96,6 +96,33 @@ def test_a_line_without_a_time_is_survived_by_the_steps_its_rank_wrote_after_it_
     assert "more steps after it in the same file" not in h.why
 
 
+def test_a_network_error_its_process_wrote_a_few_steps_after_is_survived_whatever_the_window():
+    # rank 0's port warning carries no time of its own (it shows step 50's); rank 0 wrote 10 more steps
+    # after it in its file (50 s: under the survival window), then rank 3 crashed and the others timed out
+    # 10 minutes later (the job stopped of itself: the window's steps are asked for). A port down for good
+    # fails the next collective through it: five steps of its own process after it say it was a flap.
+    # Another kind of cause with the same steps after it still needs the window's worth.
+    evs = launch(0) + steps(HOSTS, 60, step_time=5.0, start=10)
+    line_50 = next(e["line"] for e in evs if e["rank"] == 0 and e["message"].startswith("[rank0] step 50 "))
+    crash = [ev(320, "Traceback (most recent call last): RuntimeError: CUDA error: an illegal memory access",
+                kind="exception", host="n2", rank=3, file="n2.log")]
+    crash += [ev(920 + r, f"[Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=600, "
+                 "OpType=ALLREDUCE) ran for 600000 milliseconds before timing out.", kind="collective_timeout",
+                 host=h, rank=r, file=f"{h}.log") for h, rs in HOSTS.items() for r in rs if r != 3]
+    warn = port_error(260, ts_kind="interpolated", line=line_50 + 1)
+    (f,) = _findings(evs + [warn] + crash)
+    assert f.extra.get("survived") and "wrote 10 more steps after it in the same file" in f.why
+    other = dict(warn, kind="gpu_fault")
+    con = store(evs + [other] + crash)
+    align(con)
+    find_attempts(con)
+    scope(con, 1)
+    fs = run_all(con)
+    demote_survived(con, fs)
+    g = next(x for x in fs if x.evidence and x.evidence[0] == other["event_id"])
+    assert not g.extra.get("survived"), g.why
+
+
 def test_another_hosts_restart_notice_joins_the_new_launch_instead_of_ending_it():
     # elastic agents follow one another into a new round within seconds: n1 starts round 2, then n2
     # announces its restart and joins it; one relaunch, not two

@@ -118,3 +118,21 @@ def test_a_port_error_that_came_back_and_was_trained_past_is_context():
     con = _bundle(["n1", "n2"], [(50, "n1", 0, True)], [(105, "n2", 2, "n1")])
     findings = first_cause(con)
     assert uncorroborated_port_errors(con, findings) == 0
+
+
+def test_two_hosts_that_lost_each_other_a_port_error_its_process_trained_past_is_a_flap():
+    # neither line carries a time of its own: n1's shows a later one than n2's, but n1's process wrote its
+    # steps on after it (its file's order says so); n2's came after its last step: n2's link went down
+    con = _bundle(["n1", "n2"], [(95, "n1", 0, False, -60), (60, "n2", 2, False)],
+                  [(105, "n1", 1, "n2"), (105.3, "n2", 2, "n1")])
+    got = ib_peers(con)
+    assert [(f.host, f.direct) for f in got] == [("n2", True)]
+
+
+def test_of_a_hosts_port_errors_the_last_before_the_errors_is_its_link_going_down():
+    # n2 logged two port errors the peers' errors follow, the first without a time of its own; the
+    # evidence is the later one, the one its process did not train past
+    con = _bundle(["n1", "n2", "n3"], [(20, "n2", 2, False, -60), (95, "n2", 2, True)],
+                  [(105, "n1", 1, "n2"), (105.2, "n3", 4, "n2")])
+    got = ib_peers(con)
+    assert [(f.host, f.extra["ts_ok"]) for f in got] == [("n2", True)]

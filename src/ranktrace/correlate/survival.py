@@ -25,6 +25,10 @@ from .detectors.base import NEXT_TIMED_ATS, Finding, query
 MIN_WINDOW_S = 120.0     # progress this long after a line, at least, before it counts as survived
 STEPS = 5                # ... and at least this many of the job's typical step intervals
 IN_FLIGHT = 1            # steps a rank may still log after what stops it (the step it had finished)
+# what stops its process's collectives at once when it is real: an NCCL network error (an IB port that is
+# down for good fails the next send through it, and a step needs them all), so STEPS of the same process
+# after it in its file say it was survived, whatever the survival window (a port that flapped and came back)
+AT_ONCE = ("network_error",)
 CASCADE_WINDOW_S = 1200.0   # a collective timeout (default 10 min) and the teardown after it fit in this
 CASCADE_KINDS = ("collective_timeout", "watchdog_abort", "sigterm_sent", "signal_received", "worker_failed",
                  "failure_summary", "job_exit", "step_cancelled", "comm_abort")
@@ -158,10 +162,13 @@ def demote_survived(con, findings: list[Finding]) -> int:
     need = (IN_FLIGHT + 1 if end == "the logs end" else STEPS if step is None or end
             else max(STEPS, math.ceil(w / step)))
     after = _steps_after(con, ordered)
+
+    def enough(f: Finding) -> bool:
+        return after.get(id(f), 0) >= (min(need, STEPS) if f.kind in AT_ONCE else need)
     for f in ordered:
-        if after.get(id(f), 0) >= need:
+        if enough(f):
             _survived(f, f"its rank wrote {after[id(f)]} more steps after it in the same file")
-    return len(direct) - len(undecided) + sum(1 for f in ordered if after.get(id(f), 0) >= need)
+    return len(direct) - len(undecided) + sum(1 for f in ordered if enough(f))
 
 
 def _survived(f: Finding, because: str) -> None:
@@ -184,10 +191,15 @@ STEPS_AFTER = """
 
 
 def _steps_after(con, findings: list[Finding]) -> dict[int, int]:
-    """id(finding) -> the steps its scope wrote after its line in the same file (STEPS_AFTER): a file's
+    """id(finding) -> the steps its scope wrote after its line in the same file (steps_after)."""
+    got = steps_after(con, sorted({f.evidence[0] for f in findings if f.evidence}))
+    return {id(f): got.get(f.evidence[0], 0) for f in findings if f.evidence}
+
+
+def steps_after(con, ids: list[int]) -> dict[int, int]:
+    """event_id -> the steps its process wrote after that line in the same file (STEPS_AFTER): a file's
     order is exact where times are not (a torchrun console's `[default3]:` lines carry none: each takes
     the last timed line's; two hosts' clocks differ by the alignment's uncertainty)."""
-    ids = sorted({f.evidence[0] for f in findings if f.evidence})
     if not ids:
         return {}
     where = con.execute("SELECT event_id, file_id, line FROM hot_events_all WHERE event_id IN (SELECT unnest(?))",
@@ -197,8 +209,7 @@ def _steps_after(con, findings: list[Finding]) -> dict[int, int]:
                              [sorted({w[1] for w in where})]).fetchall())
     parts = [STEPS_AFTER.format(event_id=int(e), file_id=int(fid), line=int(line), until=int(until[fid]))
              for e, fid, line in where if until.get(fid) is not None and until[fid] > line]
-    got = dict(con.execute(" UNION ALL ".join(parts)).fetchall()) if parts else {}
-    return {id(f): got.get(f.evidence[0], 0) for f in findings if f.evidence}
+    return dict(con.execute(" UNION ALL ".join(parts)).fetchall()) if parts else {}
 
 
 # the latest time each of some lines can have been written (detectors.base.NEXT_TIMED_ATS)

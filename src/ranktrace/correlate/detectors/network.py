@@ -135,9 +135,14 @@ def ib_peers(con) -> list[Finding]:
     recovered = recoveries(con)
     most = max(len(n["reporters"]) for n in named.values())
     top = sorted(h for h, n in named.items() if len(n["reporters"]) == most)
-    # a port event of the host's that came back and was trained past is a flap, not its link going down
+    # a port event of the host's that came back and was trained past is a flap, not its link going down; so
+    # is one after which its own process wrote a few more steps in its file (a link down for good fails
+    # the next collective through it: survival.AT_ONCE), the only order known between untimed lines
+    from ..survival import STEPS, steps_after
     own = {h: [o for o in own_events(h) if o["event_id"] not in recovered
                or not trained_past(con, h, o["rank"], recovered[o["event_id"]])] for h in top}
+    past = steps_after(con, sorted(o["event_id"] for h in top for o in own[h]))
+    own = {h: [o for o in own[h] if past.get(o["event_id"], 0) < STEPS] for h in top}
     if len(top) > 1:
         # hosts named as often (two hosts that lost each other): the link that went down is the one whose
         # own port event came last before the completion errors (the transport's retries take the same
@@ -159,7 +164,9 @@ def ib_peers(con) -> list[Finding]:
     why = (f"IB completion errors of {len(n['reporters'])} other host(s) ({who}) name {host}'s address "
            f"(the peer they lost)")
     if own:
-        o = next((x for x in own if x["event_id"] not in recovered), own[0])   # its port that stayed down
+        # its port that stayed down: the last such event before the completion errors (an older one is a
+        # flap from before, as between hosts above; lines without a time of their own are in file order)
+        o = next((x for x in reversed(own) if x["event_id"] not in recovered), own[-1])
         return [Finding(detector="ib_peers", kind="network_error", score=0.8 if most >= 2 else 0.6,
                         why=why + f"; {host} itself logged an IB port event first",
                         host=host, time=o["ats"], evidence=[o["event_id"]] + n["events"][:3], direct=True,
