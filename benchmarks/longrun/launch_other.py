@@ -15,6 +15,13 @@ from .render import Render
 SRUN_WHAT = {1: "Exited with exit code 1", -6: "Aborted", -9: "Killed", -11: "Segmentation fault", -15: "Terminated"}
 
 
+def deepspeed_rank_named(f) -> bool:
+    """DeepSpeed's launcher names the last command it spawned, not the worker that failed, and srun or pdsh
+    name the node: a segfault that prints nothing, or only faulthandler's dump into an output every worker
+    of the node shares, names no rank."""
+    return not (f.story == "segfault" and f.telling in ("silent", "faulthandler"))
+
+
 class SlurmSrun(Render):
     """sbatch + `srun --label python train.py`: one task per GPU (SLURM_PROCID is the rank), the job's output
     file, slurmctld and slurmd logs. Restarts: a requeue (same job id, SLURM_RESTART_COUNT) or a new job."""
@@ -262,10 +269,8 @@ class DeepspeedSrun(SlurmSrun):
                     exits[k] = (tk, -15, "launcher_kill")
 
     def rank_named(self, a, f) -> bool:
-        """A segfault that prints nothing, or only faulthandler's dump into an output every worker shares, names
-        no rank: the launcher names the last command it spawned, srun the node's task."""
-        return not (f.story == "segfault" and (f.telling == "silent" or f.telling == "faulthandler"
-                                                and not self.rank_logs))
+        # a rank's own file (--enable_each_rank_log) holds its faulthandler dump
+        return deepspeed_rank_named(f) or bool(self.rank_logs) and f.telling == "faulthandler"
 
     def report_exits(self, a, exits: dict):
         """Each node's launch.py reports its first failed worker and exits; srun and slurmd see the task (the
@@ -299,6 +304,9 @@ class PdshDeepspeed(Render):
     DeepSpeed's per-node launcher (launch.py) kills its processes when one fails. Restarts: new jobs."""
 
     kernel_form = "journal"
+
+    def rank_named(self, a, f) -> bool:
+        return deepspeed_rank_named(f)
 
     def path(self, a):
         return f"logs/train_{a.job}.log"
