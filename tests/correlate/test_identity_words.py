@@ -90,3 +90,14 @@ def test_a_peers_address_in_a_transport_error_is_not_the_culprits(tmp_path, monk
         "[2024-06-03 11:22:13] NCCL WARN NET/IB : Got completion from peer 10.1.2.3<40123> with status=12 "
         "opcode=0 len=0 vendor err 129 (Recv) hca mlx5_0 node_ip=10.1.2.3\n")})
     assert d["verdict"]["host"] != "10.1.2.3", d["verdict"]
+
+
+def test_failure_like_lines_no_rule_reads_still_name_whom_their_words_name(tmp_path, monkeypatch, catalog):
+    # a supervisor whose layout no format knows: the verdict stays unknown (no rule ties the line to a
+    # kind) but says whom the line names (correlate/clean_end.py no_failure_verdict)
+    d = _verdict(tmp_path, monkeypatch, catalog, {"sup.log": (
+        "2024-06-03 11:20:41,118 INFO step 100 loss 2.31\n"
+        "2024-06-03 11:22:13,402 ERROR supervisor: worker pid 48213 on host gpu-a07 was killed by signal 9 (SIGKILL)\n")})
+    v = d["verdict"]
+    assert (v["kind"], v["pid"], v["host"]) == ("unknown", 48213, "gpu-a07"), v
+    assert v["confidence"] <= 0.3
