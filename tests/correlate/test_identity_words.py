@@ -101,3 +101,8 @@ def test_failure_like_lines_no_rule_reads_still_name_whom_their_words_name(tmp_p
     v = d["verdict"]
     assert (v["kind"], v["pid"], v["host"]) == ("unknown", 48213, "gpu-a07"), v
     assert v["confidence"] <= 0.3
+
+
+def test_a_launchers_command_line_rank_is_not_read():
+    # deepspeed/launcher/launch.py sigkill_handler prints the LAST spawned cmd, not the failed one's
+    assert words_named(["cmd = ['/usr/bin/python', '-u', 'train.py', '--rank 3', '--local_rank=3']"], ALL) == {}
