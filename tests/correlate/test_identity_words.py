@@ -41,6 +41,9 @@ def test_the_generic_words_name_the_culprit(text, want):
     "nnodes=2, num_local_procs=4, node_rank=1, local_rank=3, nranks 8",         # other numbers
     "Abort(1) on node 3 (rank 3 in comm 0): fatal error",                        # MPICH's node is a rank
     "listening on host localhost port 29500 (pid 0)",                            # names nobody
+    # a line that speaks of a peer or the remote end names another machine (NCCL net_ib.cc, Gloo)
+    "NET/IB : Got completion from peer 10.1.2.3<40123> with status=12 node_ip=10.1.2.3",
+    "Connection closed by remote on host gw-node-3",
 ])
 def test_words_that_name_nobody_or_somebody_else_give_nothing(text):
     got = words_named([text], ALL)
