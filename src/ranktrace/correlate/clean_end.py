@@ -79,6 +79,16 @@ def no_failure_verdict(con, empty: dict, n_events: int) -> tuple[dict, list[dict
             vals = {r[k] for r in unread}
             if len(vals) == 1 and None not in vals:
                 v[k] = vals.pop()
+        # what their words name, for a column their own identity left empty (naming.words_named: one
+        # value across the lines, or none)
+        from .naming import words_named
+        said = words_named([r["message"] or "" for r in unread], tuple(k for k in ("rank", "pid", "host", "gpu")
+                                                                        if v.get(k) in (None, "")))
+        for k, val in said.items():
+            v[k] = int(val) if k in ("rank", "pid") else val
+        if said:
+            missing.append("the failed process's own line in a format ranktrace knows: "
+                           + ", ".join(f"{k} {val}" for k, val in said.items()) + " read from the words of these lines")
         ev = [{"file": r["file"], "line": r["line"], "time": iso(r["ats"]), "role": "unclassified",
                "text": short(r["message"], 240)} for r in unread]
         return v, ev, missing

@@ -31,6 +31,10 @@ class Rules:
     scheduler_kinds: frozenset[str]
     requeue_cap: float
     requeue: re.Pattern
+    words_cap: float
+    words_reject: re.Pattern
+    words_kinds: dict[str, tuple[str, ...]]
+    words: tuple[tuple[str, re.Pattern, re.Pattern | None], ...]
 
 
 @lru_cache(maxsize=1)
@@ -41,7 +45,11 @@ def rules() -> Rules:
                  nobody_cap=d["nobody"]["cap"], nobody_cols=tuple(d["nobody"]["columns"]),
                  cut_cap=d["cut"]["cap"], cut=re.compile(d["cut"]["regex"]), cut_cols=tuple(d["cut"]["columns"]),
                  scheduler_kinds=frozenset(d["scheduler"]["kinds"]),
-                 requeue_cap=d["requeue"]["cap"], requeue=re.compile(d["requeue"]["regex"]))
+                 requeue_cap=d["requeue"]["cap"], requeue=re.compile(d["requeue"]["regex"]),
+                 words_cap=d["words"]["cap"], words_reject=re.compile(d["words"]["reject"]),
+                 words_kinds={k: tuple(v) for k, v in d["words"]["kinds"].items()},
+                 words=tuple((w["column"], re.compile(w["regex"]), re.compile(w["unless"]) if w.get("unless") else None)
+                             for w in d["words"]["name"]))
 
 
 def who(v: dict) -> str:
@@ -71,6 +79,53 @@ def _job(con, event_ids: list[int]) -> tuple[str | None, list[str]]:
                      "ORDER BY event_id", [list(event_ids)]).fetchall()
     job = next((f"step {s}" if s else f"job {j}" for j, s, _ in rs if j or s), None)
     return job, [t or "" for *_, t in rs]
+
+
+def words_named(texts: list[str], columns: tuple[str, ...]) -> dict[str, str]:
+    """What the words of `texts` (the verdict's cause lines) name in each of `columns`, by the generic
+    forms of verdict_naming.toml [words]: a column named with two different values names none."""
+    r = rules()
+    seen: dict[str, set[str]] = {}
+    for col, rx, unless in r.words:
+        if col not in columns:
+            continue
+        for t in texts:
+            if unless is not None and unless.search(t):
+                continue
+            for m in rx.finditer(t):
+                val = m.group(col)
+                if val and not r.words_reject.match(val):
+                    seen.setdefault(col, set()).add(val.lower() if col == "gpu" else val)
+    return {c: next(iter(vals)) for c, vals in seen.items() if len(vals) == 1}
+
+
+def from_words(con, v: dict, cause_ids: list[int], missing: list[str]) -> dict[str, str]:
+    """Fill the columns `v` left empty from the words of its own cause lines (words_named), for the
+    kinds verdict_naming.toml [words] lists; a pid or rank read so is joined to the rest of its
+    identity as a finding's is (identity.lookup). Caps `v`'s confidence and says what it read.
+    Returns what it filled."""
+    r = rules()
+    cols = tuple(c for c in r.words_kinds.get(v.get("kind"), ()) if v.get(c) in (None, ""))
+    if not cols or not cause_ids:
+        return {}
+    texts = [t for (t,) in con.execute("SELECT raw FROM events WHERE event_id IN (SELECT unnest(?)) ORDER BY event_id",
+                                        [list(cause_ids)]).fetchall() if t]
+    got = words_named(texts, cols)
+    if not got:
+        return {}
+    for c, val in got.items():
+        v[c] = int(val) if c in ("rank", "pid") else val
+    from . import identity as ident
+    more = ident.lookup(con, host=v.get("host"), pid=v.get("pid"), rank=v.get("rank"),
+                        local_rank=v.get("local_rank"), pod=v.get("pod"))
+    for c in ("host", "rank", "local_rank", "pid", "pod", "gpu"):
+        if v.get(c) in (None, "") and more.get(c) not in (None, "") and c in r.words_kinds.get(v.get("kind"), ()):
+            v[c] = more[c]
+    if v.get("confidence") is not None and v["confidence"] > r.words_cap:
+        v["confidence"] = r.words_cap
+    said = ", ".join(f"{LABEL[c]} {val}" for c, val in got.items())
+    missing.append(f"the culprit's own line in a format ranktrace knows: {said} read from the words of the cause line")
+    return got
 
 
 def _either(words: list[str]) -> str:

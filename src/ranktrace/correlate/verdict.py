@@ -29,7 +29,7 @@ from .controlplane import apply as _controlplane
 from .gang import gang as _gang
 from .impact import impact as _impact
 from .choose import calibrated, features, load_weights, rank
-from .naming import review as _review_names, who as _who
+from .naming import from_words as _from_words, review as _review_names, who as _who
 from .stranded import apply as _stranded
 from .detectors.network import uncorroborated_port_errors
 from .survival import (OUTSIDE_STOP_FAILURES, complaints_survived_until, demote_survived, healthy_until,
@@ -573,6 +573,9 @@ def diagnose_scope(con: duckdb.DuckDBPyConnection, clock: list[dict]) -> dict:
     # whom the text names (a name cut off is none; a verdict naming nobody is capped): correlate/naming.py
     # (a scheduler's act may rest on a finding that is no direct cause, srun's cancel banner: its lines name the job)
     said = (best.direct or (best.findings if v.get("kind") in JOB_LEVEL else [])) if best else []
+    if best is not None and best.direct:
+        # a column still empty: what the words of the culprit's own cause lines name (naming.py)
+        _from_words(con, v, [e for f in best.direct for e in f.evidence], missing)
     who_words = _review_names(con, v, [e for f in said for e in f.evidence], missing)
 
     # evidence
