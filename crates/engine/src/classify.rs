@@ -503,7 +503,7 @@ pub fn read<'c>(cat: &'c Catalog, events: &mut [Event], memo: bool) -> (Vec<Clas
     }
     // the tokens after the line's own facts (a line's text says more than its file's path)
     for (ei, e) in events.iter_mut().enumerate() {
-        for (at, hits) in std::mem::take(&mut e.hits) {
+        for (at, hits) in std::mem::take(&mut e.hits).into_iter().flatten() {
             crate::identity::apply(cat, e, ei, at, &hits, &mut out);
         }
     }
