@@ -283,7 +283,7 @@ mod tests {
 
     #[test]
     fn rejected_memo_answers_as_the_rejects() {
-        let spec = r#"{"identity": ["host", "rank", "pid"], "int_identity": ["rank", "pid"],
+        let spec = r#"{"identity": ["host", "rank", "pid", "program"], "int_identity": ["rank", "pid"],
             "severities": ["debug", "info"], "envelopes": [],
             "patterns": [{"key": "f.any", "format": "f", "regex": "^(?P<message>.*)$", "first": null, "literals": null,
                           "ts": null, "kind": null, "program": null, "split": null}],
