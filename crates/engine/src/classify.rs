@@ -502,9 +502,10 @@ pub fn read<'c>(cat: &'c Catalog, events: &mut [Event], memo: bool) -> (Vec<Clas
         }
     }
     // the tokens after the line's own facts (a line's text says more than its file's path)
+    let mut rejected = crate::identity::Rejected::default();
     for (ei, e) in events.iter_mut().enumerate() {
-        for (at, hits) in std::mem::take(&mut e.hits) {
-            crate::identity::apply(cat, e, ei, at, &hits, &mut out);
+        for (at, hits) in std::mem::take(&mut e.hits).into_iter().flatten() {
+            crate::identity::apply(cat, e, ei, at, &hits, &mut out, &mut rejected);
         }
     }
     (classes, out, summaries)

@@ -61,10 +61,14 @@ impl Streams {
     }
 }
 
-fn same(a: &Id, b: &Id) -> bool {
+/// Whether a stream's known value `a` (an Int or a Text) is the line's own value `b` (a span
+/// of `raw`, a text or an int). Compared in place: it once compared a copy of the span
+/// (`detached`) on every line that names its stream, the scan's most frequent allocation on the
+/// corpus node log (1.7 a line; callgrind, session 13).
+fn same_as_own(a: &Id, b: &Id, raw: &str) -> bool {
     match (a, b) {
         (Id::Int(x), Id::Int(y)) => x == y,
-        (Id::Text(x), Id::Text(y)) => x == y,
+        (Id::Text(x), Id::Span(..) | Id::Text(_)) => b.bytes(raw) == Some(x.as_bytes()),
         _ => false,
     }
 }
@@ -88,10 +92,9 @@ pub fn carry(cat: &Catalog, parts: &mut [Vec<Event>], rows: &mut [Vec<FactRow>],
                 let e = &parts[pi][i];
                 let own = !e.ids[c].is_none() && e.hinted & bit(c) == 0;
                 if own && e.stream_src & bit(c) != 0 {
-                    let v = e.ids[c].detached(&e.raw);
                     let s = &mut st.states[si];
                     if s.known & bit(c) != 0 {
-                        if !same(&s.value[c], &v) {
+                        if !same_as_own(&s.value[c], &e.ids[c], &e.raw) {
                             s.conflict |= bit(c);
                             if e.line <= st.head_end {
                                 s.head_conflict |= bit(c);
@@ -99,7 +102,7 @@ pub fn carry(cat: &Catalog, parts: &mut [Vec<Event>], rows: &mut [Vec<FactRow>],
                         }
                         continue;
                     }
-                    s.value[c] = v;
+                    s.value[c] = e.ids[c].detached(&e.raw);
                     s.known |= bit(c);
                     st.known_any = true;
                     if let Some(r) = basis(cat, e, i, c, &s.value[c]) {
@@ -167,6 +170,27 @@ mod tests {
     use super::*;
     use crate::blocks::NO_BLOCK;
     use crate::compile::Catalog;
+
+    #[test]
+    fn same_as_own_compares_as_a_copy_would() {
+        // the comparison it replaced: the line's value detached (a span copied), then Int to
+        // Int and Text to Text
+        let old = |a: &Id, b: &Id, raw: &str| match (a, &b.detached(raw)) {
+            (Id::Int(x), Id::Int(y)) => x == y,
+            (Id::Text(x), Id::Text(y)) => x == y,
+            _ => false,
+        };
+        let raw = "node7 rank 12 node70";
+        let known = [Id::Int(12), Id::Int(7), Id::Text(crate::events::shared("node7")), Id::Text(crate::events::shared("node70")),
+                     Id::Text(crate::events::shared("12")), Id::None];
+        let own = [Id::Span(0, 5), Id::Span(11, 13), Id::Span(14, 20), Id::Span(0, 0), Id::Int(12), Id::Int(7),
+                   Id::Text(crate::events::shared("node7")), Id::Text(crate::events::shared("")), Id::None];
+        for a in &known {
+            for b in &own {
+                assert_eq!(same_as_own(a, b, raw), old(a, b, raw), "{a:?} against {b:?}");
+            }
+        }
+    }
 
     /// A catalog: envelope `[rankN]:`, pattern `host:pid NCCL` (its host names the stream), a
     /// catch-all; tokens `pid=N` (fills pid), `(G Rank N)` (blocks rank), `[Rank N]`, `@host`
