@@ -86,3 +86,25 @@ def steps(hosts_ranks: dict[str, list[int]], n: int, step_time: float = 0.5, ske
                 out.append(ev(t, f"[rank{r}] step {k} loss 0.5 step_time {step_time}s", kind="progress",
                               host=h, rank=r, file=f"{h}.log"))
     return out
+
+
+def diagnose_files(tmp_path, monkeypatch, catalog, files: dict[str, str]) -> dict:
+    """The diagnosis of a bundle of `files` (relative path -> text), ingested as a user would (from its
+    parent directory) into a store under tmp_path."""
+    from pathlib import Path
+
+    from ranktrace.correlate import diagnose
+    from ranktrace.ingest.pipeline import ingest
+    from ranktrace.store import open_readonly
+    monkeypatch.chdir(tmp_path)
+    for rel, text in files.items():
+        p = tmp_path / "bundle" / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    ingest([str(Path("bundle"))], str(tmp_path / "s.duckdb"), catalog)
+    con = open_readonly(str(tmp_path / "s.duckdb"))
+    try:
+        return diagnose(con)
+    finally:
+        con.close()
+

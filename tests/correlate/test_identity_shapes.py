@@ -7,12 +7,11 @@ directory names never reach the path hints) and diagnosed."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from ranktrace.correlate import diagnose
 from ranktrace.correlate.naming import rules
+
+from .fixtures import diagnose_files
 
 WATCHDOG = ("[rank{r}]:[E304 10:20:30.{r}00000000 ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective "
             "operation timeout: WorkNCCL(SeqNum=812, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) "
@@ -633,19 +632,7 @@ CASES = {
 
 
 def _verdict(tmp_path, monkeypatch, catalog, files: dict[str, str]) -> dict:
-    from ranktrace.ingest.pipeline import ingest
-    from ranktrace.store import open_readonly
-    monkeypatch.chdir(tmp_path)
-    for rel, text in files.items():
-        p = tmp_path / "bundle" / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text)
-    ingest([str(Path("bundle"))], str(tmp_path / "s.duckdb"), catalog)
-    con = open_readonly(str(tmp_path / "s.duckdb"))
-    try:
-        return diagnose(con)["verdict"]
-    finally:
-        con.close()
+    return diagnose_files(tmp_path, monkeypatch, catalog, files)["verdict"]
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

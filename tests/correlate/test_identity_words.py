@@ -10,12 +10,11 @@ says so and stays under [words].cap. A symptom's words (a peer's address) are ne
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from ranktrace.correlate import diagnose
 from ranktrace.correlate.naming import rules, words_named
+
+from .fixtures import diagnose_files
 
 ALL = ("rank", "pid", "host", "gpu")
 
@@ -57,19 +56,7 @@ def test_two_values_for_a_column_name_none():
 
 
 def _verdict(tmp_path, monkeypatch, catalog, files: dict[str, str]) -> dict:
-    from ranktrace.ingest.pipeline import ingest
-    from ranktrace.store import open_readonly
-    monkeypatch.chdir(tmp_path)
-    for rel, text in files.items():
-        p = tmp_path / "bundle" / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text)
-    ingest([str(Path("bundle"))], str(tmp_path / "s.duckdb"), catalog)
-    con = open_readonly(str(tmp_path / "s.duckdb"))
-    try:
-        return diagnose(con)
-    finally:
-        con.close()
+    return diagnose_files(tmp_path, monkeypatch, catalog, files)
 
 
 def test_a_cause_line_in_an_unknown_layout_names_its_rank_and_pid(tmp_path, monkeypatch, catalog):
