@@ -23,7 +23,7 @@ def log(t: dt.datetime, level: str, src: str, msg: str) -> str:
 
 
 def runner_cmd(t, hosts, gpus, master, port, script) -> str:
-    info = base64.urlsafe_b64encode(json.dumps({h: list(range(gpus)) for h in hosts}).encode()).decode()
+    info = world_info_b64(hosts, gpus)
     return log(t, "INFO", "runner.py:630:main",
                f"cmd = pdsh -S -f 1024 -w {','.join(hosts)} export PYTHONPATH=/workspace;  cd /workspace; "
                f"/usr/bin/python -u -m deepspeed.launcher.launch --world_info={info} --node_rank=%n "

@@ -187,6 +187,11 @@ class SlurmSrun(Render):
             self.ctl(t_done + dt.timedelta(seconds=rnd.uniform(2, 12)), lambda L: S.requeuing(L, a.job))
         a.end = t_done
 
+def _failed(exit) -> bool:
+    """A worker's exit (t, code, why) that is a failure: not a clean end, not a SIGTERM its launcher sent."""
+    return isinstance(exit, tuple) and exit[1] not in (0, -15)
+
+
 class DeepspeedSrun(SlurmSrun):
     """sbatch + `srun --ntasks-per-node=1 deepspeed --no_ssh --node_rank=$SLURM_NODEID train.py`: DeepSpeed's
     runner.py without ssh starts launch.py on its own node, which spawns one worker per GPU. One srun task per
@@ -209,6 +214,9 @@ class DeepspeedSrun(SlurmSrun):
 
     def node_of(self, a, rank) -> int:
         return rank // self.r.gpus
+
+    def node_ranks(self, i: int) -> range:
+        return range(i * self.r.gpus, (i + 1) * self.r.gpus)
 
     def node_wrap(self, i):
         lab = f"{i:>{self.node_width}}: " if self.label else ""
@@ -236,10 +244,8 @@ class DeepspeedSrun(SlurmSrun):
             t = a.rdzv_done + dt.timedelta(seconds=0.8 + rnd.uniform(0, 1.5))
             L = self.lt(h, t)
             self.node_out(a, i, t, D.runner_cmd_local(L, info, a.hosts[0], r.master_port, i, ENTRY, self.rank_logs))
-            for x in D.launch_header(L, a.hosts, r.gpus, i)[:2]:
-                self.node_out(a, i, t, x)
-            self.node_out(a, i, t, D.global_rank_mapping(L, a.hosts, r.gpus))
-            for x in D.launch_header(L, a.hosts, r.gpus, i)[2:]:
+            head = D.launch_header(L, a.hosts, r.gpus, i)   # launch.py prints the mapping after its third line
+            for x in head[:2] + [D.global_rank_mapping(L, a.hosts, r.gpus)] + head[2:]:
                 self.node_out(a, i, t, x)
             for lr in range(r.gpus):
                 rank = i * r.gpus + lr
@@ -248,24 +254,23 @@ class DeepspeedSrun(SlurmSrun):
 
     def cascade(self, a, f, exits):
         """The failing worker's own launcher kills its node-mates at once: they log no timeout."""
-        rnd, g = self.r.rnd, self.r.gpus
+        rnd = self.r.rnd
         own = exits.get(f.rank) if f.rank is not None else None
         if isinstance(own, tuple) and own[1] != 0 and f.cascade != "rejoin":
-            i = self.node_of(a, f.rank)
-            for rank in range(i * g, (i + 1) * g):
+            for rank in self.node_ranks(self.node_of(a, f.rank)):
                 if rank != f.rank and rank not in exits:
                     exits[rank] = (own[0] + dt.timedelta(seconds=rnd.uniform(0.03, 0.12)), -15, "launcher_kill")
         super().cascade(a, f, exits)
         # a node whose worker failed: its launcher kills the others still running (the hung rank, too)
         for i in range(len(a.hosts)):
-            local = range(i * g, (i + 1) * g)
-            bad = sorted(exits[k][0] for k in local if isinstance(exits.get(k), tuple) and exits[k][1] not in (0, -15))
+            bad = sorted(exits[k][0] for k in self.node_ranks(i) if _failed(exits.get(k)))
             if not bad:
                 continue
             tk = bad[0] + dt.timedelta(seconds=rnd.uniform(0.03, 0.12))
-            for k in local:
+            for k in self.node_ranks(i):
                 v = exits.get(k)
-                if v is None and k in exits or isinstance(v, tuple) and v[0] > tk:
+                still_running = k in exits and v is None
+                if still_running or isinstance(v, tuple) and v[0] > tk:
                     exits[k] = (tk, -15, "launcher_kill")
 
     def rank_named(self, a, f) -> bool:
@@ -275,23 +280,23 @@ class DeepspeedSrun(SlurmSrun):
     def report_exits(self, a, exits: dict):
         """Each node's launch.py reports its first failed worker and exits; srun and slurmd see the task (the
         node) end."""
-        r, g = self.r, self.r.gpus
         for i, h in enumerate(a.hosts):
-            local = [k for k in range(i * g, (i + 1) * g) if isinstance(exits.get(k), tuple)]
+            local = [k for k in self.node_ranks(i) if isinstance(exits.get(k), tuple)]
             if not local:
                 continue
-            first = min(local, key=lambda k: (exits[k][1] in (0, -15), exits[k][0]))
+            first = min(local, key=lambda k: (not _failed(exits[k]), exits[k][0]))
             t1, code, why = exits[first]
-            tl = min(exits[k][0] for k in local) if code in (0, -15) else t1 + dt.timedelta(seconds=0.02)
+            failed = _failed(exits[first])
+            tl = t1 + dt.timedelta(seconds=0.02) if failed else min(exits[k][0] for k in local)
             L = self.lt(h, tl)
-            for k in range(i * g, (i + 1) * g):
+            for k in self.node_ranks(i):
                 self.node_out(a, i, tl, D.killing(L, a.pids[k]))
-            if code in (0, -15):
+            if failed:
+                self.node_out(a, i, tl, D.exits_with(L, ENTRY, self.r.gpus - 1, code))
+                status = code % 256
+            else:
                 self.node_out(a, i, tl, D.main_received(L, "SIGTERM"))
                 status = 1
-            else:
-                self.node_out(a, i, tl, D.exits_with(L, ENTRY, g - 1, code))
-                status = code % 256
             te = tl + dt.timedelta(seconds=0.05)
             oom = any(exits[k][2] == "oom" for k in local)
             what = "Out Of Memory" if oom else f"Exited with exit code {status}"

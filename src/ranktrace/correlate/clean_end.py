@@ -81,14 +81,12 @@ def no_failure_verdict(con, empty: dict, n_events: int) -> tuple[dict, list[dict
                 v[k] = vals.pop()
         # what their words name, for a column their own identity left empty (naming.words_named: one
         # value across the lines, or none)
-        from .naming import words_named
-        said = words_named([r["message"] or "" for r in unread], tuple(k for k in ("rank", "pid", "host", "gpu")
-                                                                        if v.get(k) in (None, "")))
-        for k, val in said.items():
-            v[k] = int(val) if k in ("rank", "pid") else val
+        from .naming import put_words, said_words
+        said = put_words(v, [r["message"] or "" for r in unread], tuple(k for k in ("rank", "pid", "host", "gpu")
+                                                                         if v.get(k) in (None, "")))
         if said:
-            missing.append("the failed process's own line in a format ranktrace knows: "
-                           + ", ".join(f"{k} {val}" for k, val in said.items()) + " read from the words of these lines")
+            missing.append(f"the failed process's own line in a format ranktrace knows: {said_words(said)} read "
+                           "from the words of these lines")
         ev = [{"file": r["file"], "line": r["line"], "time": iso(r["ats"]), "role": "unclassified",
                "text": short(r["message"], 240)} for r in unread]
         return v, ev, missing

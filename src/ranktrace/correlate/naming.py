@@ -99,32 +99,45 @@ def words_named(texts: list[str], columns: tuple[str, ...]) -> dict[str, str]:
     return {c: next(iter(vals)) for c, vals in seen.items() if len(vals) == 1}
 
 
+def put_words(v: dict, texts: list[str], columns: tuple[str, ...]) -> dict[str, str]:
+    """Fill `columns` of `v` from what the words of `texts` name (words_named; rank and pid as numbers).
+    Returns what it filled (said_words puts it in words)."""
+    got = words_named(texts, columns)
+    for c, val in got.items():
+        v[c] = int(val) if c in ("rank", "pid") else val
+    return got
+
+
+def said_words(got: dict[str, str]) -> str:
+    """'rank 3, pid 1877': what put_words read, for a verdict's `missing`."""
+    return ", ".join(f"{LABEL[c]} {val}" for c, val in got.items())
+
+
 def from_words(con, v: dict, cause_ids: list[int], missing: list[str]) -> dict[str, str]:
     """Fill the columns `v` left empty from the words of its own cause lines (words_named), for the
     kinds verdict_naming.toml [words] lists; a pid or rank read so is joined to the rest of its
     identity as a finding's is (identity.lookup). Caps `v`'s confidence and says what it read.
     Returns what it filled."""
     r = rules()
-    cols = tuple(c for c in r.words_kinds.get(v.get("kind"), ()) if v.get(c) in (None, ""))
+    allowed = r.words_kinds.get(v.get("kind"), ())
+    cols = tuple(c for c in allowed if v.get(c) in (None, ""))
     if not cols or not cause_ids:
         return {}
     texts = [t for (t,) in con.execute("SELECT raw FROM events WHERE event_id IN (SELECT unnest(?)) ORDER BY event_id",
                                         [list(cause_ids)]).fetchall() if t]
-    got = words_named(texts, cols)
+    got = put_words(v, texts, cols)
     if not got:
         return {}
-    for c, val in got.items():
-        v[c] = int(val) if c in ("rank", "pid") else val
     from . import identity as ident
     more = ident.lookup(con, host=v.get("host"), pid=v.get("pid"), rank=v.get("rank"),
                         local_rank=v.get("local_rank"), pod=v.get("pod"))
     for c in ("host", "rank", "local_rank", "pid", "pod", "gpu"):
-        if v.get(c) in (None, "") and more.get(c) not in (None, "") and c in r.words_kinds.get(v.get("kind"), ()):
+        if v.get(c) in (None, "") and more.get(c) not in (None, "") and c in allowed:
             v[c] = more[c]
     if v.get("confidence") is not None and v["confidence"] > r.words_cap:
         v["confidence"] = r.words_cap
-    said = ", ".join(f"{LABEL[c]} {val}" for c, val in got.items())
-    missing.append(f"the culprit's own line in a format ranktrace knows: {said} read from the words of the cause line")
+    missing.append(f"the culprit's own line in a format ranktrace knows: {said_words(got)} read from the words of "
+                   "the cause line")
     return got
 
 
