@@ -90,3 +90,15 @@ def test_the_coordination_service_names_the_task_that_failed(tmp_path, monkeypat
         "This indicates that the remote task has failed, got preempted, or crashed unexpectedly.\n")})
     v = d["verdict"]
     assert v["rank"] == 2, v
+
+
+def test_nccl_lines_behind_a_collectors_zoned_time_are_read(tmp_path, monkeypatch, catalog):
+    # a collector's 'yyyy-MM-dd HH:mm:ss.fff zzz' before NCCL's own '[time] host:pid:tid [dev] file:line NCCL WARN'
+    # (nccl src/debug.cc): the envelope takes the collector's time off, the NCCL line is read as NCCL's
+    pre = "2024-11-02 03:41:07.114 -05:00 [2024-11-02 08:41:06] "
+    d = diagnose_files(tmp_path, monkeypatch, catalog, {"collected.log": (
+        pre + "gpu-b12:5120:5301 [3] transport/net_ib.cc:180 NCCL WARN NET/IB : mlx5_2:1 async fatal event on QP "
+              "(0x55d0c8e2a1f0): local work queue catastrophic error\n")})
+    v = d["verdict"]
+    assert v["kind"] == "network_error", v
+    assert (v["host"], v["pid"]) == ("gpu-b12", 5120), v
