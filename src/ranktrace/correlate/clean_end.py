@@ -20,7 +20,9 @@ _FAILURE_TEXT = (r"Traceback \(most recent|[A-Za-z]Error:|Exception:|\bFATAL\b|\
                  r"FailedScheduling|NodeNotReady|fallen off the bus|NCCL WARN|\bSIGKILL\b|\bSIGTERM\b|\bSIGABRT\b|"
                  r"Caught signal|exit(?:ed)? (?:with )?(?:exit )?(?:code|status) [1-9]|exitcode\s*[:=]\s*-?[1-9]|"
                  r"will restart worker group|restarting (?:the )?workers?\b|\bXid\b|\bnot responding\b|"
-                 r"unknown error)")
+                 r"unknown error)|"
+                 # absl::Status::ToString's code name (StatusCodeToString) before its message: XLA / JAX / TF
+                 r"\b(?:UNAVAILABLE|DEADLINE_EXCEEDED|INTERNAL|RESOURCE_EXHAUSTED|DATA_LOSS|ABORTED): ")
 
 
 def failure_like(con, limit: int = 5) -> list[dict]:
@@ -75,10 +77,9 @@ def no_failure_verdict(con, empty: dict, n_events: int) -> tuple[dict, list[dict
                  summary=f"failure-like lines that no rule ties to the job (e.g. {short(unread[0]['message'], 120)}); "
                          "root cause not established")
         missing.append("a log format or rule for these lines (ranktrace formats check FILE shows what is unclaimed)")
-        for k in ("host", "rank", "pid", "pod"):
-            vals = {r[k] for r in unread}
-            if len(vals) == 1 and None not in vals:
-                v[k] = vals.pop()
+        # whom their own identities name: the one process they agree on (naming.one_identity)
+        from .naming import one_identity
+        v.update(one_identity(unread, ("host", "rank", "pid", "pod")))
         # what their words name, for a column their own identity left empty (naming.words_named: one
         # value across the lines, or none)
         from .naming import put_words, said_words

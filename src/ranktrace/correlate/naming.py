@@ -99,6 +99,26 @@ def words_named(texts: list[str], columns: tuple[str, ...]) -> dict[str, str]:
     return {c: next(iter(vals)) for c, vals in seen.items() if len(vals) == 1}
 
 
+def one_identity(rows: list[dict], columns: tuple[str, ...]) -> dict:
+    """The identity `rows` (lines of one story: a verdict's unread failure lines) agree on: when one
+    row's values in `columns` cover every other row's (the others name a part of it or nobody), that
+    row's; else each column all rows name with one value. A line that names nobody does not contradict
+    one that names its process: a framework's closing line ('Exception: WorkerProc initialization
+    failed', 'Killed') is written by the parent, the failed worker's own lines carry its prefix."""
+    named = [{c: r[c] for c in columns if r.get(c) not in (None, "")} for r in rows]
+    some = [n for n in named if n]
+    if some:
+        top = max(some, key=len)
+        if all(top.get(c) == val for n in some for c, val in n.items()):
+            return dict(top)
+    out = {}
+    for c in columns:
+        vals = {n.get(c) for n in named}
+        if len(vals) == 1 and None not in vals:
+            out[c] = vals.pop()
+    return out
+
+
 def put_words(v: dict, texts: list[str], columns: tuple[str, ...]) -> dict[str, str]:
     """Fill `columns` of `v` from what the words of `texts` name (words_named; rank and pid as numbers).
     Returns what it filled (said_words puts it in words)."""
