@@ -164,8 +164,10 @@ def features(cands: list, node_failed: set[str], unc: dict[str | None, float],
         # else by someone's report of its death, give or take the reporter's clock
         own = any(x.time == c.time and x.detector not in SECOND_HAND and not x.extra.get("reported") for x in fs)
         t_fail, slack = (c.time, dt.timedelta(0)) if own else (t, VICTIM_SLACK)
+        # (a host that went quiet with no teardown: detectors.nodes.half_dead_nodes judged its complaints
+        # already, and a victim's launcher would have torn it down)
         own_fault = any(x.extra.get("signal") in SELF_FAULT_SIGNALS or x.extra.get("state") in SELF_FAULT_STATES
-                        or (x.detector == "watchdog" and x.extra.get("sole"))
+                        or (x.detector == "watchdog" and x.extra.get("sole")) or x.detector == "half_dead_nodes"
                         or (x.detector == "first_cause" and x.direct and x.kind == "exception")
                         for x in fs if not x.extra.get("survived"))
         if mine and t_fail is not None and min(mine) < t_fail + slack and not own_fault:
