@@ -89,6 +89,8 @@ def test_a_host_gone_quiet_without_teardown_is_no_victim_of_its_last_complaint()
     assert victim("silent_ranks", "hang") == 1.0
     exited = f("task_exits", "exception", 0.3, host="n2", t=30.0, direct=False)
     assert victim("half_dead_nodes", "node_failure", exited) == 1.0
+    killed = f("first_cause", "crash", 0.8, host="n2", t=30.0, reported=True)   # slurmd: "task 0 ... Killed by signal 6"
+    assert victim("half_dead_nodes", "node_failure", killed) == 1.0
 
 
 def test_a_silent_rank_on_a_host_that_lost_its_ib_peer_waited_on_that_link():

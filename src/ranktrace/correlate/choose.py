@@ -169,7 +169,8 @@ def features(cands: list, node_failed: set[str], unc: dict[str | None, float],
         # a host that went quiet with no teardown (detectors.nodes.half_dead_nodes judged its complaints
         # already) and whose processes no one saw exit: a victim's launcher would have torn it down
         frozen = any(x.detector == "half_dead_nodes" for x in fs) and not any(
-            x.detector in EXIT_REPORTS or x.extra.get("event_kind") == "process_exit" for x in fs)
+            x.detector in EXIT_REPORTS or x.extra.get("reported") or x.extra.get("event_kind") == "process_exit"
+            for x in fs)
         own_fault = frozen or any(x.extra.get("signal") in SELF_FAULT_SIGNALS
                                   or x.extra.get("state") in SELF_FAULT_STATES
                                   or (x.detector == "watchdog" and x.extra.get("sole"))
