@@ -1,8 +1,9 @@
 -- name: interpolated_times
 -- kind: align
 -- params: $files (the names of the files whose lines are on more than one clock: a console that srun,
---   pdsh or mpirun fed from several nodes, with lines of no host of its own), and temp table
---   clock_offsets (the hosts' offsets; a file of no host: key '@' || file)
+--   pdsh or mpirun fed from several nodes, with lines of no host of its own), and temp tables
+--   clock_offsets (the hosts' offsets; a file of no host: key '@' || file) and hostless_clocks
+--   (queries/align/hostless_clocks.sql: the clock a timed line of no host was written on)
 -- returns: (event_id, ts) for each line of those files whose time is interpolated (it has none of
 --   its own: the previous timed line's, as the engine gave it) from a line on another clock: that
 --   moment told on the line's own clock (ts - offset of the line it came from + its own offset), so
@@ -42,10 +43,10 @@ WITH l AS NOT MATERIALIZED (   -- (read twice below: DuckDB would otherwise keep
     FROM interpolated i LEFT JOIN own_block o USING (event_id)
     ASOF LEFT JOIN blocks b ON b.file_id = i.file_id AND i.blk > b.blk
     WHERE o.src IS NOT NULL OR b.last_line IS NOT NULL
-), clocks AS (
-    SELECT event_id, ts, coalesce(host, '@' || file) AS clock
-    FROM events_id
-    WHERE event_id IN (SELECT event_id FROM pairs UNION ALL SELECT src_id FROM pairs)
+), clocks AS (   -- a line of no host on the clock queries/align/hostless_clocks.sql found it on
+    SELECT e.event_id, e.ts, coalesce(hc.clock, e.host, '@' || e.file) AS clock
+    FROM events_id e LEFT JOIN hostless_clocks hc USING (event_id)
+    WHERE e.event_id IN (SELECT event_id FROM pairs UNION ALL SELECT src_id FROM pairs)
 )
 SELECT p.event_id,
        i.ts + to_microseconds(CAST(round((coalesce(own.offset_s, 0.0) - coalesce(src.offset_s, 0.0)) * 1e6) AS BIGINT))

@@ -78,6 +78,21 @@ def test_the_one_rank_missing_from_a_timed_out_collective_is_no_victim_of_its_ea
     assert victim(sole=True) == 0.0 and victim(sole=False) == 1.0
 
 
+def test_a_host_gone_quiet_without_teardown_is_no_victim_of_its_last_complaint():
+    # n2 logged a reset connection 28 s before every line of it stopped, its launcher's too: a victim
+    # of n1 would have timed out and been torn down; the same complaint before a rank's silence stays one,
+    # and so does a quiet host whose task srun saw exit (it did not freeze: its lines are elsewhere)
+    def victim(detector, kind, *more):
+        c = cand(("host", "n2"), f(detector, kind, 0.55, host="n2", t=28.0, direct=False), *more)
+        return features([c], set(), {}, [(("n2", 6), T0)])[0]["victim"]
+    assert victim("half_dead_nodes", "node_failure") == 0.0
+    assert victim("silent_ranks", "hang") == 1.0
+    exited = f("task_exits", "exception", 0.3, host="n2", t=30.0, direct=False)
+    assert victim("half_dead_nodes", "node_failure", exited) == 1.0
+    killed = f("first_cause", "crash", 0.8, host="n2", t=30.0, reported=True)   # slurmd: "task 0 ... Killed by signal 6"
+    assert victim("half_dead_nodes", "node_failure", killed) == 1.0
+
+
 def test_a_silent_rank_on_a_host_that_lost_its_ib_peer_waited_on_that_link():
     # host n2's ranks name n1's address in IB completion errors (ib_peers accuses n1); n2's rank 3,
     # which complained and then fell silent in the collective, is no hang of its own; n3's silent

@@ -194,6 +194,29 @@ def test_a_line_that_took_its_time_from_another_hosts_line_is_aligned_on_that_ho
     assert g and all(abs((a - want).total_seconds()) <= 2.0 for (a,) in g)
 
 
+def test_a_line_of_no_host_in_a_console_of_two_clocks_is_read_on_the_clock_that_fits_the_files_order():
+    """srun without --label: both nodes write into one console, n2's clock 60 s ahead of n1's. A line that
+    names no host (DeepSpeed's launcher, the training loop's logger) is read on the file's clock, one host's
+    at best: n2's lines a minute off. The file's order places each between its neighbours; a line of one
+    clock stays where it is."""
+    from ranktrace.correlate import diagnose
+    out = "slurm-7.out"
+    evs = steps({"n1": [0, 1], "n2": [2, 3]}, 20, step_time=5.0, skew={"n2": 60.0})
+    console = [("n1", 150.0, "n1:101:102 [0] NCCL INFO comm 0x1 rank 0 nranks 4 - Init COMPLETE"),
+               (None, 150.5, "[INFO] [launch.py:335:sigkill_handler] Killing subprocess 101"),
+               ("n2", 211.0, "n2:201:202 [0] NCCL INFO comm 0x2 rank 2 nranks 4 - Init COMPLETE"),
+               (None, 211.5, "[ERROR] [launch.py:341:sigkill_handler] exits with return code = 1"),
+               ("n1", 152.0, "n1:101:102 [1] NCCL INFO comm 0x3 rank 1 nranks 4 - Init COMPLETE"),
+               (None, 152.5, "[INFO] [launch.py:344:sigkill_handler] Main process received SIGTERM, exiting"),
+               ("n2", 213.0, "n2:201:202 [1] NCCL INFO comm 0x4 rank 3 nranks 4 - Init COMPLETE")]
+    con = store(evs + [ev(t, m, host=h, file=out, line=900_000 + i) for i, (h, t, m) in enumerate(console)])
+    diagnose(con)
+    ats = [a for (a,) in con.execute(f"SELECT epoch(ats) FROM aligned_events WHERE file = '{out}' ORDER BY line").fetchall()]
+    assert all(abs(b - a - 0.5) <= 0.6 for a, b in zip(ats, ats[1:])), ats   # 0.5 s a line, in the file's order
+    moved = con.execute("SELECT count(*) FROM hostless_clocks").fetchone()[0]
+    assert moved == 1   # the n1 lines of no host are on the file's clock already (n1's, the reference)
+
+
 @pytest.mark.parametrize("requeued", [False, True])
 def test_a_slurm_steps_launch_and_cancel_on_each_node_are_one_moment(requeued):
     """A node that wrote no step and no collective shares only its daemons' lines with the others:

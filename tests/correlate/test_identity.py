@@ -19,6 +19,19 @@ def test_rank_inherited_from_host_pid_and_never_from_shared_pid():
     assert got[2][:2] == (None, None)
 
 
+def test_a_ranks_host_is_the_one_its_own_file_names_when_a_requeue_moved_it():
+    """A job requeued onto other nodes: rank 0 was on a1 in the first console and is on b1 in the second.
+    The store's links name both hosts for rank 0 (none of them, then); each console names one."""
+    def console(f, host):
+        return [ev(1, f"{host}:100:101 [0] NCCL INFO comm 0x1 rank 0 nranks 2 - Init COMPLETE", host=host,
+                   rank=0, file=f),
+                ev(5, "[rank0]: RuntimeError: boom", rank=0, file=f)]
+    con = store(console("slurm-7_0.out", "a1") + console("slurm-7_1.out", "b1") + [ev(9, "[rank0]: elsewhere", rank=0)])
+    build_identity(con)
+    got = con.execute("SELECT file, host FROM events_id WHERE message LIKE '[rank0]%' ORDER BY file").fetchall()
+    assert got == [("job.log", None), ("slurm-7_0.out", "a1"), ("slurm-7_1.out", "b1")]
+
+
 def test_agent_line_and_rendezvous_result_link_pid_to_rank():
     con = store([
         ev(1, "local_ranks=[0, 1]", host="gpu-b02", file="gpu-b02.log", line=10),

@@ -13,9 +13,10 @@ from correlate.fixtures import ev, steps, store
 IP = {"n1": "10.0.0.1", "n2": "10.0.0.2", "n3": "10.0.0.3"}
 
 
-def _bundle(hosts, port_errors, completions, train_until=100, port_active=()):
+def _bundle(hosts, port_errors, completions, train_until=100, port_active=(), pids=False):
     """Ranks 2h, 2h+1 on each host train to `train_until` s; port_errors and port_active (the port came
-    back): (t, host, rank, timed); completions: (t, reporter host, rank, named host)."""
+    back): (t, host, rank, timed); completions: (t, reporter host, rank, named host); `pids`: NCCL's
+    lines name their process (pid 1000 + rank)."""
     nodes = {h: [2 * i, 2 * i + 1] for i, h in enumerate(hosts)}
     evs = steps(nodes, int(train_until), step_time=1.0)
     facts = {"nccl_oob": [], "nccl_ib_completion": [], "nccl_ib_port_event": []}
@@ -30,13 +31,14 @@ def _bundle(hosts, port_errors, completions, train_until=100, port_active=()):
         # its place in its file: after the steps (the fixture's order), or `before` lines before the first step
         e = ev(t, f"NET/IB : mlx5_0:1 Got non-fatal async event: {what}({code})",
                kind="network_error" if what == "port error" else None, host=h, rank=r,
-               ts_kind=None if timed else "inherited", line=first_step[h] - before[0] if before else None)
+               ts_kind=None if timed else "inherited", line=first_step[h] - before[0] if before else None,
+               pid=1000 + r if pids else None)
         evs.append(e)
         facts["nccl_ib_port_event"].append({"event_id": e["event_id"], "device": "mlx5_0", "port": 1,
                                             "event": what, "code": code})
     for t, h, r, named in completions:
         e = ev(t, f"NET/IB: Got completion from peer {IP[named]}<4000> with status=IBV_WC_RETRY_EXC_ERR(12)",
-               kind="peer_closed", host=h, rank=r)
+               kind="peer_closed", host=h, rank=r, pid=1000 + r if pids else None)
         evs.append(e)
         facts["nccl_ib_completion"].append({"event_id": e["event_id"], "peer": IP[named], "port": 4000,
                                             "error": 12})
@@ -125,6 +127,15 @@ def test_two_hosts_that_lost_each_other_a_port_error_its_process_trained_past_is
     # steps on after it (its file's order says so); n2's came after its last step: n2's link went down
     con = _bundle(["n1", "n2"], [(95, "n1", 0, False, -60), (60, "n2", 2, False)],
                   [(105, "n1", 1, "n2"), (105.3, "n2", 2, "n1")])
+    got = ib_peers(con)
+    assert [(f.host, f.direct) for f in got] == [("n2", True)]
+
+
+def test_two_hosts_that_lost_each_other_the_port_error_its_own_process_failed_on_at_once():
+    # neither line carries a time of its own: n1's shows the later one, but its process went on with other
+    # work; n2's process wrote its completion error next: n2's port went down, n1's blinked before
+    con = _bundle(["n1", "n2"], [(95, "n1", 0, False), (60, "n2", 2, False)],
+                  [(105, "n1", 1, "n2"), (105.3, "n2", 2, "n1")], pids=True)
     got = ib_peers(con)
     assert [(f.host, f.direct) for f in got] == [("n2", True)]
 

@@ -11,7 +11,8 @@
 //! read whole before the first batch is parsed) before it, so what a file
 //! parses to does not depend on how it was chunked. A stream whose lines
 //! name two values for a column (a console of several hosts) stops carrying
-//! it. The line that first names a stream's value gets a row in the found
+//! it; when its head names both, none of the head's lines takes either (they
+//! are named only once the whole head is read). The line that first names a stream's value gets a row in the found
 //! table (token `stream:<pattern or token>`): the basis of the carried value.
 
 use crate::classify::{FactRow, Val};
@@ -111,12 +112,16 @@ pub fn carry(cat: &Catalog, parts: &mut [Vec<Event>], rows: &mut [Vec<FactRow>],
                 } else if !own {
                     let line = e.line;
                     let s = &mut st.states[si];
-                    if s.known & bit(c) != 0 && s.conflict & bit(c) == 0 {
+                    if line <= st.head_end {
+                        // a head line is named once the whole head is read: a second value further on
+                        // (a console every host writes to) leaves it unnamed
+                        if s.conflict & bit(c) == 0 && s.pending.last() != Some(&(pi, i)) {
+                            s.pending.push((pi, i));
+                        }
+                    } else if s.known & bit(c) != 0 && s.conflict & bit(c) == 0 {
                         let e = &mut parts[pi][i];
                         e.ids[c] = s.value[c].clone();
                         e.hinted &= !bit(c);
-                    } else if s.known & bit(c) == 0 && line <= st.head_end && s.pending.last() != Some(&(pi, i)) {
-                        s.pending.push((pi, i));
                     }
                 }
             }
@@ -283,6 +288,26 @@ mod tests {
             );
             // the basis: one row per stream that named its host (the file's own stream too)
             assert_eq!(rows.iter().filter(|r| format!("{:?}", r.values).contains("stream:f.nccl")).count(), 3, "cut at {cut}");
+        }
+    }
+
+    /// ... nor on the lines between the first host named and the second: until the whole head is read, a
+    /// console of several hosts looks like one host's. A head of one host names every line, before and after.
+    #[test]
+    fn a_head_of_two_hosts_names_nothing_between_them() {
+        let cat = catalog();
+        let s = |v: &str| Some(v.to_string());
+        let lines = ["node2:20 NCCL init", "c10d connected", "node1:10 NCCL init", "past the head"];
+        for cut in [1, 2, 4] {
+            let (evs, _) = run(&cat, &lines, cut, 3);
+            let hosts: Vec<Option<String>> = evs.iter().map(|e| col(e, 0)).collect();
+            assert_eq!(hosts, vec![s("node2"), None, s("node1"), None], "cut at {cut}");
+        }
+        let one = ["spawned", "node2:20 NCCL init", "c10d connected", "past the head"];
+        for cut in [1, 3, 4] {
+            let (evs, _) = run(&cat, &one, cut, 3);
+            let hosts: Vec<Option<String>> = evs.iter().map(|e| col(e, 0)).collect();
+            assert_eq!(hosts, vec![s("node2"); 4], "cut at {cut}");
         }
     }
 

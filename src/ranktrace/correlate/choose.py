@@ -56,6 +56,8 @@ ABSENCE = {"silent_ranks", "half_dead_nodes", "named_ranks"}
 ACCUSED = {"ib_peers", "named_ranks", "node_events"}
 # a launcher's or framework's account of someone else's death, or the first rank to complain
 SECOND_HAND = {"worker_exits", "task_exits", "first_symptom", "watchdog", "step_cancels"}
+# a scheduler's or launcher's report that a process exited (with a code or a signal): it did not freeze
+EXIT_REPORTS = {"worker_exits", "task_exits"}
 MIN_ORDER_S = 1.0     # two first failures closer than this are simultaneous whatever the clock says
 LAG_SCALE_S = 3600.0  # lag 1.0: an hour after the attempt's first failure
 # a complaint this close after a death known only from a launcher's report of it still came before
@@ -164,10 +166,16 @@ def features(cands: list, node_failed: set[str], unc: dict[str | None, float],
         # else by someone's report of its death, give or take the reporter's clock
         own = any(x.time == c.time and x.detector not in SECOND_HAND and not x.extra.get("reported") for x in fs)
         t_fail, slack = (c.time, dt.timedelta(0)) if own else (t, VICTIM_SLACK)
-        own_fault = any(x.extra.get("signal") in SELF_FAULT_SIGNALS or x.extra.get("state") in SELF_FAULT_STATES
-                        or (x.detector == "watchdog" and x.extra.get("sole"))
-                        or (x.detector == "first_cause" and x.direct and x.kind == "exception")
-                        for x in fs if not x.extra.get("survived"))
+        # a host that went quiet with no teardown (detectors.nodes.half_dead_nodes judged its complaints
+        # already) and whose processes no one saw exit: a victim's launcher would have torn it down
+        frozen = any(x.detector == "half_dead_nodes" for x in fs) and not any(
+            x.detector in EXIT_REPORTS or x.extra.get("reported") or x.extra.get("event_kind") == "process_exit"
+            for x in fs)
+        own_fault = frozen or any(x.extra.get("signal") in SELF_FAULT_SIGNALS
+                                  or x.extra.get("state") in SELF_FAULT_STATES
+                                  or (x.detector == "watchdog" and x.extra.get("sole"))
+                                  or (x.detector == "first_cause" and x.direct and x.kind == "exception")
+                                  for x in fs if not x.extra.get("survived"))
         if mine and t_fail is not None and min(mine) < t_fail + slack and not own_fault:
             f["victim"] = 1.0
         if mine and f["absent"] and not c.direct and host in lost_peer:

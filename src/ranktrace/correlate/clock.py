@@ -363,12 +363,29 @@ def create_aligned_view(con: duckdb.DuckDBPyConnection, clock: list[dict]) -> No
     refresh_aligned(con)
 
 
+# the kinds of a line's time that the line itself wrote (not one it inherited, nor none)
+TIMED = "'exact', 'local', 'year_inferred', 'envelope'"
+
+
 def write_interpolated_times(con: duckdb.DuckDBPyConnection) -> None:
-    """Temp table interpolated_times (queries/align/interpolated_times.sql) for the clock_offsets of now,
-    from the files whose lines are on more than one clock; the groups made again when it changed what
-    they were made of (their lines' times: identity.rows_with_keys)."""
+    """Temp table interpolated_times for the clock_offsets of now: the times, told on their own clock,
+    of the lines of files on more than one clock that took their time from a line on another clock
+    (queries/align/interpolated_times.sql) or that name no host and were written on another clock
+    (queries/align/hostless_clocks.sql, also kept as temp table hostless_clocks); the groups made again
+    when it changed what they were made of (their lines' times: identity.rows_with_keys)."""
     from .identity import interpolated_stamp, regroup
     before = interpolated_stamp(con)
+    con.execute("CREATE OR REPLACE TEMP TABLE hostless_clocks (event_id BIGINT, clock VARCHAR, ts TIMESTAMP)")
+    hostless = [f for (f,) in con.execute(
+        "SELECT file FROM events_id_g GROUP BY file "
+        f"HAVING count(DISTINCT host) > 1 AND bool_or(host IS NULL AND ts_kind IN ({TIMED})) ORDER BY file").fetchall()]
+    if hostless:
+        from .identity import base_views, events_views
+        con.execute("CREATE OR REPLACE TEMP TABLE hostless_src AS " + sql_file("align/hostless_lines.sql"),
+                    {"files": hostless})
+        base_views(con, "hostless_src", "_x")
+        events_views(con, "_x")
+        con.execute("INSERT INTO hostless_clocks " + sql_file("align/hostless_clocks.sql"), {"files": hostless})
     files = [f for (f,) in con.execute(
         "SELECT file FROM event_groups GROUP BY file "
         f"HAVING count(DISTINCT {clock_key('event_groups')}) > 1 AND bool_or(ts_kind = 'interpolated') "
@@ -376,6 +393,7 @@ def write_interpolated_times(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("CREATE OR REPLACE TEMP TABLE interpolated_times (event_id BIGINT, ts TIMESTAMP)")
     if files:
         con.execute("INSERT INTO interpolated_times " + sql_file("align/interpolated_times.sql"), {"files": files})
+    con.execute("INSERT INTO interpolated_times SELECT event_id, ts FROM hostless_clocks")
     if interpolated_stamp(con) != before:
         regroup(con)
 

@@ -343,6 +343,14 @@ def base_views(con, src: str, sfx: str) -> None:
         SELECT e.* REPLACE (coalesce(e.host, ph.host) AS host)
         FROM events_base1{sfx} e LEFT JOIN pod_host ph ON e.host IS NULL AND ph.pod = e.pod
     """)
+    if sfx == "_g":   # a rank's node as the lines of its own file name it (events_views)
+        _LOOKUPS.clear()
+        con.execute("""
+            CREATE OR REPLACE TEMP TABLE file_rank_host AS
+            SELECT file_id, rank, any_value(host) AS host
+            FROM events_base_g WHERE rank IS NOT NULL AND host IS NOT NULL
+            GROUP BY file_id, rank HAVING count(DISTINCT lower(host)) = 1
+        """)
 
 
 def build_base(con: duckdb.DuckDBPyConnection) -> None:
@@ -544,7 +552,9 @@ def build_maps(con: duckdb.DuckDBPyConnection) -> None:
 
 def events_views(con: duckdb.DuckDBPyConnection, sfx: str) -> None:
     """Temp view events_id{sfx} over events_base{sfx}: missing rank / local_rank / host / gpu filled
-    from the links (row by row, like base_views)."""
+    from the links (row by row, like base_views). A rank's host is taken first from the lines of its own
+    file that name both (file_rank_host): a job requeued or resubmitted onto other nodes has its rank 0
+    on another node, and the links of the whole store then name none."""
     con.execute(f"""
         CREATE OR REPLACE TEMP VIEW events_id{sfx} AS
         WITH a AS (
@@ -563,14 +573,15 @@ def events_views(con: duckdb.DuckDBPyConnection, sfx: str) -> None:
             FROM a LEFT JOIN id_hostlocal hl ON hl.host = lower(a.host1) AND hl.local_rank = a.local_rank1
         )
         SELECT b.* EXCLUDE (rank0, local_rank0, host0, host1, rank1, local_rank1, rank2, srun_task),
-               coalesce(b.host1, r.host) AS host, b.rank2 AS rank,
+               coalesce(b.host1, fr.host, r.host) AS host, b.rank2 AS rank,
                coalesce(b.local_rank1, r.local_rank) AS local_rank,
-               concat_ws(',', CASE WHEN b.host0 IS NULL AND coalesce(b.host1, r.host) IS NOT NULL THEN 'host' END,
+               concat_ws(',', CASE WHEN b.host0 IS NULL AND coalesce(b.host1, fr.host, r.host) IS NOT NULL THEN 'host' END,
                               CASE WHEN b.rank0 IS NULL AND b.rank2 IS NOT NULL THEN 'rank' END,
                               CASE WHEN b.local_rank0 IS NULL AND coalesce(b.local_rank1, r.local_rank) IS NOT NULL
                                    THEN 'local_rank' END,
                               CASE WHEN b.gpu0 IS NULL AND b.gpu IS NOT NULL THEN 'gpu' END) AS id_inferred
         FROM b LEFT JOIN id_rank r ON b.host1 IS NULL AND r.rank = b.rank2
+        LEFT JOIN file_rank_host fr ON b.host1 IS NULL AND fr.file_id = b.file_id AND fr.rank = b.rank2
     """)
 
 

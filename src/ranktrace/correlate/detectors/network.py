@@ -48,6 +48,24 @@ OWN_EVENTS = f"""
 """
 
 
+# the port events after which their own process's next line in its file is an IB completion error: a
+# port that went down for good fails the next work request through it, where a flap is followed by the
+# process's ordinary work (a communicator made, a step). The order of two hosts' lines that carry no time
+# of their own is not known; the order of a process's own lines is.
+FAILED_AT_ONCE = """
+    WITH o AS (
+        SELECT r.event_id, r.file_id, r.line, r.pid FROM event_rows r
+        WHERE r.event_id IN (SELECT unnest($ids)) AND r.pid IS NOT NULL
+    ), nxt AS (
+        SELECT o.event_id, n.event_id AS next_id
+        FROM o ASOF JOIN (SELECT event_id, file_id, line, pid FROM event_rows
+                          WHERE file_id IN (SELECT file_id FROM o) AND pid IS NOT NULL) n
+          ON n.file_id = o.file_id AND n.pid = o.pid AND n.line > o.line
+    )
+    SELECT event_id FROM nxt WHERE next_id IN (SELECT event_id FROM nccl_ib_completion)
+"""
+
+
 # each port error whose port came back: the next async event of the same device and port in the same file
 # and on the same host is 'port active' (every process using the device prints both; the hot lines hold
 # both, parsers/marks.toml); `back` is the latest time the 'port active' line can have been written: its
@@ -145,14 +163,18 @@ def ib_peers(con) -> list[Finding]:
     own = {h: [o for o in own[h] if past.get(o["event_id"], 0) < STEPS] for h in top}
     if len(top) > 1:
         # hosts named as often (two hosts that lost each other): the link that went down is the one whose
-        # own port event came last before the completion errors (the transport's retries take the same
-        # time on every queue pair; an older port event is a flap from before)
+        # own port event failed its process's next work request (FAILED_AT_ONCE), else the one whose own
+        # port event came last before the completion errors (the transport's retries take the same time
+        # on every queue pair; an older port event is a flap from before)
         timed = [h for h in top if own[h]]
         if not timed:
             return []
         # a port that stayed down explains the lost peers; one that came back ('port active') did not
         # go down for good, however little is known of when it came back
         timed = [h for h in timed if any(o["event_id"] not in recovered for o in own[h])] or timed
+        at_once = {r["event_id"] for r in rows(con, FAILED_AT_ONCE, {"ids": [o["event_id"] for h in timed
+                                                                             for o in own[h]]})}
+        timed = [h for h in timed if any(o["event_id"] in at_once for o in own[h])] or timed
         last = {h: own[h][-1]["ats"] for h in timed}
         best = max(last.values())
         top = [h for h in timed if last[h] == best]
