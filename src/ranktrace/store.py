@@ -473,6 +473,18 @@ def make_lines_view(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(f"CREATE OR REPLACE VIEW event_lines AS SELECT {', '.join(cols)} FROM {src}")
 
 
+def events_over(con: duckdb.DuckDBPyConnection, lines: str, name: str) -> None:
+    """Temp views `<name>_rows` and `<name>`: views event_rows and events as the schema makes them, over
+    relation `lines` (rows of event_lines' columns: a subset taken once) instead of every line."""
+    text = (data_dir("queries") / "schema" / "002_views.sql").read_text()
+    rows = re.search(r"CREATE OR REPLACE VIEW event_rows AS\n(.*?);", text, re.S)[1]
+    events = re.search(r"CREATE OR REPLACE VIEW events AS\n(.*?);", text, re.S)[1]
+    if rows.count("FROM event_lines") != 1 or events.count("FROM event_rows r ") != 1:
+        raise AssertionError("queries/schema/002_views.sql: views event_rows and events read other relations")
+    con.execute(f"CREATE OR REPLACE TEMP VIEW {name}_rows AS " + rows.replace("FROM event_lines", f"FROM {lines}"))
+    con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS " + events.replace("FROM event_rows r ", f"FROM {name}_rows r "))
+
+
 def view_columns(con: duckdb.DuckDBPyConnection, name: str) -> list[tuple[str, str]]:
     """(column, SQL type) of a table or view, in order."""
     return [(r[0], r[1]) for r in con.execute(f'DESCRIBE "{name}"').fetchall()]

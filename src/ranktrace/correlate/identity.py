@@ -269,14 +269,14 @@ def _srun_keys(agents: bool) -> str:
     return f"(envelopes LIKE 'srun_label%') AS srun_lbl, {SRUN_RANK} AS srun_rank"
 
 
-def events_with_keys(con) -> str:
-    """A SELECT of `events` with the columns the identity views read beside the line's own:
-    srun_lbl (the line came through an srun --label stream that carries torchrun agents),
-    srun_rank (the rank of its inner `[rankN]:` prefix) and task. Temp view events_keyed, the
-    source of base_views()."""
+def events_with_keys(con, src: str = "events") -> str:
+    """A SELECT of `events` (or `src`, a relation of its columns) with the columns the identity views
+    read beside the line's own: srun_lbl (the line came through an srun --label stream that carries
+    torchrun agents), srun_rank (the rank of its inner `[rankN]:` prefix) and task. Temp view
+    events_keyed, the source of base_views()."""
     agents, has_task = con.execute("SELECT agents, has_task FROM id_mode").fetchone()
     cols = "*" if has_task else "*, CAST(NULL AS INTEGER) AS task"
-    return f"SELECT {cols}, {_srun_keys(agents)} FROM events"
+    return f"SELECT {cols}, {_srun_keys(agents)} FROM {src}"
 
 
 def rows_with_keys(con) -> str:
