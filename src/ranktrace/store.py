@@ -691,6 +691,13 @@ def insert_rows(con: duckdb.DuckDBPyConnection, table: str, rows: list[list]) ->
     con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM arrow")
 
 
+# The slot of time by which an ingest's first grouping of the lines keeps them apart (identity._parts_sql),
+# in timeline slots (lane_buckets.sql: the logged span / 2000): the attempts' cuts split the groups by
+# grouping again the lines of the slots they fall in only. 8: at most 250 parts a group, a cut's slot
+# 0.4% of the span. (The groups are the same whatever the slot: tests/correlate/test_stored_groups.py.)
+GROUP_SLOTS = 8
+
+
 def refresh_summaries(con: duckdb.DuckDBPyConnection) -> None:
     """Tables derived from events that readers want without a scan (lanes),
     and the clock offsets behind view events_aligned (queries/store/clock.sql)."""
@@ -698,9 +705,16 @@ def refresh_summaries(con: duckdb.DuckDBPyConnection) -> None:
     for f in sorted((data_dir("queries") / "store").glob("*.sql")):
         con.execute(f.read_text())
     forget_line_sets(con)   # selected anew by the clock estimate and the attempts below, then kept
-    clock = store_clock_offsets(con)
-    if store_attempts(con, clock):
-        store_line_sets(con)   # what diagnose's filters select: readers need not scan every line for them
+    # the lines grouped once, in parts the attempts split (identity._parts_sql)
+    con.execute("CREATE OR REPLACE TEMP TABLE group_slot AS SELECT greatest(1, CAST(coalesce(max(width), 60) * "
+                f"{GROUP_SLOTS} * 1000000 AS BIGINT)) AS width FROM lane_buckets")
+    try:
+        clock = store_clock_offsets(con)
+        if store_attempts(con, clock):
+            store_line_sets(con)   # what diagnose's filters select: readers need not scan every line for them
+    finally:
+        for t in ("group_slot", "group_parts", "group_parts_made", "group_cut"):
+            con.execute(f"DROP TABLE IF EXISTS temp.{t}")
 
 
 def store_attempts(con: duckdb.DuckDBPyConnection, clock: list[dict]) -> bool:

@@ -67,3 +67,46 @@ def test_groups_are_taken_from_the_store_only_while_it_is_unchanged(tmp_path, ca
     n_lines = con.execute("SELECT sum(n) FROM event_groups").fetchone()[0]
     assert n_lines == con.execute("SELECT count(*) FROM events").fetchone()[0]
     con.close()
+
+
+SPLIT_BUNDLES = ["torchrun_restart_resume", "torchrun_restart_recurring_crash", "slurm_requeue_node_failure"]
+
+
+@pytest.mark.parametrize("slots", [1e-9, 8, 1e9])
+def test_an_ingest_groups_the_lines_once_and_splits_the_parts_into_the_groups_of_the_lines(
+        tmp_path, catalog, monkeypatch, slots):
+    """store.refresh_summaries groups the lines once, in parts by slot of time (identity._parts_sql), and
+    splits the parts by attempt, grouping again only the lines of the slots a cut falls in: the stored
+    groups are event_groups.sql's over the lines with the attempts' cuts, whatever the slot (a
+    microsecond: no cut inside a part; one slot for the whole run: every part of a class with a cut
+    grouped again)."""
+    from ranktrace import store
+    from ranktrace.correlate import identity
+    from ranktrace.correlate.identity import _stored_stamp
+    monkeypatch.setattr(store, "GROUP_SLOTS", slots)
+    made, split = [], []
+    monkeypatch.setattr(identity, "_make_parts", lambda con, f=identity._make_parts: made.append(1) or f(con))
+
+    def spy(con, f=identity._split_parts):
+        got = f(con)
+        split.append(got and con.execute("SELECT count(*) FROM group_cut").fetchone()[0])
+        return got
+    monkeypatch.setattr(identity, "_split_parts", spy)
+    for name in SPLIT_BUNDLES:
+        bundle = next(b for b in BUNDLES if b.name == name)
+        db = str(tmp_path / f"{name}-{slots}.duckdb")
+        monkeypatch.chdir(bundle.parent)
+        made.clear()
+        split.clear()
+        ingest(_files(bundle), db, catalog)
+        assert made == [1], name   # one pass over the lines
+        con = store_connect(db, read_only=False)
+        assert con.execute("SELECT count(*) FROM attempts").fetchone()[0] > 1, name
+        stored = sorted(con.execute(f"SELECT * FROM {GROUPS_TABLE}").fetchall(), key=repr)
+        forget_groups(con)
+        build_base(con)   # the store's cuts (attempt_class_cuts), the groups made from the lines
+        assert _stored_stamp(con) is None
+        assert _groups(con) == stored, name
+        con.close()
+        if slots > 1e6:
+            assert any(split), name   # parts that a cut falls inside were grouped again
