@@ -110,3 +110,34 @@ def test_an_ingest_groups_the_lines_once_and_splits_the_parts_into_the_groups_of
         con.close()
         if slots > 1e6:
             assert any(split), name   # parts that a cut falls inside were grouped again
+
+
+def test_lanes_and_echoes_from_the_parts_are_those_of_the_lines(tmp_path, catalog, monkeypatch):
+    """store.refresh_summaries makes echoes, lanes and lane_buckets from the lines' group parts (their
+    sums) where it can: the tables queries/store/ makes over the lines. A bundle with echoes (torchrun
+    --tee) takes the lanes from the lines."""
+    from ranktrace import store
+    from ranktrace.resources import data_dir
+    took = []
+    monkeypatch.setattr(store, "_summaries_from_parts",
+                        lambda con, files, f=store._summaries_from_parts: took.append(f(con, files)) or took[-1])
+    tables = {"echoes": "echoes", "lanes": "lanes", "lane_buckets": "lane_buckets"}
+    lanes_from_parts = 0
+    for name in ("k8s_gang_partial_restart", "slurm_requeue_node_failure", "torchrun_restart_resume",
+                 "torchrun_hang_skew"):
+        bundle = next(b for b in BUNDLES if b.name == name)
+        db = str(tmp_path / f"{name}.duckdb")
+        monkeypatch.chdir(bundle.parent)
+        took.clear()
+        ingest(_files(bundle), db, catalog)
+        assert took == [True], name
+        con = store_connect(db, read_only=False)
+        stored = {t: sorted(con.execute(f"SELECT * FROM {t}").fetchall(), key=repr) for t in tables}
+        assert stored["lanes"] and stored["lane_buckets"], name
+        echoes = bool(stored["echoes"])
+        lanes_from_parts += not echoes
+        for t in tables:   # echoes first: lanes read it
+            con.execute((data_dir("queries") / "store" / f"{t}.sql").read_text())
+            assert sorted(con.execute(f"SELECT * FROM {t}").fetchall(), key=repr) == stored[t], (name, t)
+        con.close()
+    assert lanes_from_parts >= 2
