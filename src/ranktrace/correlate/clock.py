@@ -428,7 +428,7 @@ MAX_STEP_ANCHORS = 512
 def anchor_views(con: duckdb.DuckDBPyConnection) -> None:
     """Temp view events_id_a, what anchors.sql reads: events_id of the lines of
     queries/align/anchor_lines.sql only (made once: temp table anchor_src, of the lines of temp table
-    anchor_ids, anchor_ids.sql's wider filter on integers, taken whole); temp table anchor_steps (the step numbers
+    anchor_ids, anchor_ids.sql's wider filter on integers); temp table anchor_steps (the step numbers
     the clock reads: MAX_STEP_ANCHORS)."""
     from .identity import base_views, events_views
     con.execute(f"""
@@ -436,14 +436,8 @@ def anchor_views(con: duckdb.DuckDBPyConnection) -> None:
         SELECT step FROM (SELECT step, row_number() OVER (ORDER BY step) - 1 AS i, count(*) OVER () AS n
                           FROM (SELECT DISTINCT step FROM event_rows WHERE step IS NOT NULL))
         WHERE i % CAST(ceil(n / {MAX_STEP_ANCHORS}) AS BIGINT) = 0""")
-    from ..store import events_over
-    from .identity import events_with_keys
-    # (anchor_ids.sql's lines whole, in its one pass: anchor_lines.sql filters those, not every line by id)
     con.execute("CREATE OR REPLACE TEMP TABLE anchor_ids AS " + sql_file("align/anchor_ids.sql"))
-    events_over(con, "temp.anchor_ids", "anchor_line_events")
-    con.execute("CREATE OR REPLACE TEMP VIEW anchor_events AS " + events_with_keys(con, "anchor_line_events"))
     con.execute("CREATE OR REPLACE TEMP TABLE anchor_src AS " + sql_file("align/anchor_lines.sql"))
-    con.execute("DROP TABLE temp.anchor_ids")   # (what anchor_src did not keep of them: memory)
     base_views(con, "anchor_src", "_a")
     events_views(con, "_a")
 
