@@ -69,7 +69,10 @@ def test_groups_are_taken_from_the_store_only_while_it_is_unchanged(tmp_path, ca
     con.close()
 
 
-SPLIT_BUNDLES = ["torchrun_restart_resume", "torchrun_restart_recurring_crash", "slurm_requeue_node_failure"]
+# (slurm_torchrun_sigkill_skew: one attempt, and interpolated times of its srun console: the parts of
+# their classes made again, not every line grouped again)
+SPLIT_BUNDLES = ["torchrun_restart_resume", "torchrun_restart_recurring_crash", "slurm_requeue_node_failure",
+                 "slurm_torchrun_sigkill_skew"]
 
 
 @pytest.mark.parametrize("slots", [1e-9, 8, 1e9])
@@ -101,14 +104,15 @@ def test_an_ingest_groups_the_lines_once_and_splits_the_parts_into_the_groups_of
         ingest(_files(bundle), db, catalog)
         assert made == [1], name   # one pass over the lines
         con = store_connect(db, read_only=False)
-        assert con.execute("SELECT count(*) FROM attempts").fetchone()[0] > 1, name
+        attempts = con.execute("SELECT count(*) FROM attempts").fetchone()[0]
+        assert attempts > 1 or con.execute("SELECT count(*) FROM interpolated_times").fetchone()[0] > 0, name
         stored = sorted(con.execute(f"SELECT * FROM {GROUPS_TABLE}").fetchall(), key=repr)
         forget_groups(con)
         build_base(con)   # the store's cuts (attempt_class_cuts), the groups made from the lines
         assert _stored_stamp(con) is None
         assert _groups(con) == stored, name
         con.close()
-        if slots > 1e6:
+        if slots > 1e6 and attempts > 1:
             assert any(split), name   # parts that a cut falls inside were grouped again
 
 

@@ -434,11 +434,17 @@ def _make_parts(con: duckdb.DuckDBPyConnection) -> None:
 
 def _split_parts(con: duckdb.DuckDBPyConnection) -> bool:
     """group_parts split by the attempts of temp table class_cuts (or given the attempt 1 again, without
-    one); False when there are no parts of the lines as they are now (their interpolated times)."""
+    one); False when there are no parts."""
     from .attempts import _count, line_attempt
-    if not table_exists(con, "group_parts") or con.execute(
-            "SELECT interpolated FROM group_parts_made").fetchone()[0] != interpolated_stamp(con):
+    if not table_exists(con, "group_parts"):
         return False
+    stamp = interpolated_stamp(con)
+    if con.execute("SELECT interpolated FROM group_parts_made").fetchone()[0] != stamp:
+        # The interpolated times (clock.write_interpolated_times) are lines of classes whose time is
+        # interpolated: the parts of those classes (a few thousand lines of the long run's 15 M) are made
+        # again, the others are the lines as they are
+        _parts_again(con, "SELECT class_id FROM event_classes WHERE ts_kind = 'interpolated'")
+        con.execute("UPDATE group_parts_made SET interpolated = ?", [stamp])
     # a part's attempt: a line's (attempts.line_attempt) at its first time, ts (the parts are keyed by sane)
     attempt, join = line_attempt(con)
     inside = " OR ".join(f"(r.ts < cc.c{i} AND cc.c{i} <= r.max_ts)" for i in range(2, _count(con, "class_cuts") + 1))
@@ -461,6 +467,19 @@ def _split_parts(con: duckdb.DuckDBPyConnection) -> bool:
     con.execute("DROP TABLE temp.group_parts")
     con.execute("ALTER TABLE temp.group_parts_split RENAME TO group_parts")
     return True
+
+
+def _parts_again(con: duckdb.DuckDBPyConnection, classes_sql: str) -> None:
+    """The parts of the classes of `classes_sql` made again from their lines (event_rows_keyed as it is now)."""
+    classes = [c for (c,) in con.execute(classes_sql + " ORDER BY 1").fetchall()]
+    if not classes:
+        return
+    listed = ", ".join(map(str, classes))   # (a constant list: a filter the scan of the lines takes in)
+    con.execute("CREATE OR REPLACE TEMP TABLE group_parts_split AS SELECT * FROM group_parts "
+                f"WHERE class_id NOT IN ({listed}) UNION ALL BY NAME "
+                f"SELECT * FROM ({_parts_sql(con, f' WHERE class_id IN ({listed})')[0]})")
+    con.execute("DROP TABLE temp.group_parts")
+    con.execute("ALTER TABLE temp.group_parts_split RENAME TO group_parts")
 
 
 def regroup(con: duckdb.DuckDBPyConnection) -> None:
