@@ -473,6 +473,18 @@ def make_lines_view(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(f"CREATE OR REPLACE VIEW event_lines AS SELECT {', '.join(cols)} FROM {src}")
 
 
+def events_over(con: duckdb.DuckDBPyConnection, lines: str, name: str) -> None:
+    """Temp views `<name>_rows` and `<name>`: views event_rows and events as the schema makes them, over
+    relation `lines` (rows of event_lines' columns: a subset taken once) instead of every line."""
+    text = (data_dir("queries") / "schema" / "002_views.sql").read_text()
+    rows = re.search(r"CREATE OR REPLACE VIEW event_rows AS\n(.*?);", text, re.S)[1]
+    events = re.search(r"CREATE OR REPLACE VIEW events AS\n(.*?);", text, re.S)[1]
+    if rows.count("FROM event_lines") != 1 or events.count("FROM event_rows r ") != 1:
+        raise AssertionError("queries/schema/002_views.sql: views event_rows and events read other relations")
+    con.execute(f"CREATE OR REPLACE TEMP VIEW {name}_rows AS " + rows.replace("FROM event_lines", f"FROM {lines}"))
+    con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS " + events.replace("FROM event_rows r ", f"FROM {name}_rows r "))
+
+
 def view_columns(con: duckdb.DuckDBPyConnection, name: str) -> list[tuple[str, str]]:
     """(column, SQL type) of a table or view, in order."""
     return [(r[0], r[1]) for r in con.execute(f'DESCRIBE "{name}"').fetchall()]
@@ -679,16 +691,77 @@ def insert_rows(con: duckdb.DuckDBPyConnection, table: str, rows: list[list]) ->
     con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM arrow")
 
 
+# Made from the parts of the lines' groups (identity._parts_sql), when those are the lines as they are (no
+# interpolated time) and no line is an echo: the three passes over every line each of these files made
+# (4 CPU-s on the 1 GB corpus) are sums of those parts (_summaries_from_parts).
+FROM_PARTS = ("echoes", "lane_buckets", "lanes")
+# The slot of time by which an ingest's first grouping of the lines keeps them apart (identity._parts_sql),
+# in timeline slots (lane_buckets.sql: the logged span / 2000): the attempts' cuts split the groups by
+# grouping again the lines of the slots they fall in only, and lane_buckets is a sum of the parts when it
+# is one. (The groups are the same whatever the slot: tests/correlate/test_stored_groups.py.)
+GROUP_SLOTS = 1
+
+
 def refresh_summaries(con: duckdb.DuckDBPyConnection) -> None:
     """Tables derived from events that readers want without a scan (lanes),
     and the clock offsets behind view events_aligned (queries/store/clock.sql)."""
     from .correlate.clock import forget_line_sets, store_line_sets
-    for f in sorted((data_dir("queries") / "store").glob("*.sql")):
-        con.execute(f.read_text())
+    files = {f.stem: f.read_text() for f in sorted((data_dir("queries") / "store").glob("*.sql"))}
+    for name, sql in files.items():
+        if name not in FROM_PARTS:
+            con.execute(sql)
     forget_line_sets(con)   # selected anew by the clock estimate and the attempts below, then kept
-    clock = store_clock_offsets(con)
-    if store_attempts(con, clock):
-        store_line_sets(con)   # what diagnose's filters select: readers need not scan every line for them
+    # the lines grouped once, in parts the attempts split (identity._parts_sql), by timeline slot
+    span = re.search(r"WITH span AS \((.*?)\n\), p AS", files["lane_buckets"], re.S)[1]
+    lane = con.execute(f"SELECT width FROM ({span})").fetchone()[0]
+    con.execute("CREATE OR REPLACE TEMP TABLE group_slot AS SELECT ? AS width, ? AS lane_width",
+                [max(1, int((lane or 60) * GROUP_SLOTS * 1000000)), lane])
+    try:
+        clock = store_clock_offsets(con)
+        if not _summaries_from_parts(con, files):
+            for name in FROM_PARTS:
+                con.execute(files[name])
+        if store_attempts(con, clock):
+            store_line_sets(con)   # what diagnose's filters select: readers need not scan every line for them
+    finally:
+        for t in ("group_slot", "group_parts", "group_parts_made", "group_cut"):
+            con.execute(f"DROP TABLE IF EXISTS temp.{t}")
+
+
+def _summaries_from_parts(con: duckdb.DuckDBPyConnection, files: dict[str, str]) -> bool:
+    """Tables echoes, lanes and lane_buckets (queries/store/) from temp table group_parts, the lines'
+    partial groups by class, a line's own identity, sane time and timeline slot (each file's first step
+    over event_rows is a sum of them). False, nothing made, when there are no parts of the lines as
+    event_rows gives them (interpolated times), their slots are not the timeline's, or a line is an echo
+    (lanes and lane_buckets count an echo once: its parts do not say which lines those are)."""
+    from .correlate.util import table_exists
+    if not table_exists(con, "group_parts") or con.execute("SELECT interpolated FROM group_parts_made").fetchone()[0]:
+        return False
+    width, lane = con.execute("SELECT width, lane_width FROM group_slot").fetchone()
+    spans = ("    SELECT rank, file_id, min(ts) AS lo, max(ts) AS hi, bool_or(ts IS NULL) AS untimed\n"
+             "    FROM event_rows WHERE rank IS NOT NULL GROUP BY rank, file_id\n")
+    lanes = re.compile(r"(WITH p AS \(\n).*?(\n\)\nSELECT c\.host,)", re.S)
+    buckets = re.compile(r"(WITH span AS \().*?(\n\)\nSELECT c\.host,)", re.S)
+    if files["echoes"].count(spans) != 1 or len(lanes.findall(files["lanes"])) != 1 \
+            or len(buckets.findall(files["lane_buckets"])) != 1:
+        raise AssertionError("queries/store/: echoes, lanes or lane_buckets.sql no longer in the steps read here")
+    # (a part's ts is its first time, max_ts its last; ts IS NULL: every line of it has none, sane keys them)
+    con.execute(files["echoes"].replace(spans, (
+        "    SELECT p.rank, c.file_id, min(p.ts) AS lo, max(p.max_ts) AS hi, bool_or(p.ts IS NULL) AS untimed\n"
+        "    FROM temp.group_parts p JOIN event_classes c USING (class_id) WHERE p.rank IS NOT NULL\n"
+        "    GROUP BY p.rank, c.file_id\n")))
+    if lane is None or width != lane * 1000000 or con.execute("SELECT EXISTS (SELECT 1 FROM echoes)").fetchone()[0]:
+        for name in ("lane_buckets", "lanes"):
+            con.execute(files[name])
+        return True
+    con.execute(lanes.sub(lambda m: m[1] + (
+        "    SELECT class_id, rank, sane, CAST(sum(n) AS BIGINT) AS n, min(ts) AS min_ts, max(max_ts) AS max_ts\n"
+        "    FROM temp.group_parts GROUP BY ALL") + m[2], files["lanes"]))
+    con.execute(buckets.sub(lambda m: "WITH p AS (\n" + (
+        f"    SELECT class_id, rank, slot * {int(lane)} AS slot, CAST({int(lane)} AS BIGINT) AS width,\n"
+        "           CAST(sum(n) AS BIGINT) AS n\n"
+        "    FROM temp.group_parts WHERE sane GROUP BY class_id, rank, slot") + m[2], files["lane_buckets"]))
+    return True
 
 
 def store_attempts(con: duckdb.DuckDBPyConnection, clock: list[dict]) -> bool:

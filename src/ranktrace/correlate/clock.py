@@ -460,8 +460,11 @@ def anchor_views(con: duckdb.DuckDBPyConnection) -> None:
     events_views(con, "_a")
 
 
-def _hot_ids(con: duckdb.DuckDBPyConnection) -> None:
-    con.execute("CREATE OR REPLACE TEMP TABLE hot_ids AS " + sql_file("align/hot_ids.sql"))
+def _hot_lines(con: duckdb.DuckDBPyConnection) -> None:
+    """Temp table hot_lines (hot_ids.sql's lines, whole) and temp view hot_line_events: view events over them."""
+    from ..store import events_over
+    con.execute("CREATE OR REPLACE TEMP TABLE hot_lines AS " + sql_file("align/hot_ids.sql"))
+    events_over(con, "temp.hot_lines", "hot_line_events")
 
 
 def _hot_events(con: duckdb.DuckDBPyConnection) -> None:
@@ -470,12 +473,14 @@ def _hot_events(con: duckdb.DuckDBPyConnection) -> None:
     identity and clock leave as they are, so it runs once on `events`, and identity and clock then
     resolve only the rows a detector reads (row by row, with the links of the whole store: the rows
     the whole view would give)."""
-    from .identity import base_views, events_views
+    from .identity import base_views, events_views, events_with_keys
     where = sql_file("align/hot_events.sql").split("\nWHERE ", 1)[1]
-    # (on the lines of hot_ids.sql only: its wider filter reads the lines' integers, marks and raw, not the
-    # message view event_rows cuts out of every line)
-    line_set(con, "hot_src", "SELECT * FROM events_keyed WHERE event_id IN (SELECT event_id FROM hot_ids) AND ("
-             + where + ")", prepare=_hot_ids)
+    # (on the lines of hot_ids.sql only, taken whole in its one pass: its wider filter reads the lines'
+    # integers, marks and raw, not the message view event_rows cuts out of every line; events_keyed's
+    # columns over them, so that no second pass looks the lines up by id)
+    line_set(con, "hot_src", f"SELECT * FROM ({events_with_keys(con, 'hot_line_events')}) WHERE (" + where + ")",
+             prepare=_hot_lines)
+    con.execute("DROP TABLE IF EXISTS temp.hot_lines")   # (what hot_src did not keep of them: memory)
     base_views(con, "hot_src", "_h")
     events_views(con, "_h")
 

@@ -269,14 +269,14 @@ def _srun_keys(agents: bool) -> str:
     return f"(envelopes LIKE 'srun_label%') AS srun_lbl, {SRUN_RANK} AS srun_rank"
 
 
-def events_with_keys(con) -> str:
-    """A SELECT of `events` with the columns the identity views read beside the line's own:
-    srun_lbl (the line came through an srun --label stream that carries torchrun agents),
-    srun_rank (the rank of its inner `[rankN]:` prefix) and task. Temp view events_keyed, the
-    source of base_views()."""
+def events_with_keys(con, src: str = "events") -> str:
+    """A SELECT of `events` (or `src`, a relation of its columns) with the columns the identity views
+    read beside the line's own: srun_lbl (the line came through an srun --label stream that carries
+    torchrun agents), srun_rank (the rank of its inner `[rankN]:` prefix) and task. Temp view
+    events_keyed, the source of base_views()."""
     agents, has_task = con.execute("SELECT agents, has_task FROM id_mode").fetchone()
     cols = "*" if has_task else "*, CAST(NULL AS INTEGER) AS task"
-    return f"SELECT {cols}, {_srun_keys(agents)} FROM events"
+    return f"SELECT {cols}, {_srun_keys(agents)} FROM {src}"
 
 
 def rows_with_keys(con) -> str:
@@ -401,9 +401,93 @@ def _groups(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("CREATE OR REPLACE TEMP VIEW event_rows_keyed AS " + rows_with_keys(con))
     if groups_stamp(con) == _stored_stamp(con):
         con.execute(f"CREATE OR REPLACE TEMP TABLE event_groups AS SELECT * FROM main.{GROUPS_TABLE}")
+    elif table_exists(con, "group_slot"):
+        if not _split_parts(con):
+            _make_parts(con)
+        con.execute("CREATE OR REPLACE TEMP TABLE event_groups AS " + _parts_sql(con)[1])
     else:
         con.execute("CREATE OR REPLACE TEMP TABLE event_groups AS " + sql_file("align/event_groups.sql"))
     base_views(con, "event_groups", "_g")   # makes pod_host
+
+
+# An ingest groups every line twice with event_groups.sql: for the clock, then split by the attempts the
+# clock let it find (each pass 2.4 CPU-s on the 1 GB corpus). It makes the groups from parts instead
+# (temp table group_parts: event_groups.sql's partial groups, also keyed by a slot of time, `width`
+# microseconds of temp table group_slot), and splits them by attempt from the parts: a part whose lines
+# lie on one side of every cut of its class takes its attempt from its first time; the lines of the
+# (class, slot) of a part a cut falls inside are grouped again, those only. Every aggregate of
+# event_groups.sql combines from its parts, so the groups are those of the one statement.
+def _parts_sql(con: duckdb.DuckDBPyConnection, where: str = "") -> tuple[str, str]:
+    """(the parts of the lines of event_rows_keyed `where`, the groups of temp table group_parts): the two
+    halves of queries/align/event_groups.sql, its partial groups keyed by slot too."""
+    width = con.execute("SELECT width FROM group_slot").fetchone()[0]
+    text = sql_file("align/event_groups.sql")
+    e_end = "+ line AS tl\n    FROM event_rows_keyed\n), p AS ("
+    p_keys = "SELECT class_id, rank, local_rank, pid, task, srun_lbl, srun_rank, attempt, sane,\n"
+    final = "\n)\nSELECT k.host,"
+    if not (text.count(e_end) == text.count(p_keys) == text.count(final) == 1):
+        raise AssertionError("queries/align/event_groups.sql: not the two steps _parts_sql cuts it into")
+    text = text.replace(e_end, f"+ line AS tl, epoch_us(ts) // {int(width)} AS slot\n    FROM event_rows_keyed{where}"
+                               "\n), p AS (")
+    text = text.replace(p_keys, p_keys.rstrip("\n") + " slot,\n")
+    head, tail = text.split(final)
+    return head + "\n)\nSELECT * FROM p", "WITH p AS (SELECT * FROM temp.group_parts)\nSELECT k.host," + tail
+
+
+def _make_parts(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute("CREATE OR REPLACE TEMP TABLE group_parts AS " + _parts_sql(con)[0])
+    con.execute("CREATE OR REPLACE TEMP TABLE group_parts_made AS SELECT ? AS interpolated",
+                [interpolated_stamp(con)])
+
+
+def _split_parts(con: duckdb.DuckDBPyConnection) -> bool:
+    """group_parts split by the attempts of temp table class_cuts (or given the attempt 1 again, without
+    one); False when there are no parts."""
+    from .attempts import _count, line_attempt
+    if not table_exists(con, "group_parts"):
+        return False
+    stamp = interpolated_stamp(con)
+    if con.execute("SELECT interpolated FROM group_parts_made").fetchone()[0] != stamp:
+        # The interpolated times (clock.write_interpolated_times) are lines of classes whose time is
+        # interpolated: the parts of those classes (a few thousand lines of the long run's 15 M) are made
+        # again, the others are the lines as they are
+        _parts_again(con, "SELECT class_id FROM event_classes WHERE ts_kind = 'interpolated'")
+        con.execute("UPDATE group_parts_made SET interpolated = ?", [stamp])
+    # a part's attempt: a line's (attempts.line_attempt) at its first time, ts (the parts are keyed by sane)
+    attempt, join = line_attempt(con)
+    inside = " OR ".join(f"(r.ts < cc.c{i} AND cc.c{i} <= r.max_ts)" for i in range(2, _count(con, "class_cuts") + 1))
+    con.execute("CREATE OR REPLACE TEMP TABLE group_cut AS SELECT DISTINCT r.class_id, r.slot FROM group_parts r"
+                f"{join} WHERE r.sane AND ({inside or 'false'})")
+    width = con.execute("SELECT width FROM group_slot").fetchone()[0]
+    classes = [c for (c,) in con.execute("SELECT DISTINCT class_id FROM group_cut ORDER BY 1").fetchall()]
+    again = ""
+    if classes:   # (a constant list and range first: filters the scan of the lines takes in)
+        lo, hi = con.execute("SELECT min(slot), max(slot) + 1 FROM group_cut").fetchone()
+        where = (f" WHERE class_id IN ({', '.join(map(str, classes))})"
+                 f" AND ts >= make_timestamp({lo * width}) AND ts < make_timestamp({hi * width})"
+                 " AND EXISTS (SELECT 1 FROM group_cut c WHERE c.class_id = event_rows_keyed.class_id"
+                 f" AND c.slot = epoch_us(event_rows_keyed.ts) // {int(width)})")
+        again = f" UNION ALL BY NAME SELECT * FROM ({_parts_sql(con, where)[0]})"
+    con.execute(f"""
+        CREATE OR REPLACE TEMP TABLE group_parts_split AS
+        SELECT r.* REPLACE ({attempt} AS attempt) FROM group_parts r{join}
+        WHERE NOT EXISTS (SELECT 1 FROM group_cut c WHERE c.class_id = r.class_id AND c.slot = r.slot){again}""")
+    con.execute("DROP TABLE temp.group_parts")
+    con.execute("ALTER TABLE temp.group_parts_split RENAME TO group_parts")
+    return True
+
+
+def _parts_again(con: duckdb.DuckDBPyConnection, classes_sql: str) -> None:
+    """The parts of the classes of `classes_sql` made again from their lines (event_rows_keyed as it is now)."""
+    classes = [c for (c,) in con.execute(classes_sql + " ORDER BY 1").fetchall()]
+    if not classes:
+        return
+    listed = ", ".join(map(str, classes))   # (a constant list: a filter the scan of the lines takes in)
+    con.execute("CREATE OR REPLACE TEMP TABLE group_parts_split AS SELECT * FROM group_parts "
+                f"WHERE class_id NOT IN ({listed}) UNION ALL BY NAME "
+                f"SELECT * FROM ({_parts_sql(con, f' WHERE class_id IN ({listed})')[0]})")
+    con.execute("DROP TABLE temp.group_parts")
+    con.execute("ALTER TABLE temp.group_parts_split RENAME TO group_parts")
 
 
 def regroup(con: duckdb.DuckDBPyConnection) -> None:
