@@ -215,6 +215,10 @@ def test_a_line_of_no_host_in_a_console_of_two_clocks_is_read_on_the_clock_that_
     assert all(abs(b - a - 0.5) <= 0.6 for a, b in zip(ats, ats[1:])), ats   # 0.5 s a line, in the file's order
     moved = con.execute("SELECT count(*) FROM hostless_clocks").fetchone()[0]
     assert moved == 1   # the n1 lines of no host are on the file's clock already (n1's, the reference)
+    # their group too: its last line is the last of them, not n2's line read a minute late
+    (last,) = con.execute(f"SELECT epoch(last_ats) FROM aligned_groups_all WHERE file = '{out}' AND host IS NULL "
+                          "AND kind IS NULL").fetchone()
+    assert abs(last - ats[-2]) <= 0.6, (last, ats)
 
 
 @pytest.mark.parametrize("requeued", [False, True])

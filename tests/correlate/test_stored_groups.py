@@ -145,3 +145,34 @@ def test_lanes_and_echoes_from_the_parts_are_those_of_the_lines(tmp_path, catalo
             assert sorted(con.execute(f"SELECT * FROM {t}").fetchall(), key=repr) == stored[t], (name, t)
         con.close()
     assert lanes_from_parts >= 2
+
+
+def test_groups_of_lines_told_on_another_hosts_clock_are_those_of_the_lines(tmp_path, catalog, monkeypatch):
+    """An untagged console that every node writes to (DeepSpeed under srun, clocks a minute apart): its lines
+    that name no host are told on the clock that fits the file's order (clock.hostless_clocks), and the groups
+    the ingest keeps are made again for their classes too, not only for the classes of interpolated times."""
+    import sys
+    from pathlib import Path
+
+    from ranktrace.correlate.identity import _stored_stamp
+    bench = Path(__file__).resolve().parents[2] / "benchmarks"
+    sys.path.insert(0, str(bench))
+    try:
+        import gen_longrun
+    finally:
+        sys.path.remove(str(bench))
+    run = tmp_path / "run"
+    gen_longrun.generate(run, "exception", 16, layout="deepspeed_srun")
+    files = sorted(str(p) for p in run.rglob("*") if p.is_file() and p.name != "truth.json")
+    db = str(tmp_path / "db")
+    ingest(files, db, catalog)
+    con = store_connect(db, read_only=False)
+    timed = con.execute("SELECT count(*) FROM interpolated_times JOIN events USING (event_id) "
+                        "WHERE ts_kind <> 'interpolated'").fetchone()[0]
+    assert timed > 0   # lines of no host, retold
+    stored = sorted(con.execute(f"SELECT * FROM {GROUPS_TABLE}").fetchall(), key=repr)
+    forget_groups(con)
+    build_base(con)
+    assert _stored_stamp(con) is None
+    assert _groups(con) == stored
+    con.close()

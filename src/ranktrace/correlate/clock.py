@@ -398,6 +398,19 @@ def write_interpolated_times(con: duckdb.DuckDBPyConnection) -> None:
         regroup(con)
 
 
+def retimed_classes(con: duckdb.DuckDBPyConnection) -> str:
+    """SQL: the classes whose lines write_interpolated_times may tell another time than before: those whose
+    time is interpolated, and those of the lines it told another time, now (temp) or in the store's
+    ingest (main: a line of no host retold then and not now is told its own time again)."""
+    ids = ['SELECT event_id FROM "{}".main.interpolated_times'.format(d.replace('"', '""')) for (d,) in con.execute(
+        "SELECT database_name FROM duckdb_tables() WHERE table_name = 'interpolated_times' "
+        "AND database_name IN ('temp', current_database()) ORDER BY 1").fetchall()]
+    sql = "SELECT class_id FROM event_classes WHERE ts_kind = 'interpolated'"
+    if ids:
+        sql += f" UNION SELECT class_id FROM event_rows WHERE event_id IN ({' UNION ALL '.join(ids)})"
+    return sql
+
+
 def refresh_aligned(con: duckdb.DuckDBPyConnection) -> None:
     """(Re)make the aligned views over the identity views and clock_offsets as they are now (after
     the groups were split by attempt, or the attempts found), every line in scope. A freeze

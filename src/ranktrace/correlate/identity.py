@@ -449,9 +449,10 @@ def _split_parts(con: duckdb.DuckDBPyConnection) -> bool:
     stamp = interpolated_stamp(con)
     if con.execute("SELECT interpolated FROM group_parts_made").fetchone()[0] != stamp:
         # The interpolated times (clock.write_interpolated_times) are lines of classes whose time is
-        # interpolated: the parts of those classes (a few thousand lines of the long run's 15 M) are made
-        # again, the others are the lines as they are
-        _parts_again(con, "SELECT class_id FROM event_classes WHERE ts_kind = 'interpolated'")
+        # interpolated or that name no host in a console of several clocks: the parts of those classes (a
+        # few thousand lines of the long run's 15 M) are made again, the others are the lines as they are
+        from .clock import retimed_classes
+        _parts_again(con, retimed_classes(con))
         con.execute("UPDATE group_parts_made SET interpolated = ?", [stamp])
     # a part's attempt: a line's (attempts.line_attempt) at its first time, ts (the parts are keyed by sane)
     attempt, join = line_attempt(con)
