@@ -379,12 +379,15 @@ def write_interpolated_times(con: duckdb.DuckDBPyConnection) -> None:
     hostless = [f for (f,) in con.execute(
         "SELECT file FROM events_id_g GROUP BY file "
         f"HAVING count(DISTINCT host) > 1 AND bool_or(host IS NULL AND ts_kind IN ({TIMED})) ORDER BY file").fetchall()]
+    from .identity import base_views, events_views
     if hostless:
-        from .identity import base_views, events_views
         con.execute("CREATE OR REPLACE TEMP TABLE hostless_src AS " + sql_file("align/hostless_lines.sql"),
                     {"files": hostless})
-        base_views(con, "hostless_src", "_x")
-        events_views(con, "_x")
+    else:   # (the views below exist either way: every SQL file of queries/ runs after align)
+        con.execute("CREATE OR REPLACE TEMP TABLE hostless_src AS SELECT * FROM events_keyed LIMIT 0")
+    base_views(con, "hostless_src", "_x")
+    events_views(con, "_x")
+    if hostless:
         con.execute("INSERT INTO hostless_clocks " + sql_file("align/hostless_clocks.sql"), {"files": hostless})
     files = [f for (f,) in con.execute(
         "SELECT file FROM event_groups GROUP BY file "
