@@ -17,6 +17,11 @@ from .fixtures import diagnose_files
 COLS = ("host", "rank", "pid", "pod")
 
 
+def prefixed(pre: str, *lines: str) -> str:
+    """`lines` as a worker wrote them behind its launcher's prefix `pre`."""
+    return "".join(pre + line + "\n" for line in lines)
+
+
 @pytest.mark.parametrize("rows,want", [
     # the worker's prefixed lines and the parent's unprefixed closing line: the worker
     ([{"rank": 2, "pid": 41}, {"rank": 2, "pid": 41}, {}], {"rank": 2, "pid": 41}),
@@ -40,10 +45,9 @@ def test_unread_failure_lines_name_the_worker_whose_prefix_they_carry(tmp_path, 
     # but says whose they were.
     p = "(VllmWorker rank=1 pid=7730) ERROR 01-05 09:00:03 [multiproc_executor.py:470] "
     d = diagnose_files(tmp_path, monkeypatch, catalog, {"serve.log": (
-        p + "WorkerProc failed to start.\n"
-        + p + "Traceback (most recent call last):\n"
-        + p + '  File "/usr/lib/python3/site-packages/vllm/v1/executor/multiproc_executor.py", line 401, in worker_main\n'
-        "ERROR 01-05 09:00:05 [core.py:390] EngineCore failed to start.\n"
+        prefixed(p, "WorkerProc failed to start.", "Traceback (most recent call last):",
+                 '  File "/usr/lib/python3/site-packages/vllm/v1/executor/multiproc_executor.py", line 401, in worker_main')
+        + "ERROR 01-05 09:00:05 [core.py:390] EngineCore failed to start.\n"
         "ERROR 01-05 09:00:05 [core.py:390] Exception: WorkerProc initialization failed due to an exception in a "
         "background process. See stack trace for root cause.\n")})
     v = d["verdict"]
@@ -55,11 +59,9 @@ def test_a_ray_prefix_whose_ip_is_a_pod_host_name_is_stripped_and_names_it(tmp_p
     # ray python/ray/_private/worker.py print_worker_logs: '({actor} pid={pid}, ip={ip}) ', ip being what the
     # node registered as its address: a pod's host name when ray start was given one
     pre = "(TrainerActor pid=5511, ip=job-4f2a-worker-1) "
-    d = diagnose_files(tmp_path, monkeypatch, catalog, {"driver.log": (
-        pre + "Traceback (most recent call last):\n"
-        + pre + '  File "/app/train.py", line 88, in step\n'
-        + pre + "    torch.cuda.synchronize()\n"
-        + pre + "RuntimeError: CUDA error: an illegal memory access was encountered\n")})
+    d = diagnose_files(tmp_path, monkeypatch, catalog, {"driver.log": prefixed(
+        pre, "Traceback (most recent call last):", '  File "/app/train.py", line 88, in step',
+        "    torch.cuda.synchronize()", "RuntimeError: CUDA error: an illegal memory access was encountered")})
     v = d["verdict"]
     assert v["kind"] == "cuda_error", v
     assert (v["pid"], v["host"]) == (5511, "job-4f2a-worker-1"), v
@@ -68,11 +70,10 @@ def test_a_ray_prefix_whose_ip_is_a_pod_host_name_is_stripped_and_names_it(tmp_p
 def test_a_vllm_worker_name_with_its_parallel_ranks_is_a_worker_prefix(tmp_path, monkeypatch, catalog):
     # vLLM names a worker by its parallel ranks ('VllmWorker TP{tp_rank}'): the prefix names the pid
     pre = "(VllmWorker TP3 pid=902) ERROR 08-02 10:11:12 [multiproc_executor.py:596] "
-    d = diagnose_files(tmp_path, monkeypatch, catalog, {"serve.log": (
-        pre + "WorkerProc hit an exception.\n"
-        + pre + "Traceback (most recent call last):\n"
-        + pre + "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 3 has a total "
-                "capacity of 79.19 GiB of which 1.05 GiB is free.\n")})
+    d = diagnose_files(tmp_path, monkeypatch, catalog, {"serve.log": prefixed(
+        pre, "WorkerProc hit an exception.", "Traceback (most recent call last):",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 3 has a total "
+        "capacity of 79.19 GiB of which 1.05 GiB is free.")})
     v = d["verdict"]
     assert v["pid"] == 902, v
     # named by the prefix itself (the line's identity), not guessed from the words of the line
