@@ -373,13 +373,12 @@ def write_interpolated_times(con: duckdb.DuckDBPyConnection) -> None:
     (queries/align/interpolated_times.sql) or that name no host and were written on another clock
     (queries/align/hostless_clocks.sql, also kept as temp table hostless_clocks); the groups made again
     when it changed what they were made of (their lines' times: identity.rows_with_keys)."""
-    from .identity import interpolated_stamp, regroup
+    from .identity import base_views, events_views, interpolated_stamp, regroup
     before = interpolated_stamp(con)
     con.execute("CREATE OR REPLACE TEMP TABLE hostless_clocks (event_id BIGINT, clock VARCHAR, ts TIMESTAMP)")
     hostless = [f for (f,) in con.execute(
         "SELECT file FROM events_id_g GROUP BY file "
         f"HAVING count(DISTINCT host) > 1 AND bool_or(host IS NULL AND ts_kind IN ({TIMED})) ORDER BY file").fetchall()]
-    from .identity import base_views, events_views
     if hostless:
         con.execute("CREATE OR REPLACE TEMP TABLE hostless_src AS " + sql_file("align/hostless_lines.sql"),
                     {"files": hostless})
