@@ -495,7 +495,10 @@ def _hot_events(con: duckdb.DuckDBPyConnection) -> None:
     # columns over them, so that no second pass looks the lines up by id)
     line_set(con, "hot_src", f"SELECT * FROM ({events_with_keys(con, 'hot_line_events')}) WHERE (" + where + ")",
              prepare=_hot_lines)
-    con.execute("DROP TABLE IF EXISTS temp.hot_lines")   # (what hot_src did not keep of them: memory)
+    # (what hot_src did not keep of them: memory; and no view left over a dropped table: readers list the
+    # views' columns, report.build.known_hosts)
+    con.execute("DROP VIEW IF EXISTS temp.hot_line_events")
+    con.execute("DROP TABLE IF EXISTS temp.hot_lines")
     base_views(con, "hot_src", "_h")
     events_views(con, "_h")
 
