@@ -109,11 +109,15 @@ DELIVERY_S = 1.0
 MIN_ARRIVALS = 3
 
 
+# the kinds of a line's time that the line itself wrote (not one it inherited, nor none)
+TIMED = "'exact', 'local', 'year_inferred', 'envelope'"
+
+
 def _mixed_files(con: duckdb.DuckDBPyConnection) -> list[str]:
     """The files whose timed lines name more than one host."""
     src = "event_groups" if table_exists(con, "event_groups") else "events"
     return [f for (f,) in con.execute(
-        f"SELECT file FROM {src} WHERE host IS NOT NULL AND ts_kind IN ('exact', 'local', 'year_inferred', 'envelope') "
+        f"SELECT file FROM {src} WHERE host IS NOT NULL AND ts_kind IN ({TIMED}) "
         "GROUP BY file HAVING count(DISTINCT host) > 1 ORDER BY file").fetchall()]
 
 
@@ -304,7 +308,7 @@ ALIGNED_VIEW = """
         SELECT e.*, coalesce(o.offset_s, 0.0) AS offset_s,
                CASE WHEN e.ts >= TIMESTAMP '1990-01-01' AND e.ts < TIMESTAMP '2100-01-01'  -- a bogus year: untimed
                     THEN e.ts - to_microseconds(CAST(round(coalesce(o.offset_s, 0.0) * 1e6) AS BIGINT)) END AS ats,
-               e.ts_kind IN ('exact', 'local', 'year_inferred', 'envelope')
+               e.ts_kind IN ({timed})
                    AND e.ts >= TIMESTAMP '1990-01-01' AND e.ts < TIMESTAMP '2100-01-01' AS ts_ok
         FROM {src} e LEFT JOIN clock_offsets o ON o.host = {key}) a{joins}
 """
@@ -330,7 +334,7 @@ def _aligned_view(con: duckdb.DuckDBPyConnection, name: str, src: str, lines: bo
                 joins += " LEFT JOIN untimed_files u ON u.file_id = a.file_id"
     files = con.execute(f"SELECT count(*) FROM clock_offsets WHERE host LIKE '{FILE_CLOCK}%'").fetchone()[0]
     key = clock_key("e") if files else "e.host"
-    con.execute(ALIGNED_VIEW.format(name=name, src=src, attempt=attempt, joins=joins, key=key))
+    con.execute(ALIGNED_VIEW.format(name=name, src=src, attempt=attempt, joins=joins, key=key, timed=TIMED))
 
 
 # The groups of queries/align/event_groups.sql on the aligned clock: a group is one host, so its
@@ -361,10 +365,6 @@ def create_aligned_view(con: duckdb.DuckDBPyConnection, clock: list[dict]) -> No
     write_interpolated_times(con)
     _hot_events(con)
     refresh_aligned(con)
-
-
-# the kinds of a line's time that the line itself wrote (not one it inherited, nor none)
-TIMED = "'exact', 'local', 'year_inferred', 'envelope'"
 
 
 def write_interpolated_times(con: duckdb.DuckDBPyConnection) -> None:

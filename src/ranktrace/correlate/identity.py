@@ -344,7 +344,6 @@ def base_views(con, src: str, sfx: str) -> None:
         FROM events_base1{sfx} e LEFT JOIN pod_host ph ON e.host IS NULL AND ph.pod = e.pod
     """)
     if sfx == "_g":   # a rank's node as the lines of its own file name it (events_views)
-        _LOOKUPS.clear()
         con.execute("""
             CREATE OR REPLACE TEMP TABLE file_rank_host AS
             SELECT file_id, rank, any_value(host) AS host
