@@ -24,7 +24,9 @@ WITH agent AS (
     WHERE message LIKE '%failed (exitcode:%local_rank:%'
 ), ds AS (
     SELECT event_id, file_id, file, line, ats, host, message,
-           TRY_CAST(regexp_extract(message, 'exits with return code = (-?\d+)', 1) AS INTEGER) AS code
+           TRY_CAST(regexp_extract(message, 'exits with return code = (-?\d+)', 1) AS INTEGER) AS code,
+           -- the previous report in the file: the kills before it are another launcher's (one console, several nodes)
+           lag(line) OVER (PARTITION BY file_id ORDER BY line) AS prev_line
     FROM aligned_events
     WHERE kind = 'worker_failed' AND (message LIKE '%exits with return code = %'
                                       -- the handler's ERROR line cut before its return code (a paste): still a failure
@@ -34,14 +36,25 @@ WITH agent AS (
     SELECT file_id, line, TRY_CAST(regexp_extract(raw, 'Killing subprocess (\d+)', 1) AS BIGINT) AS kpid
     FROM aligned_events
     WHERE raw LIKE '%sigkill_handler] Killing subprocess %'
+), kill_host AS (   -- where a killed subprocess ran: the links of its pid that name a host, all one host (NCCL's
+                     -- 'host:pid:tid' lines of its own); a launcher's children run on the launcher's node, so
+                     -- its report, untagged in a console several nodes write, is that node's
+    SELECT pid AS kpid, CASE WHEN count(DISTINCT lower(host)) = 1 THEN any_value(host) END AS khost
+    FROM identity WHERE host IS NOT NULL AND pid IN (SELECT kpid FROM ds_kill) GROUP BY pid
 ), launcher AS (
-    SELECT d.event_id, any_value(d.ats) AS ats, any_value(d.host) AS host, any_value(d.code) AS code,
+    SELECT d.event_id, any_value(d.ats) AS ats,
+           coalesce(any_value(d.host),
+                    CASE WHEN count(DISTINCT lower(kh.khost)) = 1 AND count(kh.khost) = count(k.kpid)
+                         THEN any_value(kh.khost) END) AS host,
+           any_value(d.code) AS code,
            any_value(d.file) AS file, any_value(d.line) AS line, any_value(d.message) AS text,
            CASE WHEN count(DISTINCT k.kpid) = 1 THEN any_value(k.kpid) END AS pid,
            -- one subprocess killed: the command printed is that process's own (the spawn loop's last is its only)
            CASE WHEN count(DISTINCT k.kpid) = 1
                 THEN TRY_CAST(nullif(regexp_extract(any_value(d.message), '--local_rank=(\d+)', 1), '') AS INTEGER) END AS lrank
     FROM ds d LEFT JOIN ds_kill k ON k.file_id = d.file_id AND k.line < d.line AND k.line >= d.line - 64
+                                  AND k.line > coalesce(d.prev_line, 0)
+    LEFT JOIN kill_host kh ON kh.kpid = k.kpid
     GROUP BY d.event_id
 ), ray AS (
     SELECT event_id, ats, file, line, message AS text,

@@ -343,13 +343,6 @@ def base_views(con, src: str, sfx: str) -> None:
         SELECT e.* REPLACE (coalesce(e.host, ph.host) AS host)
         FROM events_base1{sfx} e LEFT JOIN pod_host ph ON e.host IS NULL AND ph.pod = e.pod
     """)
-    if sfx == "_g":   # a rank's node as the lines of its own file name it (events_views)
-        con.execute("""
-            CREATE OR REPLACE TEMP TABLE file_rank_host AS
-            SELECT file_id, rank, any_value(host) AS host
-            FROM events_base_g WHERE rank IS NOT NULL AND host IS NOT NULL
-            GROUP BY file_id, rank HAVING count(DISTINCT lower(host)) = 1
-        """)
 
 
 def build_base(con: duckdb.DuckDBPyConnection) -> None:
@@ -574,9 +567,31 @@ def build_identity(con: duckdb.DuckDBPyConnection) -> None:
     if ds:
         con.executemany("INSERT INTO identity (host, rank, local_rank, source) VALUES (?, ?, ?, 'deepspeed_mapping')",
                         [[r["host"], r["rank"], r["local_rank"]] for r in ds])
+    file_rank_hosts(con)
     build_maps(con)
     events_views(con, "")
     events_views(con, "_g")
+
+
+def file_rank_hosts(con: duckdb.DuckDBPyConnection) -> None:
+    """Temp table file_rank_host: a rank's node as the lines of its own file name it (events_views): lines
+    that carry both, and the world communicator's init lines (NCCL's `host:pid:tid ... rank R nranks N`),
+    which name the node and the global rank in a console whose rank lines name no host. One host per
+    (file, rank) or none."""
+    world = ""
+    if table_exists(con, "nccl_world") and has_columns(con, "nccl_world", "file_id"):
+        cls = ("f.line_class_id" if has_columns(con, "nccl_world", "line_class_id")
+               else "(SELECT e.class_id FROM event_rows e WHERE e.event_id = f.event_id)")
+        world = f"""UNION ALL SELECT DISTINCT f.file_id, f.rank, c.host
+                    FROM nccl_world f JOIN event_classes c ON c.class_id = {cls}
+                    WHERE f.rank IS NOT NULL AND c.host IS NOT NULL"""
+    con.execute(f"""
+        CREATE OR REPLACE TEMP TABLE file_rank_host AS
+        SELECT file_id, rank, any_value(host) AS host
+        FROM (SELECT DISTINCT file_id, rank, host FROM events_base_g WHERE rank IS NOT NULL AND host IS NOT NULL
+              {world})
+        GROUP BY file_id, rank HAVING count(DISTINCT lower(host)) = 1
+    """)
 
 
 def add_links(con: duckdb.DuckDBPyConnection, links: list[dict], source: str) -> None:
@@ -607,13 +622,15 @@ def build_maps(con: duckdb.DuckDBPyConnection) -> None:
         SELECT lower(host) AS host, local_rank, CASE WHEN count(DISTINCT rank) = 1 THEN any_value(rank) END AS rank
         FROM identity WHERE host IS NOT NULL AND local_rank IS NOT NULL AND rank IS NOT NULL GROUP BY ALL
     """)
-    # pid alone only when every link naming that pid agrees on one host
+    # pid alone only when every link naming that pid and a host agrees on one host (a link with no host
+    # names none: the DeepSpeed launcher's 'Killing subprocess P' in a console several nodes write is P's
+    # node's, as NCCL's 'host:P:tid' lines say)
     con.execute("""
         CREATE OR REPLACE TEMP TABLE id_pid AS
-        SELECT pid, any_value(host) AS host, CASE WHEN count(DISTINCT rank) = 1 THEN any_value(rank) END AS rank,
+        SELECT pid, max(host) AS host, CASE WHEN count(DISTINCT rank) = 1 THEN any_value(rank) END AS rank,
                CASE WHEN count(DISTINCT local_rank) = 1 THEN any_value(local_rank) END AS local_rank
         FROM identity WHERE pid IS NOT NULL GROUP BY pid
-        HAVING count(DISTINCT lower(host)) = 1 AND count(*) FILTER (WHERE host IS NULL) = 0
+        HAVING count(DISTINCT lower(host)) = 1
     """)
     # a GPU of a host by its PCI id (NCCL's busId, an Xid's, an AER line's): the rank that used it;
     # kept as the Xid writes it ('0000:3b:00') and as dev_printk does ('0000:3b:00.0'), so that

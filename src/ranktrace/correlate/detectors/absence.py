@@ -45,8 +45,10 @@ def watchdog(con) -> list[Finding]:
     by_pg: dict = defaultdict(list)
     for r in rs:
         by_pg[r["pg"]].append(r)
+    # the ranks seen in the attempt: a line whose time is its neighbour's counts (a rank that wrote only NCCL's
+    # untimed lines, then hung, is the one the others' reports leave out)
     known_ranks = {r[0] for r in con.execute(
-        "SELECT DISTINCT rank FROM aligned_groups WHERE rank IS NOT NULL AND ts_ok").fetchall()}
+        "SELECT DISTINCT rank FROM aligned_groups WHERE rank IS NOT NULL AND first_ats IS NOT NULL").fetchall()}
     for pg, lst in sorted(by_pg.items(), key=lambda kv: str(kv[0])):
         # desync: different ops at one seq
         ops_at: dict[int, dict] = defaultdict(dict)

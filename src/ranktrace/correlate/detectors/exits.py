@@ -36,8 +36,12 @@ def watchdog_ranks(con) -> set[tuple]:
                            "'watchdog_abort') AND rank IS NOT NULL").fetchall())
 
 
-def watchdog_abort(ranks: set[tuple], host, rank, sig) -> bool:
-    """The exit by `sig` of rank `rank` on `host` (None: unknown) is its watchdog's own abort."""
+def watchdog_abort(ranks: set[tuple], host, rank, sig, source: str | None = None) -> bool:
+    """The exit by `sig` of rank `rank` on `host` (None: unknown) is its watchdog's own abort. The DeepSpeed
+    launcher's report names no rank when it killed several subprocesses: they are all its node's, so a
+    SIGABRT it reports on a node where a rank's watchdog fired is that watchdog's."""
+    if sig == 6 and rank is None and source == "launcher" and host is not None:
+        return any(h == host for h, _ in ranks)
     return sig == 6 and rank is not None and any(
         r == rank and (host is None or h is None or h == host) for h, r in ranks)
 
@@ -86,10 +90,11 @@ def worker_exits(con) -> list[Finding]:
         if sig == 6 and rank is None and wd:   # an agent names the local rank and pid: the links the rank
             from ..identity import lookup
             rank = lookup(con, host=r["host"], pid=r["pid"], local_rank=r["local_rank"]).get("rank")
-        if watchdog_abort(wd, r["host"], rank, sig):
+        if watchdog_abort(wd, r["host"], rank, sig, r["source"]):
             out.append(Finding(detector="worker_exits", kind="killed", score=0.03,
-                               why=f"rank {rank}{on(r['host'])} died of SIGABRT after its own watchdog caught a "
-                                   "collective timeout (the watchdog takes the process down: a victim)",
+                               why=f"{'rank ' + str(rank) if rank is not None else 'a worker'}{on(r['host'])} died "
+                                   "of SIGABRT after its own watchdog caught a collective timeout (the watchdog "
+                                   "takes the process down: a victim)",
                                rank=rank, local_rank=r["local_rank"], host=r["host"], pid=r["pid"],
                                evidence=[r["event_id"]], extra={"source": r["source"], "signal": 6, "watchdog": True}))
             continue

@@ -1,0 +1,65 @@
+"""DeepSpeed's launcher under srun with no --label (benchmarks/gen_longrun.py layout deepspeed_srun): one
+console that every node writes to, its launcher and rank lines naming no host, requeued by Slurm. What
+names the node there is the links: the pids a launcher killed (NCCL's 'host:pid:tid' lines of those
+pids), the world communicator's init lines of the file (host and global rank), and the watchdog
+reports of the ranks that waited. Each case is one failed attempt of a generated run (tuning seeds:
+these runs were the misses of a fresh set, session 15)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from ranktrace.correlate import diagnose
+from ranktrace.ingest.pipeline import ingest
+from ranktrace.store import open_readonly
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+def _generate(out: Path, story: str, seed: int) -> dict:
+    sys.path.insert(0, str(BENCH))
+    try:
+        import gen_longrun
+    finally:
+        sys.path.remove(str(BENCH))
+    return gen_longrun.generate(out, story, seed, layout="deepspeed_srun")
+
+
+def _attempts(tmp_path, catalog, story: str, seed: int) -> tuple[dict, list[dict]]:
+    run = tmp_path / "run"
+    truth = _generate(run, story, seed)
+    (run / "truth.json").unlink()   # the answer never reaches the store
+    db = str(tmp_path / "db")
+    ingest([str(run)], db, catalog)
+    con = open_readonly(db)
+    try:
+        doc = diagnose(con)
+    finally:
+        con.close()
+    return truth, doc["attempts"]
+
+
+@pytest.mark.parametrize("story, seed, attempt, kind, host, rank", [
+    # a silent SIGSEGV: the launcher's '-11' report is its node's (the pids it killed are NCCL's there), not
+    # the other node's where the batch script's requeue cancel lands; the other launcher's kills, a few
+    # lines above, are not this report's
+    ("segfault", 17, 3, "crash", "trn-node07", None),
+    # a rank that hung before a collective and wrote only NCCL's untimed lines: the others' watchdog
+    # reports leave it out; the ranks of the resubmitted job are on other nodes than the first job's (the
+    # file's own init lines say which), and the launchers' SIGABRT reports are their watchdogs' aborts
+    ("hang", 17, 2, "hang", "gpu-a017", 1),
+    # a rank's exception on a node whose launcher lines name no host: its 'Killing subprocess' lines are
+    # its node's teardown (the pid's NCCL lines name the node), so the node did not go quiet
+    ("exception", 18, 2, "exception", "gpu-a040", 3),
+])
+def test_the_failed_attempt_names_the_node_its_links_name(tmp_path, catalog, story, seed, attempt, kind, host, rank):
+    truth, attempts = _attempts(tmp_path, catalog, story, seed)
+    want = next(a for a in truth["attempts"] if a["id"] == attempt)["verdict"]
+    assert (want["kind"], want["host"]) == (kind, host)   # the generator's story, as this test reads it
+    got = next(a for a in attempts if a["id"] == attempt)["verdict"]
+    assert (got["kind"], got["host"]) == (kind, host), got.get("summary")
+    if rank is not None:
+        assert got["rank"] == rank
