@@ -32,20 +32,28 @@ WITH files AS (
     FROM events_id_g g JOIN files f USING (file) LEFT JOIN clock_offsets o ON o.host = g.host
     WHERE g.host IS NOT NULL
 ), neighbours AS (   -- each line of no host with the aligned times of its hosted neighbours
-    SELECT h.event_id, h.file_id, h.ts, h.offset_s, b.ats AS before, a.ats AS after
+    SELECT h.event_id, h.file_id, h.ts, h.offset_s, b.ats AS before, a.ats AS after,
+           least(h.line - b.line, a.line - h.line) AS lines_to_near
     FROM (SELECT * FROM timed WHERE host IS NULL) h
     ASOF LEFT JOIN hosted b ON b.file_id = h.file_id AND h.line > b.line
     ASOF LEFT JOIN hosted a ON a.file_id = h.file_id AND h.line < a.line
-), bounds AS (
+), bounds AS (   -- a line with a hosted neighbour on one side only: the file's order says 'after X' (or
+                 -- 'before X'), and 'near X' only when X is a few lines away (a launcher's burst of lines
+                 -- before its first hosted one); the training loop's lines long after a job's last
+                 -- hosted line, in a run still training, are bounded on that side only
     SELECT event_id, file_id, ts, offset_s, coalesce(before, after) AS near,
-           least(coalesce(before, after), coalesce(after, before)) AS lo,
-           greatest(coalesce(before, after), coalesce(after, before)) AS hi
+           CASE WHEN (before IS NULL OR after IS NULL) AND lines_to_near > 16 THEN before
+                ELSE least(coalesce(before, after), coalesce(after, before)) END AS lo,
+           CASE WHEN (before IS NULL OR after IS NULL) AND lines_to_near > 16 THEN after
+                ELSE greatest(coalesce(before, after), coalesce(after, before)) END AS hi
     FROM neighbours WHERE coalesce(before, after) IS NOT NULL
 ), scored AS (   -- seconds outside [lo, hi] on each candidate clock, and on the line's own
     SELECT b.event_id, b.ts, b.offset_s AS own_offset_s, c.clock, c.offset_s,
-           greatest(epoch(b.lo) - (epoch(b.ts) - c.offset_s), (epoch(b.ts) - c.offset_s) - epoch(b.hi), 0) AS off_by,
+           greatest(coalesce(epoch(b.lo) - (epoch(b.ts) - c.offset_s), 0),
+                    coalesce((epoch(b.ts) - c.offset_s) - epoch(b.hi), 0), 0) AS off_by,
            abs(epoch(b.ts) - c.offset_s - epoch(b.near)) AS from_near,
-           greatest(epoch(b.lo) - (epoch(b.ts) - b.offset_s), (epoch(b.ts) - b.offset_s) - epoch(b.hi), 0) AS own_off_by
+           greatest(coalesce(epoch(b.lo) - (epoch(b.ts) - b.offset_s), 0),
+                    coalesce((epoch(b.ts) - b.offset_s) - epoch(b.hi), 0), 0) AS own_off_by
     FROM bounds b JOIN candidates c USING (file_id)
 ), best AS (
     SELECT event_id, any_value(ts) AS ts, any_value(own_offset_s) AS own_offset_s,

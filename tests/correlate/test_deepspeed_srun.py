@@ -54,8 +54,13 @@ def _attempts(tmp_path, catalog, story: str, seed: int) -> tuple[dict, list[dict
     # a rank's exception on a node whose launcher lines name no host: its 'Killing subprocess' lines are
     # its node's teardown (the pid's NCCL lines name the node), so the node did not go quiet
     ("exception", 18, 2, "exception", "gpu-a040", 3),
+    # the training loop's lines of a resubmitted job that is still training, long after the job's last line
+    # of a host: read on their own clock, not pulled back (onto another node's clock) before the job began,
+    # where they made the OOM-killed rank of the attempt before look like it trained on
+    ("host_oom", 4, 2, "oom", "cn0023", 11),
+    ("gpu_fault", 5, 4, "exception", "trn-node28", 1),
 ])
-def test_the_failed_attempt_names_the_node_its_links_name(tmp_path, catalog, story, seed, attempt, kind, host, rank):
+def test_each_failed_attempt_names_its_culprit(tmp_path, catalog, story, seed, attempt, kind, host, rank):
     truth, attempts = _attempts(tmp_path, catalog, story, seed)
     want = next(a for a in truth["attempts"] if a["id"] == attempt)["verdict"]
     assert (want["kind"], want["host"]) == (kind, host)   # the generator's story, as this test reads it
