@@ -191,6 +191,12 @@ def task_exits(con) -> list[Finding]:
                 for t, (kind, score, r) in sorted(others.items())]
     # tasks reported with a state other than Terminated
     n_other_tasks = len(others)
+    # srun writes a task's exit when the step's exit message for it arrives: of two tasks ending the same
+    # way with no time of their own, in one file, the one written first ended first (rows come in file order)
+    untimed = [t for t, (k, _, r) in others.items() if r["ats"] is None]
+    written_after = {t for t in untimed
+                     if any(u != t and others[u][0] == others[t][0] and others[u][2]["file"] == others[t][2]["file"]
+                            and others[u][2]["line"] < others[t][2]["line"] for u in untimed)}
     wd = watchdog_ranks(con) if any(k == "crash" for k, _, _ in others.values()) else set()
     for t, (kind, score, r) in sorted(others.items()):
         if kind == "crash" and re.search(r"(?i)aborted", r["state"]) and watchdog_abort(wd, r["node"], t, 6):
@@ -202,6 +208,8 @@ def task_exits(con) -> list[Finding]:
             continue
         if n_other_tasks > 1 and kind in ("killed", "exception"):
             score *= 0.6   # several tasks killed: a whole-step kill (OOM of the step, cancel)
+        if t in written_after:
+            score *= 0.9
         out.append(Finding(detector="task_exits", kind=kind, score=score,
                            why=f"srun: task {t} on {r['node']} ended '{r['state']}' while others were terminated",
                            rank=t, host=r["node"], time=r["ats"], evidence=[r["event_id"]], direct=kind in ("oom", "crash"),
