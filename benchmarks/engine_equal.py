@@ -108,11 +108,15 @@ def dump(so: str, corpus: str | None, out: Path) -> None:
                 (out / f"{name}.json").write_text(json.dumps(meta, sort_keys=True))
 
 
-def compare(a: Path, b: Path, added: tuple[str, ...] = ()) -> list[str]:
+def compare(a: Path, b: Path, added: tuple[str, ...] = (), bits: dict[str, int] | None = None) -> list[str]:
     """`added`: columns the build under test (b) adds on purpose: left out of its tables (the rest
-    must equal a's, in a's order)."""
+    must equal a's, in a's order). `bits`: integer columns where b sets these bits on purpose (a new
+    mark): a's have none of them, b's without them equal a's."""
     import pyarrow as pa
+    import pyarrow.compute as pc
     problems = []
+    bits = bits or {}
+    set_rows = dict.fromkeys(bits, 0)
     metas = sorted(a.glob("*.json"))
     if not metas:
         return [f"{a}: no dumps"]
@@ -135,11 +139,20 @@ def compare(a: Path, b: Path, added: tuple[str, ...] = ()) -> list[str]:
             if extra:
                 tb = tb.drop_columns(extra)
             rows += ta.num_rows
+            for c, mask in bits.items():
+                if c in ta.column_names and c in tb.column_names and ta.schema.equals(tb.schema):
+                    if pc.any(pc.not_equal(pc.bit_wise_and(ta[c], mask), 0)).as_py():
+                        problems.append(f"{what}: {t}: the reference sets bits {mask} of {c}")
+                    set_rows[c] += pc.sum(pc.not_equal(pc.bit_wise_and(tb[c], mask), 0)).as_py() or 0
+                    i = tb.column_names.index(c)
+                    tb = tb.set_column(i, tb.schema.field(i), pc.bit_wise_and(tb[c], ~mask).cast(tb.schema.field(i).type))
             if not ta.schema.equals(tb.schema):
                 problems.append(f"{what}: {t}: schema {ta.schema} != {tb.schema}")
             elif not ta.equals(tb):
                 problems.append(f"{what}: {t}: {_first_difference(ta, tb)}")
     print(f"compared {len(metas)} dumps, {rows} rows", file=sys.stderr)
+    for c, n in set_rows.items():
+        print(f"rows where the new build sets bits {bits[c]} of {c}: {n}", file=sys.stderr)
     return problems
 
 
@@ -163,6 +176,8 @@ def main() -> int:
     ap.add_argument("--reuse-ref", action="store_true", help="keep the reference dumps of an earlier run (same --ref, --corpus)")
     ap.add_argument("--added", default="", help="columns the build under test adds on purpose (comma-separated): "
                     "left out of its tables, the rest compared")
+    ap.add_argument("--bits", default="", help="COL=MASK,...: bits of integer columns the build under test sets "
+                    "on purpose (a new mark): none in the reference, the rest compared")
     ap.add_argument("--dump", nargs=2, metavar=("SO", "OUT"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.dump:
@@ -178,7 +193,8 @@ def main() -> int:
             cmd += ["--corpus", args.corpus]
         subprocess.run(cmd, check=True)
     added = tuple(c for c in args.added.split(",") if c)
-    problems = compare(work / "ref", work / "new", added)
+    bits = {c: int(m, 0) for c, m in (x.split("=") for x in args.bits.split(",") if x)}
+    problems = compare(work / "ref", work / "new", added, bits)
     if added:
         print(f"columns of the new build not compared: {', '.join(added)}")
     extra = {m.name for m in (work / "new").glob("*.json")} - {m.name for m in (work / "ref").glob("*.json")}

@@ -58,7 +58,11 @@ def dump(con, rels: dict[str, list[str]], out: Path) -> None:
         con.execute(f"COPY (SELECT * FROM \"{t}\") TO '{out}/{t}.parquet' (FORMAT parquet)")
 
 
-def compare(old_db: Path, new_db: Path, tmp: Path, tables_only: bool = False) -> list[str]:
+def compare(old_db: Path, new_db: Path, tmp: Path, tables_only: bool = False, bits: dict[str, int] | None = None) -> list[str]:
+    """`bits`: integer columns (of any relation) where the new version sets these bits on purpose (a new
+    mark, parsers/marks.toml): the old store has none of them, the new one's without them equal the old
+    one's; meta's row 'marks' (the marks file's fingerprint) is then left out too."""
+    bits = bits or {}
     # (a store of the directory layout: its views read lines files relative to it)
     a = store.connect(old_db) if Path(old_db).is_dir() else duckdb.connect(str(old_db), read_only=True)
     a.execute("SET TimeZone = 'UTC'")
@@ -77,26 +81,33 @@ def compare(old_db: Path, new_db: Path, tmp: Path, tables_only: bool = False) ->
     for t in sorted(set(ra) & set(rb)):
         cols = [c for c in ra[t] if c in rb[t] and c not in IGNORED.get(t, ())]
         only = sorted((set(ra[t]) ^ set(rb[t])) - IGNORED.get(t, set()))
-        sel = ", ".join(f'"{c}"' for c in cols)
-        where = f" WHERE {IGNORED_ROWS[t]}" if t in IGNORED_ROWS else ""
+        sel = {"old": ", ".join(f'"{c}"' for c in cols),
+               "new": ", ".join(f'("{c}" & {~bits[c]}) AS "{c}"' if c in bits else f'"{c}"' for c in cols)}
+        where = [w for w in (IGNORED_ROWS.get(t), "key <> 'marks'" if t == "meta" and bits else None) if w]
+        where = f" WHERE {' AND '.join(where)}" if where else ""
         src = {s: f"(SELECT * FROM read_parquet('{tmp}/{s}/{t}.parquet'){where})" for s in ("old", "new")}
         n = [con.execute(f"SELECT count(*) FROM {src[s]}").fetchone()[0] for s in ("old", "new")]
-        d = [con.execute(f"SELECT count(*) FROM (SELECT {sel} FROM {src[x]} EXCEPT ALL SELECT {sel} FROM {src[y]})"
+        d = [con.execute(f"SELECT count(*) FROM (SELECT {sel[x]} FROM {src[x]} EXCEPT ALL SELECT {sel[y]} FROM {src[y]})"
                          ).fetchone()[0] for x, y in (("old", "new"), ("new", "old"))]
         if n[0] != n[1] or any(d):
             diffs.append(f"{t}: rows {n[0]} / {n[1]}, old-new {d[0]}, new-old {d[1]}")
+        for c in (c for c in cols if c in bits):
+            had = con.execute(f'SELECT count(*) FROM {src["old"]} WHERE "{c}" & {bits[c]} <> 0').fetchone()[0]
+            if had:
+                diffs.append(f"{t}: {had} rows of the old store set bits {bits[c]} of {c}")
         if only:
             diffs.append(f"{t}: columns in one store only (not compared): {only}")
     con.close()
     return diffs
 
 
-def compare_stores(old_python: str, old: Path, new: Path, work: Path | None, tables_only: bool) -> int:
+def compare_stores(old_python: str, old: Path, new: Path, work: Path | None, tables_only: bool,
+                   bits: dict[str, int] | None = None) -> int:
     """Two stores made already: every relation (every table only: what an end of ingest writes, when
     both stores were merged from the same part, whose lines they share), and each version's
     `diagnose --format json` of its own. (Every view of a 15 M-line store dumped took 15 GB.)"""
     with tempfile.TemporaryDirectory(prefix="rt-store-equal-") as t:
-        diffs = compare(old, new, (work or Path(t)) / "dump", tables_only)
+        diffs = compare(old, new, (work or Path(t)) / "dump", tables_only, bits)
         verdicts = [subprocess.run([py, "-m", "ranktrace.cli", "diagnose", "--db", str(db), "--format", "json"],
                                    capture_output=True).stdout for py, db in ((old_python, old), (sys.executable, new))]
     real = [x for x in diffs if "not compared" not in x]
@@ -116,9 +127,12 @@ def main() -> int:
     ap.add_argument("--work", type=Path)
     ap.add_argument("--stores", nargs=2, type=Path, metavar=("OLD_STORE", "NEW_STORE"))
     ap.add_argument("--tables-only", action="store_true", help="with --stores: the DuckDB tables, not the views")
+    ap.add_argument("--bits", default="", help="COL=MASK,...: bits of integer columns the new version sets on "
+                    "purpose (a new mark): none in the old store, the rest compared")
     args = ap.parse_args()
+    bits = {c: int(m, 0) for c, m in (x.split("=") for x in args.bits.split(",") if x)}
     if args.stores:
-        return compare_stores(args.old_python, *args.stores, args.work, args.tables_only)
+        return compare_stores(args.old_python, *args.stores, args.work, args.tables_only, bits)
     failed = 0
     with tempfile.TemporaryDirectory(prefix="rt-store-equal-") as t:
         work = args.work or Path(t)
@@ -132,7 +146,7 @@ def main() -> int:
             verdicts = [subprocess.run([py, "-m", "ranktrace.cli", "diagnose", "--db", str(db), "--format", "json"],
                                        capture_output=True).stdout for py, db in ((args.old_python, old),
                                                                                   (sys.executable, new))]
-            diffs = compare(old, new, d / "dump")
+            diffs = compare(old, new, d / "dump", bits=bits)
             only_cols = [x for x in diffs if "not compared" in x]
             real = [x for x in diffs if x not in only_cols]
             if verdicts[0] != verdicts[1]:

@@ -10,7 +10,9 @@
 --   event_groups.sql. A detector that reads a new kind of line adds its prefilter here
 --   (tests/correlate/test_hot_events.py checks that every detector finds the same rows in both).
 --   The text tests run on the lines the engine marked `hot` only (has_mark, ranktrace.marks): a
---   text test added here needs a literal of its own in parsers/marks.toml (tests/correlate/test_marks.py).
+--   text test added here needs a literal of its own in parsers/marks.toml (tests/correlate/test_marks.py);
+--   a class term (a role, kind or format taken whole) its name in that file's mark `taken`, which the
+--   engine sets on the lines of those classes (hot_ids.sql reads the lines of the two marks only).
 SELECT * FROM aligned_events
 WHERE role IN ('cause', 'symptom')                          -- first_cause, first_symptom, the cascade
    OR kind IN ('worker_failed', 'failure_summary', 'sigterm_sent', 'signal_received', 'task_exit', 'step_cancelled',

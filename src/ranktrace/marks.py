@@ -23,6 +23,18 @@ class Mark:
     name: str
     bit: int
     literals: tuple[str, ...]
+    # set by a line's class, decided once per class (crates/engine/src/marks.rs: ClassMarks)
+    roles: tuple[str, ...] = ()
+    kinds: tuple[str, ...] = ()
+    kind_prefixes: tuple[str, ...] = ()
+    formats: tuple[str, ...] = ()
+    # the engine's named line tests (LINE_TESTS)
+    lines: tuple[str, ...] = ()
+
+
+# The line tests the engine knows by name (crates/engine/src/marks.rs, summary.rs), each exactly a
+# term of queries/align/hot_events.sql that has no literal.
+LINE_TESTS = ("report_entry", "pods_row")
 
 
 class MarksError(ValueError):
@@ -37,9 +49,14 @@ def load() -> tuple[Mark, ...]:
     out = []
     for i, m in enumerate(doc.get("mark", [])):
         lits = tuple(m.get("literals", ()))
-        if not m.get("name") or not lits or not all(isinstance(x, str) and x for x in lits):
-            raise MarksError(f"{path}: mark #{i + 1} needs a name and non-empty literals")
-        out.append(Mark(m["name"], i, lits))
+        by = {k: tuple(m.get(k, ())) for k in ("roles", "kinds", "kind_prefixes", "formats", "lines")}
+        if (not m.get("name") or not (lits or any(by.values()))
+                or not all(isinstance(x, str) and x for v in (lits, *by.values()) for x in v)):
+            raise MarksError(f"{path}: mark #{i + 1} needs a name and non-empty literals, classes or line tests")
+        if set(by["lines"]) - set(LINE_TESTS):
+            raise MarksError(f"{path}: mark {m['name']!r}: unknown line tests {sorted(set(by['lines']) - set(LINE_TESTS))} "
+                             f"(the engine knows {list(LINE_TESTS)})")
+        out.append(Mark(m["name"], i, lits, **by))
     if len(out) > 31:
         raise MarksError(f"{path}: {len(out)} marks; the column holds 31")
     return tuple(out)
@@ -50,9 +67,16 @@ def spec() -> list[list[str]]:
     return [list(m.literals) for m in load()]
 
 
+def class_spec() -> list[dict]:
+    """What the engine reads of the marks set by a line's class or a line test (marks.rs: ClassMarks)."""
+    return [{"bit": m.bit, "roles": list(m.roles), "kinds": list(m.kinds), "kind_prefixes": list(m.kind_prefixes),
+             "formats": list(m.formats), "lines": list(m.lines)}
+            for m in load() if m.roles or m.kinds or m.kind_prefixes or m.formats or m.lines]
+
+
 @lru_cache(maxsize=1)
 def fingerprint() -> str:
-    return hashlib.sha256(json.dumps([[m.name, *m.literals] for m in load()]).encode()).hexdigest()[:16]
+    return hashlib.sha256(json.dumps([[m.name, *m.literals] for m in load()] + class_spec()).encode()).hexdigest()[:16]
 
 
 def macro_sql(trusted: bool = True) -> str:

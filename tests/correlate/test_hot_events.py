@@ -124,6 +124,23 @@ def test_hot_ids_hold_every_line_the_filter_passes(con):
         assert passed and missing == 0
 
 
+def test_hot_ids_read_the_marked_lines_only_and_lose_none(con):
+    """hot_ids.sql's terms run on the lines the engine marked `hot` or `taken` only (parsers/marks.toml:
+    `taken` by a line's class and two line tests): every line its terms pass is marked, so the guard
+    leaves the same lines; and it does guard (most lines are marked neither)."""
+    ids = sql_file("align/hot_ids.sql")
+    guard = "(has_mark(marks, 'hot') OR has_mark(marks, 'taken'))"
+    assert guard in ids
+    assert con.execute("SELECT count(*) FROM event_lines WHERE marks IS NULL").fetchone()[0] == 0
+    unguarded = ids.replace(guard, "TRUE")
+    lost = con.execute(f"SELECT count(*) FROM ({unguarded}) WHERE NOT (has_mark(marks, 'hot') "
+                       f"OR has_mark(marks, 'taken'))").fetchone()[0]
+    assert lost == 0
+    assert _rows(con, ids) == _rows(con, unguarded)
+    taken = con.execute("SELECT count(*) FROM event_lines WHERE has_mark(marks, 'taken')").fetchone()[0]
+    assert 0 < taken < con.execute("SELECT count(*) FROM event_lines").fetchone()[0]
+
+
 def test_the_marks_guard_leaves_out_no_line_its_text_tests_pass(con):
     """hot_events.sql runs its text tests on the lines the engine marked only: without the
     guard the same lines pass (marks.py; tests/correlate/test_marks.py checks each literal)."""

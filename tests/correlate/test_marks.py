@@ -188,6 +188,39 @@ def test_lines_without_a_literal_are_not_marked_and_non_ascii_lines_are(cat):
     assert events["marks"].to_list() == [0, (1 << len(marks.load())) - 1]
 
 
+def test_the_taken_mark_holds_the_class_terms_of_hot_events():
+    """Mark `taken` is set by the classes hot_events.sql takes whole: its roles, kinds, kind prefixes and
+    format are that file's (and hot_ids.sql's) lists, and its line tests the two terms of no literal."""
+    taken = next(m for m in marks.load() if m.name == "taken")
+    for name in ("hot_events", "hot_ids"):
+        text = "\n".join(line.split("--", 1)[0] for line in sql_file(f"align/{name}.sql").splitlines())
+        lists = lambda col: {w for group in re.findall(rf"\b{col} IN \(([^)]*)\)", text)
+                             for w in re.findall(r"'([^']*)'", group)}
+        assert set(taken.roles) == lists("role"), name
+        assert set(taken.kinds) == lists("kind"), name
+        assert set(taken.kind_prefixes) == set(re.findall(r"starts_with\(kind, '([^']*)'\)", text)), name
+        assert set(taken.formats) == set(re.findall(r"\bformat = '([^']*)'", text)), name
+        assert "'^\\s*(time|host|rank|exitcode)\\s*:'" in text and "'^[a-z0-9][a-z0-9.-]*\\s+\\d+/\\d+\\s+\\S+\\s+\\d+'" in text
+    assert set(taken.lines) == set(marks.LINE_TESTS)
+
+
+def test_the_engine_sets_the_taken_mark_by_class_and_line_tests(cat):
+    """A Root Cause entry, a pods row and the lines of a kind or role hot_events.sql takes are marked
+    `taken`; an NCCL line and a step line are not."""
+    bit = 1 << next(m.bit for m in marks.load() if m.name == "taken")
+    lines = {"  host      : node-3": True,                                    # report_entry
+             "trainer-0-worker-3   1/1   Running   0   5m": True,             # pods_row
+             "NCCL INFO Channel 00/0 : 0 -> 1 via P2P/IPC/read": False,
+             "step 12 | loss 3.1": False,                                     # kind progress
+             "[2024-05-01 12:00:00,000] torch.distributed.elastic.agent.server.api: [WARNING] Sending process 7 "
+             "closing signal SIGTERM": True,                                  # kind sigterm_sent
+             "slurmstepd: error: *** STEP 12.0 ON node1 CANCELLED AT 2024-05-01T12:00:00 ***": True,
+             "RuntimeError: CUDA error: an illegal memory access was encountered": True}   # role cause
+    events, _ = core.parse_text(cat, "\n".join(lines) + "\n")
+    got = [bool(m & bit) for m in events["marks"].to_list()]
+    assert got == list(lines.values()), list(zip(events["kind"].to_list(), events["role"].to_list(), got))
+
+
 def test_has_mark_tests_its_own_bit_and_passes_unknown_marks():
     con = duckdb.connect()
     marks.define(con, trusted=True)

@@ -620,6 +620,7 @@ mod tests {
             "iter 7 comm 0x1 nranks 16", "iter 8 comm 0x1 nranks 4294967296", "day 12 step 5", "warn 7 step 6",
             "Sending process 7 closing signal SIGTERM", "Sending process 8 closing signal SIGTERM",
             "failed (exitcode: 1) step 3", "ministep 3", "x\u{00e9} step 4", "global_step=[42] lr", "global_step=[43] lr",
+            "trainer-0-worker-3   1/1   Running   0   5m", "trainer-0-worker-7   0/1   Running   2   9m", "Trainer 1/1 x 0",
         ];
         for raw_rules in [false, true] {
             let cat = catalog(raw_rules);
@@ -630,6 +631,7 @@ mod tests {
                 assert_eq!(got, want, "raw_rules {raw_rules} memo {memo}");
                 assert!(want.iter().filter(|f| f.step.is_some()).count() >= 6, "{want:?}");
                 assert!(want.iter().any(|f| f.nranks == Some(16)) && want.iter().filter(|f| f.teardown).count() == 3);
+                assert_eq!(want.iter().filter(|f| f.pods_row).count(), 2, "{want:?}");
             }
         }
     }

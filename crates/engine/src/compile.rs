@@ -229,6 +229,8 @@ pub struct Catalog {
     pub literals: Literals,
     /// the prefilter bits of each line's raw text (event_rows.marks)
     pub marks: crate::marks::Marks,
+    /// the mark bits of a line's class and of the line tests (marks.rs: ClassMarks)
+    pub class_marks: crate::marks::ClassMarks,
     /// first byte class (0..=128) of a body -> candidate patterns in precedence order
     pub by_first: Vec<Vec<usize>>,
     pub blocks: Vec<Block>,
@@ -489,6 +491,11 @@ impl Catalog {
             kept_cols,
             literals,
             marks: crate::marks::Marks::new(&spec.marks)?,
+            class_marks: crate::marks::ClassMarks::new(
+                &spec.mark_classes,
+                &kinds.iter().map(|k| k.name.as_str()).collect::<Vec<_>>(),
+                &formats.iter().map(|f| f.name.as_str()).collect::<Vec<_>>(),
+            )?,
             by_first,
             patterns,
             blocks,

@@ -4,7 +4,7 @@
 
 use crate::classes;
 use crate::summary;
-use crate::classify::{Class, FactRow, Val};
+use crate::classify::{self, Class, FactRow, Val};
 use crate::compile::{Catalog, FType};
 use crate::events::{Event, Id};
 use crate::timefmt::TsKind;
@@ -114,6 +114,8 @@ pub fn event_rows(cat: &Catalog, file_id: i64, events: &[Event], classes: &[Clas
     // (94% on the long run), where the task's own line before is most often of the same class.
     // Two streams that share a slot only make its compare miss (`same_key` decides).
     let mut last_of = vec![u32::MAX; STREAM_SLOTS];
+    // the mark bits of each class (marks.rs: ClassMarks), decided when the class is first met
+    let mut class_bits: Vec<i32> = Vec::new();
     let mut raw_bytes = 0;
     for (i, (e, class)) in events.iter().zip(classes).enumerate() {
         raw_bytes += e.raw.len();
@@ -135,6 +137,9 @@ pub fn event_rows(cat: &Catalog, file_id: i64, events: &[Event], classes: &[Clas
         }
         classes::key(cat, e, class, joined.get(e.envelopes.as_slice()).map(String::as_str), &mut key);
         let k = local.add(&key);
+        if k as usize == class_bits.len() {
+            class_bits.push(cat.class_marks.of_class(class.kind, classify::format_of(cat, e.src), class.role));
+        }
         if bucket.len() < BUCKET_EVENTS {
             bucket.push((i, k));
         }
@@ -153,7 +158,7 @@ pub fn event_rows(cat: &Catalog, file_id: i64, events: &[Event], classes: &[Clas
     let mut raw = StringBuilder::with_capacity(n, raw_bytes);
     let mut marks = Vec::with_capacity(n);
     let mut placeholder = Vec::with_capacity(n);
-    for e in events {
+    for ((e, f), &k) in events.iter().zip(facts).zip(&local.of) {
         eid.push((file_id << 32) + e.line);
         line.push(e.line);
         end_line.push(e.end_line);
@@ -167,7 +172,8 @@ pub fn event_rows(cat: &Catalog, file_id: i64, events: &[Event], classes: &[Clas
         at.push(a);
         len.push(l);
         raw.append_value(&*e.raw);
-        marks.push(e.marks.unwrap_or_else(|| cat.marks.of(&e.raw, e.ascii)));
+        let literal = e.marks.unwrap_or_else(|| cat.marks.of(&e.raw, e.ascii));
+        marks.push(literal | class_bits[k as usize] | cat.class_marks.of_line(&e.raw, f.pods_row));
         placeholder.push(year_placeholder(e));
     }
     let mut cols: Vec<ArrayRef> = vec![

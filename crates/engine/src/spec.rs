@@ -153,6 +153,9 @@ pub struct CatalogSpec {
     /// parsers/marks.toml: the literals of each mark bit (marks.rs)
     #[serde(default)]
     pub marks: Vec<Vec<String>>,
+    /// parsers/marks.toml: the marks a line's class or a line test sets (marks.rs: ClassMarks)
+    #[serde(default)]
+    pub mark_classes: Vec<MarkClassSpec>,
     /// parsers/identity.toml: the identity tokens, in priority order
     #[serde(default)]
     pub tokens: Vec<TokenSpec>,
@@ -162,6 +165,23 @@ pub struct CatalogSpec {
     /// the fact table that records where the identity layer's values come from
     #[serde(default)]
     pub found_table: Option<String>,
+}
+
+/// A mark set by a line's class (any of its role, kind, kind prefix or format) or by the
+/// engine's named line tests (marks.rs: `report_entry`, summary.rs: `pods_row`).
+#[derive(Deserialize, Debug, Clone, Default)]
+pub struct MarkClassSpec {
+    pub bit: u32,
+    #[serde(default)]
+    pub roles: Vec<String>,
+    #[serde(default)]
+    pub kinds: Vec<String>,
+    #[serde(default)]
+    pub kind_prefixes: Vec<String>,
+    #[serde(default)]
+    pub formats: Vec<String>,
+    #[serde(default)]
+    pub lines: Vec<String>,
 }
 
 impl CatalogSpec {

@@ -31,11 +31,16 @@ const STEP: &str = r"(?i)(?-u:\b)(?:global[_ ])?(?:step|iter|iteration)[\t\n\x0C
 const SAYS_STEP: &str = r"(?i)(?-u:\b)(?:step|iter|iteration)[\t\n\x0C\r ]*[=:#]?[\t\n\x0C\r ]*[0-9]+";
 /// event_groups.sql's NCCL communicator size: `TRY_CAST(regexp_extract(message, '\bnranks (\d+)', 1) AS INTEGER)`
 const NRANKS: &str = r"(?-u:\b)nranks ([0-9]+)";
+/// hot_events.sql's `kubectl get pods` row (mark `taken`'s line test `pods_row`, marks.rs):
+/// `regexp_matches(message, '^[a-z0-9][a-z0-9.-]*\s+\d+/\d+\s+\S+\s+\d+')` (`\S`: any character but RE2's
+/// five spaces, non-ASCII ones too)
+const PODS_ROW: &str = r"^[a-z0-9][a-z0-9.-]*[\t\n\x0C\r ]+[0-9]+/[0-9]+[\t\n\x0C\r ]+[^\t\n\x0C\r ]+[\t\n\x0C\r ]+[0-9]+";
 
 struct Rx {
     step: Regex,
     says: Regex,
     nranks: Regex,
+    pods_row: Regex,
 }
 
 fn rx() -> &'static Rx {
@@ -44,6 +49,7 @@ fn rx() -> &'static Rx {
         step: Regex::new(STEP).expect("STEP compiles"),
         says: Regex::new(SAYS_STEP).expect("SAYS_STEP compiles"),
         nranks: Regex::new(NRANKS).expect("NRANKS compiles"),
+        pods_row: Regex::new(PODS_ROW).expect("PODS_ROW compiles"),
     })
 }
 
@@ -59,6 +65,8 @@ pub struct Facts {
     pub nranks: Option<i32>,
     /// the line says a worker failed or SIGTERM was sent to one
     pub teardown: bool,
+    /// the message is a `kubectl get pods` row (`pods_row`)
+    pub pods_row: bool,
 }
 
 /// The kinds of a catalog's classes a step is read from (by index): progress, and none.
@@ -109,7 +117,16 @@ pub fn facts(kinds: &Kinds, message: &str, class: &Class) -> Facts {
     }
     f.teardown = memchr::memmem::find(message.as_bytes(), b"failed (exitcode:").is_some()
         || memchr::memmem::find(message.as_bytes(), b"closing signal SIGTERM").is_some();
+    f.pods_row = pods_row(message);
     f
+}
+
+/// Whether `message` is a `kubectl get pods` row (PODS_ROW): its first byte and a '/' first
+/// (hot_events.sql's own prefilters), the regexp on the few left.
+#[inline]
+pub fn pods_row(message: &str) -> bool {
+    let b = message.as_bytes();
+    matches!(b.first(), Some(b'a'..=b'z' | b'0'..=b'9')) && memchr::memchr(b'/', b).is_some() && rx().pods_row.is_match(message)
 }
 
 /// The facts of every event of a batch (its class beside it), each read from its message
@@ -130,6 +147,7 @@ pub struct Tests {
     pub says: bool,
     pub nranks: Option<i32>,
     pub teardown: bool,
+    pub pods_row: bool,
 }
 
 /// The literals of the tests, their searchers made once (memmem::find makes one per call).
@@ -170,6 +188,7 @@ pub fn tests(message: &str) -> Tests {
         t.nranks = rx().nranks.captures(message).and_then(|c| int(c.get(1)?.as_str()));
     }
     t.teardown = f.exitcode.find(b).is_some() || f.sigterm.find(b).is_some();
+    t.pods_row = pods_row(message);
     t
 }
 
@@ -184,13 +203,14 @@ pub fn combine(kinds: &Kinds, t: &Tests, class: &Class) -> Facts {
         says_step: (no_kind && t.says).then_some(true),
         nranks: t.nranks,
         teardown: t.teardown,
+        pods_row: t.pods_row,
     }
 }
 
 /// The regexps and literals of the tests, for the byte classes of message shapes
 /// (classify.rs): ASCII messages of one shape match them alike, with the same spans.
 pub fn shape_sources() -> Vec<String> {
-    let mut s = vec![STEP.to_string(), SAYS_STEP.to_string(), NRANKS.to_string()];
+    let mut s = vec![STEP.to_string(), SAYS_STEP.to_string(), NRANKS.to_string(), PODS_ROW.to_string()];
     s.extend(TEARDOWN.iter().map(|l| regex::escape(l)));
     s
 }
@@ -203,6 +223,7 @@ pub struct ShapeTests {
     says: bool,
     nranks: Option<(u32, u32)>,
     teardown: bool,
+    pods_row: bool,
 }
 
 impl ShapeTests {
@@ -216,6 +237,7 @@ impl ShapeTests {
             says: rx().says.is_match(message),
             nranks: span(&rx().nranks),
             teardown: f.exitcode.find(b).is_some() || f.sigterm.find(b).is_some(),
+            pods_row: pods_row(message),
         }
     }
 
@@ -228,6 +250,7 @@ impl ShapeTests {
             says: self.says,
             nranks: self.nranks.and_then(|s| int(at(s))),
             teardown: self.teardown,
+            pods_row: self.pods_row,
         }
     }
 }
@@ -276,7 +299,8 @@ mod tests {
         let k = kinds();
         let msgs = ["step 11 | loss 2.4", "global_step=[42] lr", "Iteration: 7", "warmup_step 5", "STEP: 3 done",
                     "step 99999999999999999999", "step\u{0B}5", "\u{017F}tep 5", "comm 0x1 rank 3 nranks 16",
-                    "nranks 4294967296", "failed (exitcode: 1)", "closing signal SIGTERM", "no steps here", ""];
+                    "nranks 4294967296", "failed (exitcode: 1)", "closing signal SIGTERM", "no steps here", "",
+                    "trainer-0-worker-3   1/1   Running   0   5m", "web.x-1 0/2 CrashLoopBackOff 12 3h"];
         for m in msgs {
             for c in [class(Some(0), 3), class(Some(0), 1), class(None, 1), class(None, 4), class(Some(1), 1)] {
                 assert_eq!(combine(&k, &tests(m), &c), facts(&k, m, &c), "{m:?}");
@@ -292,6 +316,26 @@ mod tests {
         assert_eq!(facts(&k, "step 3", &class(Some(0), 1)).says_step, None);
         assert_eq!(facts(&k, "global_step 3", &class(None, 1)).says_step, None);
         assert_eq!(facts(&k, "no steps here", &class(None, 1)).says_step, None);
+    }
+
+    #[test]
+    fn pods_rows_as_the_regexp_reads_them() {
+        for (m, want) in [
+            ("trainer-0-worker-3   1/1   Running   0   5m", true),
+            ("web.x-1 0/2 CrashLoopBackOff 12 3h", true),
+            ("9pod 1/1 Running 0", true),
+            ("pod 1/1 R\u{00e9}ady 0", true),                 // \S: any non-space character
+            ("pod 1/1 Running", false),                     // no restarts column
+            ("Pod 1/1 Running 0", false),                   // an upper-case start
+            ("NAME READY STATUS RESTARTS AGE", false),
+            ("pod 1/1\u{00a0}Running 0", false),             // RE2's \s is ASCII: no no-break space
+            ("pod 1/1\x0BRunning 0", false),                 // nor a vertical tab
+            ("NCCL INFO Channel 00/0 : 0 -> 1", false),
+            ("l 00/0 : 0", true),
+        ] {
+            assert_eq!(pods_row(m), want, "{m:?}");
+            assert_eq!(tests(m).pods_row, want, "{m:?}");
+        }
     }
 
     #[test]

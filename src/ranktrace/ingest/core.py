@@ -98,6 +98,7 @@ def spec(cat: Catalog) -> dict:
         "kinds": {k: {"role": i.role, "severity": i.severity} for k, i in cat.kinds.items()},
         "levels": cat.levels,
         "marks": marks.spec(),
+        "mark_classes": marks.class_spec(),
         "tokens": [{
             "id": t.id, "regex": t.regex, "stream": list(t.stream), "blocks": list(t.blocks), "links": list(t.links),
             "literals": _literals(t.regex, None),
