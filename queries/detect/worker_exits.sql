@@ -33,19 +33,17 @@ WITH agent AS (
                                       OR raw LIKE '%] [ERROR] [launch.py:%:sigkill_handler] [%')
 ), ds_kill AS (   -- the handler's 'Killing subprocess N' lines just before its report, also one glued to other
                    -- output (a stray print without its newline: no format claims it, and it is still a process killed)
-    SELECT file_id, line, TRY_CAST(regexp_extract(raw, 'Killing subprocess (\d+)', 1) AS BIGINT) AS kpid
+    -- (host: where the killed subprocess ran, as its pid's links name it (identity's id_pid: NCCL's
+    -- 'host:pid:tid' lines); a launcher's children run on its node, so its report, untagged in a console
+    -- several nodes write, is the node all its kills name)
+    SELECT file_id, line, host, TRY_CAST(regexp_extract(raw, 'Killing subprocess (\d+)', 1) AS BIGINT) AS kpid
     FROM aligned_events
     WHERE raw LIKE '%sigkill_handler] Killing subprocess %'
-), kill_host AS (   -- where a killed subprocess ran: the links of its pid that name a host, all one host (NCCL's
-                     -- 'host:pid:tid' lines of its own); a launcher's children run on the launcher's node, so
-                     -- its report, untagged in a console several nodes write, is that node's
-    SELECT pid AS kpid, CASE WHEN count(DISTINCT lower(host)) = 1 THEN any_value(host) END AS khost
-    FROM identity WHERE host IS NOT NULL AND pid IN (SELECT kpid FROM ds_kill) GROUP BY pid
 ), launcher AS (
     SELECT d.event_id, any_value(d.ats) AS ats,
            coalesce(any_value(d.host),
-                    CASE WHEN count(DISTINCT lower(kh.khost)) = 1 AND count(kh.khost) = count(k.kpid)
-                         THEN any_value(kh.khost) END) AS host,
+                    CASE WHEN count(DISTINCT lower(k.host)) = 1 AND count(k.host) = count(k.kpid)
+                         THEN any_value(k.host) END) AS host,
            any_value(d.code) AS code,
            any_value(d.file) AS file, any_value(d.line) AS line, any_value(d.message) AS text,
            CASE WHEN count(DISTINCT k.kpid) = 1 THEN any_value(k.kpid) END AS pid,
@@ -54,7 +52,6 @@ WITH agent AS (
                 THEN TRY_CAST(nullif(regexp_extract(any_value(d.message), '--local_rank=(\d+)', 1), '') AS INTEGER) END AS lrank
     FROM ds d LEFT JOIN ds_kill k ON k.file_id = d.file_id AND k.line < d.line AND k.line >= d.line - 64
                                   AND k.line > coalesce(d.prev_line, 0)
-    LEFT JOIN kill_host kh ON kh.kpid = k.kpid
     GROUP BY d.event_id
 ), ray AS (
     SELECT event_id, ats, file, line, message AS text,
