@@ -49,6 +49,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(REPO / "src"))
+sys.path.insert(0, str(HERE))
 
 from ranktrace.correlate import diagnose  # noqa: E402
 from ranktrace.correlate.clock import align  # noqa: E402
@@ -57,6 +58,7 @@ from ranktrace.correlate.util import ensure_kind_catalog  # noqa: E402
 from ranktrace.formats import load_catalog  # noqa: E402
 from ranktrace.ingest.pipeline import ingest  # noqa: E402
 from ranktrace.store import open_readonly  # noqa: E402
+from reliability import reliability  # noqa: E402
 
 TRUTH_FILES = {"truth.json", "expected_verdict.json", "README.md"}
 # the shared excerpts sit beside the checkout (/work/main -> /work/shared); a worktree one level
@@ -340,6 +342,8 @@ def report(title: str, rs: list[dict]) -> None:
     print(f"  {'':<14}{'located':>10}{'kind':>10}{'confident-wrong':>17}")
     print(f"  {'ranktrace':<14}{f'{loc}/{nl}':>10}{f'{kind}/{nk}':>10}{cw:>17}")
     print(f"  {'baseline':<14}{f'{bl}/{nbl}':>10}{f'{bk}/{nbk}':>10}{'-':>17}")
+    print(reliability([(r["verdict"]["confidence"], r["located"] is not False and r["kind"] is not False)
+                       for r in rs]))
 
 
 def main(argv=None) -> int:

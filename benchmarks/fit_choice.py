@@ -30,6 +30,7 @@ sys.path.insert(0, str(HERE))
 
 from accuracy import ingest_incident, located  # noqa: E402
 from longrun_score import culprit_ok, match, ref_shift  # noqa: E402
+from reliability import reliability  # noqa: E402
 
 from ranktrace.correlate import diagnose  # noqa: E402
 from ranktrace.correlate.choose import FEATURES, SIGNS, kind_class, load_weights, probabilities, weighted  # noqa: E402
@@ -111,15 +112,6 @@ def evaluate(w: dict[str, float], groups: list[dict]) -> dict:
         right += g["labels"][i]
         conf.append((p[i], g["labels"][i], kind_class(g["hyps"][i].get("kind"))))
     return {"top1": right, "n": len(groups), "conf": conf}
-
-
-def reliability(conf: list[tuple[float, bool]]) -> str:
-    lines = ["  probability   verdicts  right"]
-    for lo, hi in ((0.0, 0.5), (0.5, 0.6), (0.6, 0.7), (0.7, 0.8), (0.8, 0.9), (0.9, 1.01)):
-        b = [c[1] for c in conf if lo <= c[0] < hi]
-        if b:
-            lines.append(f"  {lo:.1f}-{min(hi, 1.0):.1f}     {len(b):>8}  {sum(b):>5} ({sum(b) / len(b):.0%})")
-    return "\n".join(lines)
 
 
 BINS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0000001)

@@ -33,6 +33,7 @@ from ranktrace.correlate import diagnose  # noqa: E402
 from ranktrace.store import open_readonly  # noqa: E402
 
 import gen_longrun  # noqa: E402
+from reliability import reliability  # noqa: E402
 
 CONFIDENT = 0.8
 
@@ -171,6 +172,7 @@ def report(title: str, results: list[dict]) -> None:
         n = len(rs)
         print(f"  {story:<14}{n:>8}{sum(x['located'] for x in rs):>9}{sum(x['kind_ok'] for x in rs):>7}"
               f"{sum(x['located'] and x['kind_ok'] for x in rs):>7}{sum(x['confident_wrong'] for x in rs):>12}")
+    print(reliability([(x["confidence"], x["located"] and x["kind_ok"]) for x in rows]))
     benign = [r for r in results if not r["failed"]]
     if benign and not per:
         print(f"  runs without any failure: {len(benign)}, given a failure verdict: "
