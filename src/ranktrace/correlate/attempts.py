@@ -214,6 +214,7 @@ def progress_keys(con: duckdb.DuckDBPyConnection) -> None:
     a key resolves as each of its lines does), shift_us (its host's clock offset, microseconds:
     ats = ts - shift_us) and ts_ok (its class's time is the line's own). What step_buckets.sql and
     PROGRESS_SECONDS read instead of resolving every progress line (15 M of a long run's 15.4 M)."""
+    from .clock import TIMED
     from .identity import base_views, events_views
     con.execute("""
         CREATE OR REPLACE TEMP TABLE progress_key_src AS
@@ -224,12 +225,12 @@ def progress_keys(con: duckdb.DuckDBPyConnection) -> None:
         JOIN event_classes c USING (class_id)""")
     base_views(con, "progress_key_src", "_pk")
     events_views(con, "_pk")
-    con.execute("""
+    con.execute(f"""
         CREATE OR REPLACE TEMP TABLE progress_keys AS
         SELECT row_number() OVER () AS kid, e.class_id, e.k_rank, e.k_local_rank, e.pid, e.task, e.k_srun_lbl,
                e.k_srun_rank, e.host, e.rank, e.file,
                CAST(round(coalesce(o.offset_s, 0.0) * 1e6) AS BIGINT) AS shift_us,
-               e.ts_kind IN ('exact', 'local', 'year_inferred', 'envelope') AS ts_ok
+               e.ts_kind IN ({TIMED}) AS ts_ok
         FROM events_id_pk e LEFT JOIN clock_offsets o ON o.host = e.host""")
 
 
