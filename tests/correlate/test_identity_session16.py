@@ -41,6 +41,22 @@ def test_composer_launchers_older_crashed_line_names_the_rank(tmp_path, monkeypa
     assert v["kind"] in ("killed", "oom"), v
 
 
+def test_composer_launchers_captured_output_section_is_the_ranks(tmp_path, monkeypatch, catalog):
+    # composer/cli/launcher.py _print_process_exit_status: 'Global rank N (PID P) exited with code C' then the rank's
+    # captured stderr between '----------Begin global rank N STDERR----------' and '----------End ...' lines
+    d = diagnose_files(tmp_path, monkeypatch, catalog, {"launch.log": (
+        "ERROR:composer.cli.launcher:Global rank 6 (PID 9120) exited with code 1\n"
+        "----------Begin global rank 6 STDERR----------\n"
+        "Traceback (most recent call last):\n"
+        '  File "/srv/train.py", line 40, in <module>\n'
+        "    main()\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB. GPU 6 has a total capacity of "
+        "79.11 GiB of which 1.02 GiB is free.\n"
+        "----------End global rank 6 STDERR----------\n")})
+    v = d["verdict"]
+    assert (v["kind"], v["rank"]) == ("gpu_oom", 6), v
+
+
 def test_sglang_scheduler_tag_names_its_rank_and_carries_to_its_traceback(tmp_path, monkeypatch, catalog):
     # sgl-project/sglang scheduler.py run_scheduler_process: prefix ' DP{dp_rank}' + ' TP{tp_rank}' (+ ' EP{n}');
     # configure_logger: '[%(asctime)s{prefix}] %(message)s'; logger.error(f"Scheduler hit an exception: {traceback}")
