@@ -9,6 +9,10 @@ source form (or, for LSF, its documentation), not from the excerpt."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from ranktrace.correlate.identity import build_identity
+
 from .fixtures import diagnose_files
 
 
@@ -97,15 +101,22 @@ def test_older_slurmstepd_banner_without_error_names_the_node_of_its_memory_kill
     assert (v["kind"], v["host"]) == ("oom", "node-a17"), v
 
 
-def test_a_file_naming_two_nodes_gives_its_unnamed_stepd_lines_none(tmp_path, monkeypatch, catalog):
-    # a multi-node job's output: srun names the other node's task; the batch node's JOB banner is not the node
-    # of the stepd line that names none
-    d = diagnose_files(tmp_path, monkeypatch, catalog, {"slurm-5013.out": (
-        "slurmstepd: error: Exceeded step memory limit at some point.\n"
-        "srun: error: node-b02: task 9: Out Of Memory\n"
-        "slurmstepd: error: *** JOB 5013 ON node-b01 CANCELLED AT 2023-03-09T04:05:06 ***\n")})
-    v = d["verdict"]
-    assert v["host"] != "node-b01", v
+def test_a_files_stepd_lines_take_its_one_node_and_none_of_two(tmp_path, ingest_to, monkeypatch):
+    # the identity layer (events_id): a job's output whose lines name one node gives its slurmstepd lines that node;
+    # a two-node step's output (each node's stepd writes its own STEP banner) gives them none
+    monkeypatch.chdir(tmp_path)
+    notice = "slurmstepd: error: Exceeded step memory limit at some point.\n"
+    files = {"one/slurm-5012.out": notice + "slurmstepd: error: *** STEP 5012.0 ON node-a17 CANCELLED AT "
+                                            "2023-03-09T04:05:06 ***\n",
+             "two/slurm-5013.out": notice + "".join(f"slurmstepd: error: *** STEP 5013.0 ON {n} CANCELLED AT "
+                                                    "2023-03-09T04:05:06 ***\n" for n in ("node-b01", "node-b02"))}
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    _, con = ingest_to([Path("one"), Path("two")])
+    build_identity(con)
+    got = dict(con.execute("SELECT file, host FROM events_id WHERE message LIKE 'Exceeded step memory%'").fetchall())
+    assert {Path(f).name: h for f, h in got.items()} == {"slurm-5012.out": "node-a17", "slurm-5013.out": None}
 
 
 def test_lsf_termination_reason_is_the_kind_and_names_nobody(tmp_path, monkeypatch, catalog):
