@@ -592,6 +592,17 @@ def file_rank_hosts(con: duckdb.DuckDBPyConnection) -> None:
               {world})
         GROUP BY file_id, rank HAVING count(DISTINCT lower(host)) = 1
     """)
+    # The node of a file's slurmstepd lines that name none ('slurmstepd: error: Job N exceeded memory limit ...',
+    # 'Exceeded step memory limit at some point.'): a job's output holds the messages of the stepds of its own
+    # nodes, and a stepd banner ('*** JOB|STEP ... ON <node> CANCELLED AT ...') names the node it runs on. When
+    # every line of the file that names a host names that one node, the stepd lines are that node's; a file
+    # that names two nodes (srun's 'node: task N' of another node, a second step's banner) names none.
+    con.execute("""
+        CREATE OR REPLACE TEMP TABLE file_stepd_host AS
+        SELECT file_id, any_value(host) AS host
+        FROM (SELECT DISTINCT file_id, host, format FROM events_base_g WHERE host IS NOT NULL)
+        GROUP BY file_id HAVING count(DISTINCT lower(host)) = 1 AND bool_or(format = 'slurm_stepd')
+    """)
 
 
 def add_links(con: duckdb.DuckDBPyConnection, links: list[dict], source: str) -> None:
@@ -674,15 +685,16 @@ def events_views(con: duckdb.DuckDBPyConnection, sfx: str) -> None:
             FROM a LEFT JOIN id_hostlocal hl ON hl.host = lower(a.host1) AND hl.local_rank = a.local_rank1
         )
         SELECT b.* EXCLUDE (rank0, local_rank0, host0, host1, rank1, local_rank1, rank2, srun_task),
-               coalesce(b.host1, fr.host, r.host) AS host, b.rank2 AS rank,
+               coalesce(b.host1, fr.host, r.host, fs.host) AS host, b.rank2 AS rank,
                coalesce(b.local_rank1, r.local_rank) AS local_rank,
-               concat_ws(',', CASE WHEN b.host0 IS NULL AND coalesce(b.host1, fr.host, r.host) IS NOT NULL THEN 'host' END,
+               concat_ws(',', CASE WHEN b.host0 IS NULL AND coalesce(b.host1, fr.host, r.host, fs.host) IS NOT NULL THEN 'host' END,
                               CASE WHEN b.rank0 IS NULL AND b.rank2 IS NOT NULL THEN 'rank' END,
                               CASE WHEN b.local_rank0 IS NULL AND coalesce(b.local_rank1, r.local_rank) IS NOT NULL
                                    THEN 'local_rank' END,
                               CASE WHEN b.gpu0 IS NULL AND b.gpu IS NOT NULL THEN 'gpu' END) AS id_inferred
         FROM b LEFT JOIN id_rank r ON b.host1 IS NULL AND r.rank = b.rank2
         LEFT JOIN file_rank_host fr ON b.host1 IS NULL AND fr.file_id = b.file_id AND fr.rank = b.rank2
+        LEFT JOIN file_stepd_host fs ON b.host1 IS NULL AND b.format = 'slurm_stepd' AND fs.file_id = b.file_id
     """)
 
 
