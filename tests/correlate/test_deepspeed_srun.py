@@ -19,18 +19,18 @@ from ranktrace.store import open_readonly
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
-def _generate(out: Path, story: str, seed: int) -> dict:
+def _generate(out: Path, story: str, seed: int, **kw) -> dict:
     sys.path.insert(0, str(BENCH))
     try:
         import gen_longrun
     finally:
         sys.path.remove(str(BENCH))
-    return gen_longrun.generate(out, story, seed, layout="deepspeed_srun")
+    return gen_longrun.generate(out, story, seed, layout=kw.pop("layout", "deepspeed_srun"), **kw)
 
 
-def _attempts(tmp_path, catalog, story: str, seed: int) -> tuple[dict, list[dict]]:
+def _attempts(tmp_path, catalog, story: str, seed: int, **kw) -> tuple[dict, list[dict]]:
     run = tmp_path / "run"
-    truth = _generate(run, story, seed)
+    truth = _generate(run, story, seed, **kw)
     (run / "truth.json").unlink()   # the answer never reaches the store
     db = str(tmp_path / "db")
     ingest([str(run)], db, catalog)
@@ -68,3 +68,14 @@ def test_each_failed_attempt_names_its_culprit(tmp_path, catalog, story, seed, a
     assert (got["kind"], got["host"]) == (kind, host), got.get("summary")
     if rank is not None:
         assert got["rank"] == rank
+
+
+def test_a_requeue_onto_another_node_gives_the_srun_label_that_node_in_the_new_step(tmp_path, catalog):
+    # --label, requeued after trn-node21 froze: the new step's task 0 runs on the spare node. Its launcher's
+    # first lines (before its NCCL lines) must not take trn-node21 from the task's lines of the step before
+    # (the stream's carried host, srun's report of task 0): on trn-node21's clock the new launch looked like
+    # an attempt of its own, a few seconds long (a fresh requeue set of session 16: seed 27 of 15)
+    truth, attempts = _attempts(tmp_path, catalog, "node_freeze", 27, mechanism="requeue")
+    assert [a["outcome"] for a in truth["attempts"]] == ["failed", "completed"]   # the story, as read here
+    assert [a["outcome"] for a in attempts] == ["failed", "completed"]
+    assert (attempts[0]["verdict"]["kind"], attempts[0]["verdict"]["host"]) == ("node_failure", "trn-node21")

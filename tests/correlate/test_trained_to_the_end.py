@@ -176,6 +176,27 @@ def test_a_complaint_without_a_time_is_survived_by_the_steps_its_process_wrote_a
     assert [a["outcome"] for a in diagnose(store([start] + untimed + [reset] + n2))["attempts"]] == ["running"]
 
 
+def test_complaints_without_a_time_that_their_ranks_trained_past_make_no_rank_silent():
+    # every rank trains to the end; n1's ranks complained of a reset connection after step 20 in lines of
+    # no time of their own (NCCL's WARN on a console: each takes a neighbour's time), then wrote 40 more
+    # steps in the same file; the logs end 12 s after the last step (a checkpoint being saved: longer than
+    # the last steps' slack, so nothing says the logs simply end while it trains). The ranks that wrote no
+    # complaint are not "silent while their peers reported failures": the file's order says the
+    # complaints were survived
+    evs = launch(0) + steps(HOSTS, 60, step_time=5.0, start=10)
+    step_20 = {e["rank"]: e["line"] for e in evs if e.get("message", "").startswith("[rank") and " step 20 " in e["message"]}
+    resets = [ev(120.0, f"n1:4242:4250 [{r}] misc/socket.cc:573 NCCL WARN socketProgressOpt: Call to recv from "
+                        "n2<43001> failed : Connection reset by peer", kind="peer_closed", host="n1", rank=r,
+                 file="n1.log", ts_kind="interpolated", line=step_20[r] + 1) for r in HOSTS["n1"]]
+    saved = ev(322.0, "Finished saving the checkpoint in 11.31 seconds.", host="n2", rank=HOSTS["n2"][0], file="n2.log")
+    con = store(evs + resets + [saved])
+    align(con)
+    assert trained_to_the_end(con) is None   # the case: the logs end too long after the last step
+    doc = diagnose(store(evs + resets + [saved]))
+    assert [a["outcome"] for a in doc["attempts"]] == ["running"], doc["verdict"]["summary"]
+    assert not any("wrote no error while" in h["why"] for h in doc["hypotheses"])
+
+
 def test_a_port_that_blinked_as_the_logs_end_while_every_rank_trains_is_no_failure():
     # a port error two steps before the end of the logs, no IB work request failed after it: context
     evs = launch(0) + steps(HOSTS, 60, step_time=5.0, start=10) + [port_error(302)]

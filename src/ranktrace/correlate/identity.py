@@ -316,13 +316,14 @@ def base_views(con, src: str, sfx: str) -> None:
         con.execute(f"CREATE OR REPLACE TEMP VIEW events_base0{sfx} AS "
                     f"SELECT * EXCLUDE (srun_lbl, srun_rank), CAST(NULL AS INTEGER) AS srun_task FROM {src}")
     else:
+        step, step_join = _step_host_join(con, src)
         con.execute(f"""
             CREATE OR REPLACE TEMP VIEW events_base0{sfx} AS
             SELECT e.* EXCLUDE (srun_lbl, srun_rank) REPLACE (
                        CASE WHEN e.srun_lbl THEN e.srun_rank ELSE e.rank END AS rank,
-                       CASE WHEN e.srun_lbl THEN coalesce(e.host, lh.host) ELSE e.host END AS host),
+                       CASE WHEN e.srun_lbl THEN coalesce({step}e.host, lh.host) ELSE e.host END AS host),
                    CASE WHEN e.srun_lbl THEN coalesce(e.task, e.rank) END AS srun_task
-            FROM {src} e LEFT JOIN srun_label_host lh ON e.srun_lbl AND lh.task = coalesce(e.task, e.rank)
+            FROM {src} e LEFT JOIN srun_label_host lh ON e.srun_lbl AND lh.task = coalesce(e.task, e.rank){step_join}
         """)
     con.execute(f"""
         CREATE OR REPLACE TEMP VIEW events_base1{sfx} AS
@@ -345,6 +346,51 @@ def base_views(con, src: str, sfx: str) -> None:
     """)
 
 
+def _step_host_join(con, src: str) -> tuple[str, str]:
+    """(the term before the line's own host, the join) that give an srun label's line the node its task
+    ran on in the job step the line belongs to (srun_step_host); nothing for a relation with no line
+    span of one file (a group's lines: min_line..last_line)."""
+    cols = set(columns(con, src))
+    span = (("e.line", "e.line") if "line" in cols else ("e.min_line", "e.last_line")
+            if {"min_line", "last_line"} <= cols else None)
+    if span is None or "file_id" not in cols or not has_rows(con, "srun_step_host"):
+        return "", ""
+    return ("sh.host, ", " LEFT JOIN srun_step_host sh ON e.srun_lbl AND sh.file_id = e.file_id "
+            f"AND sh.task = coalesce(e.task, e.rank) AND {span[0]} > sh.lo AND {span[1]} < sh.hi")
+
+
+def _srun_step_hosts(con: duckdb.DuckDBPyConnection) -> None:
+    """Temp table srun_step_host (file_id, task, lo, hi, host): in an srun --label output that holds
+    more than one job step (a requeued job's runs appended to one file), the node each task ran on in
+    each step, lines lo..hi exclusive. srun's own report lines (`srun: error: NODE: task T: ...`,
+    slurmstepd's) end a step; a task runs on one node per step, and a requeue may give it another (the
+    node that failed is left out): the NCCL lines of the task's label in the step name it (their
+    `host:pid:tid` prefix is the writer's). A value carried from an earlier step's lines (the new
+    launcher's first lines, before its NCCL lines) or the task's node in srun's reports of another
+    step is then not taken for this step's."""
+    con.execute(r"""
+        INSERT INTO srun_step_host
+        WITH lbl AS (
+            SELECT DISTINCT file_id FROM event_classes WHERE envelopes LIKE 'srun_label%'
+        ), ends AS (
+            SELECT DISTINCT c.file_id, r.line FROM event_rows r JOIN event_classes c USING (class_id)
+            WHERE c.file_id IN (SELECT file_id FROM lbl) AND c.format IN ('slurm_srun', 'slurm_stepd')
+              AND coalesce(c.envelopes, '') NOT LIKE 'srun_label%'
+        ), steps AS (
+            SELECT file_id, coalesce(lag(line) OVER (PARTITION BY file_id ORDER BY line), 0) AS lo, line AS hi FROM ends
+            UNION ALL
+            SELECT file_id, max(line), 9223372036854775807 FROM ends GROUP BY file_id
+        ), named AS (
+            SELECT DISTINCT c.file_id, r.task, r.line, c.host FROM event_rows r JOIN event_classes c USING (class_id)
+            WHERE c.file_id IN (SELECT file_id FROM ends) AND c.format = 'nccl' AND c.envelopes LIKE 'srun_label%'
+              AND c.host IS NOT NULL AND r.task IS NOT NULL
+        )
+        SELECT s.file_id, n.task, s.lo, s.hi, any_value(n.host)
+        FROM named n JOIN steps s ON s.file_id = n.file_id AND n.line > s.lo AND n.line < s.hi
+        GROUP BY s.file_id, n.task, s.lo, s.hi HAVING count(DISTINCT n.host) = 1
+    """)
+
+
 def build_base(con: duckdb.DuckDBPyConnection) -> None:
     """Temp view `events_base`: events with the srun label reinterpreted when srun runs
     torchrun agents (label -> task index -> node via `srun: error: NODE: task T`; the rank
@@ -354,6 +400,8 @@ def build_base(con: duckdb.DuckDBPyConnection) -> None:
     from .. import marks
     marks.define(con)   # the queries below, event_groups.sql and every view made on these test has_mark()
     con.execute("CREATE OR REPLACE TEMP TABLE srun_label_host (task INTEGER, host VARCHAR)")
+    con.execute("CREATE OR REPLACE TEMP TABLE srun_step_host (file_id INTEGER, task INTEGER, lo BIGINT, hi BIGINT, "
+                "host VARCHAR)")
     agents = _srun_runs_agents(con)
     # the classes that have lines (util.platforms asks it per attempt: a pass over every line's class id)
     con.execute("CREATE OR REPLACE TEMP TABLE line_classes AS SELECT DISTINCT class_id FROM event_rows")
@@ -375,6 +423,7 @@ def build_base(con: duckdb.DuckDBPyConnection) -> None:
         uniq = [[t, next(iter(h))] for t, h in pairs.items() if len(h) == 1 and next(iter(h))]
         if uniq:
             con.executemany("INSERT INTO srun_label_host VALUES (?, ?)", uniq)
+        _srun_step_hosts(con)
     # a kubectl describe / get file about one pod: its lines are about that pod
     con.execute("""
         CREATE OR REPLACE TEMP TABLE file_pod AS

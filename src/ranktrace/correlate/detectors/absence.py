@@ -119,11 +119,14 @@ def silent_ranks(con) -> list[Finding]:
     if len(rs) < 2:
         return []
     stop, slack = training_stop(con)
+    untimed = _survived_untimed_complaints(con, rs) if stop is not None else set()
 
     def complained(r) -> bool:   # a complaint once training had stopped (or no progress to tell)
         if r["n_symptom"] == 0 and r["n_cause"] == 0:
             return False
-        return stop is None or r["last_fail_ats"] is None or r["last_fail_ats"] >= stop - slack
+        if r["last_fail_ats"] is None:   # its complaints have no time of their own: the file's order tells
+            return (r["host"], r["rank"]) not in untimed
+        return stop is None or r["last_fail_ats"] >= stop - slack
 
     complaining = [r for r in rs if complained(r)]
     silent = [r for r in rs if not complained(r)]
@@ -142,3 +145,21 @@ def silent_ranks(con) -> list[Finding]:
                            evidence=[r["last_event_id"]] if r["last_event_id"] is not None else [],
                            extra={"last_step": r["last_step"], "last_ats": r["last_ats"], "silent_count": len(silent)}))
     return out
+
+
+def _survived_untimed_complaints(con, rs: list[dict]) -> set[tuple]:
+    """(host, rank) of the ranks whose complaints all lack a time of their own (NCCL's WARN lines on a
+    console) and were each followed by survival.STEPS of the rank's own steps in the same file: written
+    while the job still trained (a reset socket it retried, an IB port that came back), not about how
+    it ended."""
+    from ..survival import STEPS, steps_after
+    keys = [(r["host"], r["rank"]) for r in rs if r["last_fail_ats"] is None and (r["n_symptom"] or r["n_cause"])]
+    if not keys:
+        return set()
+    lines: dict[tuple, list[int]] = defaultdict(list)
+    for host, rank, eid in con.execute(
+            "SELECT host, rank, last_event_id FROM aligned_groups WHERE role IN ('cause', 'symptom') "
+            "AND NOT ts_ok AND rank IS NOT NULL AND last_event_id IS NOT NULL").fetchall():
+        lines[(host, rank)].append(eid)
+    after = steps_after(con, sorted({e for k in keys for e in lines.get(k, [])}))
+    return {k for k in keys if lines.get(k) and all(after.get(e, 0) >= STEPS for e in lines[k])}
