@@ -128,6 +128,8 @@ def bench_ingest(corpus: Path, store_dir: Path, lnav: str) -> dict:
     res["ratios"] = {
         "ingest_mb_s_vs_lnav": i["mb_s"] / n["mb_s"],
         "ingest_mb_s_vs_wc": i["mb_s"] / w["mb_s"],
+        # CPU-s for the same bytes (issue 29's "CPU per GB <= 2x lnav's"): what a loaded machine's wall hides
+        "ingest_cpu_vs_lnav": i["cpu_s"] / n["cpu_s"],
         "ingest_rss_vs_lnav": i["peak_rss_mib"] / n["peak_rss_mib"],
         "store_vs_input": store / size,
     }
@@ -140,6 +142,7 @@ def print_one(res: dict) -> None:
     for name in ("wc", "lnav", "ingest"):
         r = res[name]
         print(f"{name:10s}  {r['s']:7.2f} s  {r['mb_s']:8.1f} MB/s  {r['lines_s']:12,.0f} lines/s  "
+              f"{r['cpu_s']:6.2f} CPU-s ({r['cpu_s'] / (c['bytes'] / 1e9):5.2f} per GB)  "
               f"peak RSS {r['peak_rss_mib']:,.0f} MiB  lines {r['lines']:,}")
     print(f"store       {res['ingest']['store_bytes'] / 1e6:,.0f} MB ({res['ratios']['store_vs_input']:.2f} x input)")
     print("ratios      " + "  ".join(f"{k} {v:.3f}" for k, v in res["ratios"].items()))

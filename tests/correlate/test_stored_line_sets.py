@@ -42,6 +42,9 @@ def test_line_sets_are_read_from_the_store_only_while_it_is_unchanged(tmp_path, 
     assert all(con.execute("SELECT count(*) FROM meta WHERE key = ?", [f"{n}_stamp"]).fetchone()[0] == 1
                for n in LINE_SETS)
     assert con.execute("SELECT count(*) FROM meta WHERE key = 'clock_anchors_stamp'").fetchone()[0] == 1
+    # kept as their lines (clock.STORED_AS): event_lines' columns, not the class's text or the message again
+    lines_cols = [r[0] for r in con.execute("DESCRIBE event_lines").fetchall()]
+    assert all([r[0] for r in con.execute(f"DESCRIBE {n}_stored").fetchall()] == lines_cols for n in LINE_SETS)
     align(con)
     assert _kinds(con) == {n: "VIEW" for n in LINE_SETS}
     assert _anchor_src_made(con) is False   # the anchors came from the store: no line was read for them

@@ -60,9 +60,11 @@ def test_ingest_rates_rss_and_ratios_are_sane(quick):
         assert r[tool]["mb_s"] == pytest.approx(r["corpus"]["bytes"] / 1e6 / r[tool]["s"])
     # DuckDB, polars and Python cannot fit in the RSS of `wc -l`.
     assert r["ingest"]["peak_rss_mib"] > 50 > r["wc"]["peak_rss_mib"]
-    assert set(r["ratios"]) == {"ingest_mb_s_vs_lnav", "ingest_mb_s_vs_wc", "ingest_rss_vs_lnav", "store_vs_input"}
+    assert set(r["ratios"]) == {"ingest_mb_s_vs_lnav", "ingest_mb_s_vs_wc", "ingest_cpu_vs_lnav", "ingest_rss_vs_lnav",
+                                "store_vs_input"}
     assert all(_positive(v) for v in r["ratios"].values()), r["ratios"]
     assert r["ratios"]["ingest_mb_s_vs_lnav"] == pytest.approx(r["ingest"]["mb_s"] / r["lnav"]["mb_s"])
+    assert r["ratios"]["ingest_cpu_vs_lnav"] == pytest.approx(r["ingest"]["cpu_s"] / r["lnav"]["cpu_s"])
     assert r["ingest"]["store_bytes"] > 0
 
 

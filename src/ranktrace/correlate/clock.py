@@ -495,10 +495,17 @@ def _hot_events(con: duckdb.DuckDBPyConnection) -> None:
     # columns over them, so that no second pass looks the lines up by id)
     line_set(con, "hot_src", f"SELECT * FROM ({events_with_keys(con, 'hot_line_events')}) WHERE (" + where + ")",
              prepare=_hot_lines)
-    # (what hot_src did not keep of them: memory; and no view left over a dropped table: readers list the
-    # views' columns, report.build.known_hosts)
+    # (no view left over a table gone: readers list the views' columns, report.build.known_hosts)
     con.execute("DROP VIEW IF EXISTS temp.hot_line_events")
-    con.execute("DROP TABLE IF EXISTS temp.hot_lines")
+    if table_exists(con, "hot_lines"):
+        # selected now: the lines are what store_line_sets keeps of hot_src (STORED_AS), taken there with
+        # hot_src's event ids (copying them here as well cost 0.25 CPU-s of the 0.55 the slim copy saves);
+        # a read-only reader keeps nothing (memory)
+        con.execute("DROP TABLE IF EXISTS temp.hot_src_lines")
+        if con.execute("SELECT current_setting('access_mode')").fetchone()[0] == "read_only":
+            con.execute("DROP TABLE temp.hot_lines")
+        else:
+            con.execute("ALTER TABLE temp.hot_lines RENAME TO hot_src_lines")
     base_views(con, "hot_src", "_h")
     events_views(con, "_h")
 
@@ -510,6 +517,14 @@ def _hot_events(con: duckdb.DuckDBPyConnection) -> None:
 # them (with view events_keyed as this reader makes it) and the store's events; a reader whose SQL or
 # store differs selects them anew.
 LINE_SETS = ("hot_src",)
+# What the store keeps of a line set: its lines as event_lines has them (temp table <name>_lines: a line's
+# own columns, its class id and its message as a span of raw), not the rows of view events_keyed, whose
+# 17 class columns (event_classes holds them once) and message (raw's text a second time) made the copy
+# into the store 1.0 CPU-s of a 1 GB ingest's end (376 k hot lines; the lines alone: 0.45, benchmarks/
+# README.md, session 15). A reader makes the rows again from them as the ingest made them from the lines
+# (the schema's views over them, then events_with_keys): `_stored_view`. The stamp says so (STORED_AS):
+# a store whose set was kept whole selects its lines anew.
+STORED_AS = "event_lines"
 
 
 def _line_set_stamp(con: duckdb.DuckDBPyConnection, sql: str) -> str:
@@ -526,12 +541,12 @@ def line_set(con: duckdb.DuckDBPyConnection, name: str, sql: str, prepare=None) 
     """Temp relation `name` (one of LINE_SETS): the rows of `sql`, read from the store when its ingest
     kept them for the same SQL and events, else selected now (and its stamp noted for store_line_sets);
     `prepare(con)` makes what `sql` reads beside the views, only then."""
-    stamp = _line_set_stamp(con, sql)
+    stamp = _line_set_stamp(con, f"{sql}\0{STORED_AS}")
     if table_exists(con, f"{name}_stored"):
         got = con.execute("SELECT value FROM main.meta WHERE key = ?", [f"{name}_stamp"]).fetchone()
         if got and got[0] == stamp:
             _drop_temp(con, name)
-            con.execute(f"CREATE TEMP VIEW {name} AS SELECT * FROM main.{name}_stored")
+            _stored_view(con, name)
             return
     _drop_temp(con, name)
     if prepare is not None:
@@ -539,6 +554,16 @@ def line_set(con: duckdb.DuckDBPyConnection, name: str, sql: str, prepare=None) 
     con.execute(f"CREATE TEMP TABLE {name} AS {sql}")
     con.execute("CREATE TEMP TABLE IF NOT EXISTS line_set_stamps (name VARCHAR PRIMARY KEY, stamp VARCHAR)")
     con.execute("INSERT OR REPLACE INTO line_set_stamps VALUES (?, ?)", [name, stamp])
+
+
+def _stored_view(con: duckdb.DuckDBPyConnection, name: str) -> None:
+    """Temp view `name` over the store's kept lines of line set `name` (STORED_AS): the rows `line_set`'s
+    SQL selected from the same lines, as its SQL made them (views event_rows and events over them, then
+    events_with_keys), less its filter, which those lines passed."""
+    from ..store import events_over
+    from .identity import events_with_keys
+    events_over(con, f"main.{name}_stored", f"{name}_stored_events")
+    con.execute(f"CREATE TEMP VIEW {name} AS {events_with_keys(con, f'{name}_stored_events')}")
 
 
 def _drop_temp(con: duckdb.DuckDBPyConnection, name: str) -> None:
@@ -629,7 +654,12 @@ def store_line_sets(con: duckdb.DuckDBPyConnection) -> None:
     if not table_exists(con, "line_set_stamps"):
         return
     for name, stamp in con.execute("SELECT name, stamp FROM temp.line_set_stamps ORDER BY name").fetchall():
-        con.execute(f"CREATE OR REPLACE TABLE main.{name}_stored AS SELECT * FROM temp.{name}")
+        if name in LINE_SETS:   # a line set: its lines (STORED_AS), those of its rows
+            con.execute(f"CREATE OR REPLACE TABLE main.{name}_stored AS SELECT * FROM temp.{name}_lines "
+                        f"WHERE event_id IN (SELECT event_id FROM temp.{name})")
+            con.execute(f"DROP TABLE temp.{name}_lines")   # (memory: the rest of the ingest reads temp.{name})
+        else:
+            con.execute(f"CREATE OR REPLACE TABLE main.{name}_stored AS SELECT * FROM temp.{name}")
         con.execute("INSERT OR REPLACE INTO main.meta VALUES (?, ?)", [f"{name}_stamp", stamp])
 
 
