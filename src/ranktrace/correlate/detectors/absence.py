@@ -119,7 +119,7 @@ def silent_ranks(con) -> list[Finding]:
     if len(rs) < 2:
         return []
     stop, slack = training_stop(con)
-    untimed = _survived_untimed_complaints(con, rs) if stop is not None else set()
+    untimed: set[tuple] = set()
 
     def complained(r) -> bool:   # a complaint once training had stopped (or no progress to tell)
         if r["n_symptom"] == 0 and r["n_cause"] == 0:
@@ -128,6 +128,10 @@ def silent_ranks(con) -> list[Finding]:
             return (r["host"], r["rank"]) not in untimed
         return stop is None or r["last_fail_ats"] >= stop - slack
 
+    # the file's order is read only when it can matter: it turns complaining ranks silent, so too few
+    # complaining ranks stay too few
+    if stop is not None and sum(complained(r) for r in rs) >= len(rs) / 2:
+        untimed = _survived_untimed_complaints(con, rs)
     complaining = [r for r in rs if complained(r)]
     silent = [r for r in rs if not complained(r)]
     if not complaining or not silent or len(complaining) < len(rs) / 2:
@@ -156,10 +160,11 @@ def _survived_untimed_complaints(con, rs: list[dict]) -> set[tuple]:
     keys = [(r["host"], r["rank"]) for r in rs if r["last_fail_ats"] is None and (r["n_symptom"] or r["n_cause"])]
     if not keys:
         return set()
+    # a rank's last such line of each file: the steps after an earlier line of the file include those after it
     lines: dict[tuple, list[int]] = defaultdict(list)
     for host, rank, eid in con.execute(
-            "SELECT host, rank, last_event_id FROM aligned_groups WHERE role IN ('cause', 'symptom') "
-            "AND NOT ts_ok AND rank IS NOT NULL AND last_event_id IS NOT NULL").fetchall():
+            "SELECT host, rank, arg_max(last_event_id, last_line) FROM aligned_groups WHERE role IN ('cause', 'symptom') "
+            "AND NOT ts_ok AND rank IS NOT NULL AND last_event_id IS NOT NULL GROUP BY host, rank, file_id").fetchall():
         lines[(host, rank)].append(eid)
     after = steps_after(con, sorted({e for k in keys for e in lines.get(k, [])}))
     return {k for k in keys if lines.get(k) and all(after.get(e, 0) >= STEPS for e in lines[k])}
