@@ -377,20 +377,21 @@ def _srun_step_hosts(con: duckdb.DuckDBPyConnection) -> None:
     step is then not taken for this step's."""
     con.execute(r"""
         INSERT INTO srun_step_host
-        WITH lbl AS (
-            SELECT DISTINCT file_id FROM event_classes WHERE envelopes LIKE 'srun_label%'
+        WITH k AS (   -- the classes read (a few): srun's step ends, and the labels' NCCL lines that name a host
+            SELECT class_id, file_id, host, format = 'nccl' AS named FROM event_classes
+            WHERE file_id IN (SELECT file_id FROM event_classes WHERE envelopes LIKE 'srun_label%')
+              AND ((format IN ('slurm_srun', 'slurm_stepd') AND coalesce(envelopes, '') NOT LIKE 'srun_label%')
+                   OR (format = 'nccl' AND envelopes LIKE 'srun_label%' AND host IS NOT NULL))
+        ), lines AS MATERIALIZED (   -- their lines, in one pass
+            SELECT k.file_id, k.host, k.named, r.task, r.line FROM event_rows r JOIN k USING (class_id)
         ), ends AS (
-            SELECT DISTINCT c.file_id, r.line FROM event_rows r JOIN event_classes c USING (class_id)
-            WHERE c.file_id IN (SELECT file_id FROM lbl) AND c.format IN ('slurm_srun', 'slurm_stepd')
-              AND coalesce(c.envelopes, '') NOT LIKE 'srun_label%'
+            SELECT DISTINCT file_id, line FROM lines WHERE NOT named
         ), steps AS (
             SELECT file_id, coalesce(lag(line) OVER (PARTITION BY file_id ORDER BY line), 0) AS lo, line AS hi FROM ends
             UNION ALL
             SELECT file_id, max(line), 9223372036854775807 FROM ends GROUP BY file_id
         ), named AS (
-            SELECT DISTINCT c.file_id, r.task, r.line, c.host FROM event_rows r JOIN event_classes c USING (class_id)
-            WHERE c.file_id IN (SELECT file_id FROM ends) AND c.format = 'nccl' AND c.envelopes LIKE 'srun_label%'
-              AND c.host IS NOT NULL AND r.task IS NOT NULL
+            SELECT DISTINCT file_id, task, line, host FROM lines WHERE named AND task IS NOT NULL
         )
         SELECT s.file_id, n.task, s.lo, s.hi, any_value(n.host)
         FROM named n JOIN steps s ON s.file_id = n.file_id AND n.line > s.lo AND n.line < s.hi
