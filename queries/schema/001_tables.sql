@@ -86,6 +86,9 @@ CREATE TABLE IF NOT EXISTS event_classes (
 --               fact table progress give, coalesce(epoch, 0) * 1000000000 + step (rows with a step);
 --               NULL on other lines (written by the engine with the facts: crates/engine/src/out.rs)
 --   class_id    BIGINT     its row of event_classes
+--   ts_logged   TIMESTAMP  the time as the line gave it: ts before the year was placed (a year-less
+--               time is in the placeholder year 2000); readers filter a window on it too, which the
+--               files' statistics answer (ranktrace.store.logged_window)
 -- The files of the fact tables the parts keep (ranktrace.store.PART_FACTS: progress, about a row
 -- per line): each such table is a view of its name over its files here, relative to the store's
 -- directory, in order (the other fact tables are DuckDB tables).

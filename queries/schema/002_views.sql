@@ -7,7 +7,7 @@
 CREATE OR REPLACE VIEW event_rows AS
 SELECT event_id, file_id, line, end_line, byte_offset, ts, ts_text, rank, local_rank, task, pid, tid,
        substr(raw, message_at, message_len) AS message, raw, marks, step, says_step, nranks, teardown,
-       progress_lo, progress_hi, class_id
+       progress_lo, progress_hi, class_id, ts_logged
 FROM event_lines;
 
 -- Every event with all its columns, in this order (001_tables.sql says what
@@ -17,7 +17,7 @@ SELECT r.event_id, r.file_id, c.file, r.line, r.end_line, r.byte_offset, r.ts, c
        c.format, c.pattern, c.envelopes, c.host, r.rank, r.local_rank, r.task, r.pid, r.tid,
        c.job_id, c.step_id, c.pod, c.namespace, c.container, c.gpu, c.program,
        c.level, c.severity, c.kind, c.role, r.message, r.raw, r.marks,
-       r.step, r.says_step, r.nranks, r.teardown
+       r.step, r.says_step, r.nranks, r.teardown, r.ts_logged
 FROM event_rows r JOIN event_classes c USING (class_id);
 
 -- The kind catalogue of parsers/kinds.toml, loaded into table `kinds` at

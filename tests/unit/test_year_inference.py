@@ -70,3 +70,59 @@ def test_formats_explain_never_shows_the_placeholder_year(capsys):
     first = json.loads(out[:out.index("}") + 1])
     assert first["ts_kind"] == "year_inferred"
     assert first["ts"] == "(year inferred at ingest)-03-02 03:00:01.000000" and "2000" not in first["ts"]
+
+
+def _placed(con, ref: float):
+    """Table t: a year-less time every 37 minutes over the placeholder year (and the days around it),
+    a dated one each day of the years the reference can place them in, each with ts as view event_lines
+    places it (store._year_ts)."""
+    from ranktrace.store import _year_ts
+    con.execute("SET TimeZone = 'UTC'")
+    con.execute(f"""CREATE OR REPLACE TABLE t AS
+        SELECT ts, year_placeholder, ts AS ts_logged FROM (
+            SELECT range AS ts, true AS year_placeholder
+            FROM range(TIMESTAMP '1999-12-30', TIMESTAMP '2001-01-03', INTERVAL 37 MINUTE)
+            UNION ALL
+            SELECT range, false FROM range(TIMESTAMP '2023-01-01', TIMESTAMP '2029-01-01', INTERVAL 1 DAY))""")
+    con.execute(f"CREATE OR REPLACE TABLE t AS SELECT {_year_ts(ref)} AS ts, year_placeholder, ts_logged FROM t")
+
+
+def test_a_window_on_the_logged_time_keeps_every_line_the_placed_time_puts_in_it():
+    """store.logged_window is what readers filter on (the files' statistics answer it): every line whose
+    placed time is in the window passes it, and a year-less line passes only from the window's spans of
+    the placeholder year (or where the exact rule holds)."""
+    import duckdb
+    from datetime import datetime, timezone
+    from ranktrace.store import _year_segments, logged_window
+    con = duckdb.connect()
+    us = lambda *a: int(datetime(*a, tzinfo=timezone.utc).timestamp()) * 1_000_000   # noqa: E731
+    # references mid-year, just after a new year (both neighbour years), and in a leap year's spring
+    for ref_day in ((2026, 7, 1), (2026, 1, 2), (2028, 3, 1)):
+        ref = us(*ref_day) / 1e6
+        _placed(con, ref)
+        segs = _year_segments(ref)
+        for lo, hi in ((us(2025, 12, 31, 20), us(2026, 1, 1, 4)), (us(2026, 3, 1), us(2026, 3, 1, 12)),
+                       (us(2028, 2, 28, 23), us(2028, 3, 1, 1)), (us(2026, 6, 15, 3), us(2026, 6, 15, 3, 30)),
+                       (us(2024, 12, 31), us(2027, 1, 2))):
+            inside = f"epoch_us(ts) BETWEEN {lo} AND {hi}"
+            pred = logged_window(segs, lo, hi)
+            missed = con.execute(f"SELECT count(*) FROM t WHERE {inside} AND NOT {pred}").fetchone()[0]
+            assert missed == 0, (ref_day, lo, hi)
+            kept = con.execute(f"SELECT count(*) FROM t WHERE {inside}").fetchone()[0]
+            extra = con.execute(f"SELECT count(*) FROM t WHERE {pred} AND NOT ({inside})").fetchone()[0]
+            assert extra <= kept // 10 + 3, (ref_day, lo, hi, kept, extra)   # a window, not the store
+        # without a placed year the window is the logged time's own
+        assert logged_window(None, 5, 9) == ("(ts_logged BETWEEN make_timestamp(5::BIGINT) "
+                                             "AND make_timestamp(9::BIGINT))")
+
+
+def test_a_store_keeps_its_year_segments_and_its_lines_their_logged_time(tmp_path, ingest_to):
+    d = tmp_path / "bundle"
+    write(d / "slurmd.log", "[2026-01-03T00:10:00.000] launch task StepId=7.0 request from UID:0\n")
+    write(d / "node1" / "syslog", "Dec 31 23:59:58 node1 slurmd[12]: something late in the year\n")
+    s, con = ingest_to([d])
+    from ranktrace.store import _year_segments, meta_value, year_segments
+    assert year_segments(con) == _year_segments(float(meta_value(con, "year_reference")))
+    rows = con.execute("SELECT strftime(ts_logged, '%Y-%m-%d'), strftime(ts, '%Y-%m-%d') FROM events "
+                       "ORDER BY file").fetchall()
+    assert sorted(rows) == [("2000-12-31", "2025-12-31"), ("2026-01-03", "2026-01-03")]

@@ -29,6 +29,7 @@ import duckdb
 
 from ..clock_key import clock_key
 from ..query import QueryRefused, check_statements
+from ..store import logged_window, year_segments
 
 SEVERITIES = ("debug", "info", "notice", "warning", "error", "critical")
 SEV_RANK = {s: i for i, s in enumerate(SEVERITIES)}
@@ -326,6 +327,11 @@ class StoreData:
         self.has_lanes = "lanes" in tables
         self.has_aligned = "events_aligned" in tables and "clock_offsets" in tables
         self.has_attempts = "attempts" in tables   # stores from before issue 27 have none
+        # stores from before session 17 have no ts_logged: their windows read every line's time
+        self._has_logged = bool(self._con.execute(
+            "SELECT count(*) FROM information_schema.columns WHERE table_name = 'events' AND column_name = 'ts_logged'"
+        ).fetchone()[0])
+        self._year_segments = year_segments(self._con) if self._has_logged else None
         self._attempt_rows: list | None = None
         # --tee copies of a line (queries/store/echoes.sql) are left out of every list and count
         self._noecho = "event_id NOT IN (SELECT event_id FROM echoes)" if "echoes" in tables else "TRUE"
@@ -454,13 +460,23 @@ class StoreData:
         # that names no host is on its file's own clock (a Slurm controller's log), as diagnose reads it
         return f"(CASE WHEN {_SANE} THEN epoch_us(ts) / 1e6 - {self._off_sql(_CLOCK_KEY)} END)"
 
-    def _ts_range_sql(self, t0: float, t1: float) -> str:
-        """A predicate on raw ts that covers the aligned window (uses zonemaps)."""
+    def _logged_range(self, t0: float, t1: float) -> tuple[int, int]:
+        """The logged times (microseconds) that can be in the aligned window [t0, t1]."""
         lo = min([0.0, *self.offsets.values()])
         hi = max([0.0, *self.offsets.values()])
-        a = t0 + lo - 1e-6
-        b = t1 + hi + 1e-6
-        return (f"ts >= make_timestamp({int(a * 1e6)}::BIGINT) AND ts <= make_timestamp({int(b * 1e6)}::BIGINT)")
+        return int((t0 + lo - 1e-6) * 1e6), int((t1 + hi + 1e-6) * 1e6)
+
+    def _ts_range_sql(self, t0: float, t1: float) -> str:
+        """A predicate on ts that covers the aligned window (for table echoes, sorted by ts: its zonemaps)."""
+        a, b = self._logged_range(t0, t1)
+        return f"ts >= make_timestamp({a}::BIGINT) AND ts <= make_timestamp({b}::BIGINT)"
+
+    def _window_sql(self, t0: float, t1: float) -> str:
+        """_ts_range_sql on `events`, and the same window on ts_logged, which its files' statistics
+        answer (a filter on ts alone reads every line's time: store.logged_window)."""
+        if not self._has_logged:
+            return self._ts_range_sql(t0, t1)
+        return f"{self._ts_range_sql(t0, t1)} AND {logged_window(self._year_segments, *self._logged_range(t0, t1))}"
 
     def extent(self) -> tuple[float, float] | None:
         return self.summary()["extent"]
@@ -617,7 +633,7 @@ class StoreData:
                 SELECT {_LH} AS h, rank, {_SRC_SQL} AS src,
                        {a} AS t, {_SEV_SQL} AS sev, role
                 FROM events
-                WHERE ts IS NOT NULL AND {self._ts_range_sql(t0, t1)} AND {hp}
+                WHERE ts IS NOT NULL AND {self._window_sql(t0, t1)} AND {hp}
                   AND {self._noecho_in(self._ts_range_sql(t0, t1))}
             )
             SELECT h, rank, src, CAST(floor((t - {t0!r}) / {dt!r}) AS INTEGER) AS b,
@@ -703,7 +719,7 @@ class StoreData:
                 fww, _ = self._filter_sql(filters, win)
                 rows = self._cur().execute(f"""
                     SELECT {cols} FROM events
-                    WHERE {win}
+                    WHERE {self._window_sql(start, start + w)}
                       AND {a} >= {start!r} AND {a} < {start + w!r} AND {fww}
                     ORDER BY t, file, line LIMIT {need}
                 """, params).fetchall()
@@ -734,7 +750,7 @@ class StoreData:
         w = max(((ext[1] - ext[0]) / 1000.0) if ext else 1.0, 1.0)
         while True:
             whole = ext is None or t - w <= ext[0]
-            window = "TRUE" if whole else f"{self._ts_range_sql(t - w, t)} AND {a} >= {t - w!r}"
+            window = "TRUE" if whole else f"{self._window_sql(t - w, t)} AND {a} >= {t - w!r}"
             fww = fw if whole else self._filter_sql(filters, self._ts_range_sql(t - w, t))[0]
             rows = self._cur().execute(f"""
                 SELECT {cols} FROM events
