@@ -298,3 +298,32 @@ def test_a_console_whose_bars_run_until_its_agents_death_signal_was_stopped_from
     find_attempts(con)
     scope(con, 1)
     assert trained_to_the_end(con) is None
+
+
+def test_a_checkpoint_save_after_the_last_step_is_training_when_the_logs_end_on_it():
+    # the logs end on rank 0's checkpoint save, 40 s after the last step (a save takes seconds to
+    # minutes); a closed socket between the last step and the save is noise the job trained past
+    evs = (launch(0) + steps(HOSTS, 60, step_time=5.0, start=10) + teardown(309)
+           + [ev(318, "Saving model checkpoint to /ckpt/checkpoint-60", kind="checkpoint_save", host="n1", rank=0,
+                 file="n1.log"),
+              ev(350, "Finished saving the checkpoint in 32.10 seconds.", kind="checkpoint_save", host="n1", rank=0,
+                 file="n1.log")])
+    doc = diagnose(store(evs))
+    assert [a["outcome"] for a in doc["attempts"]] == ["running"], doc["attempts"]
+    assert doc["verdict"]["rank"] is None
+
+
+def test_a_checkpoint_save_after_a_stalled_collective_is_no_sign_of_training():
+    # rank 2's collective stalled after the last step: the save that follows (an emergency save on the
+    # way down) does not make the job one that trained to the end
+    stall = ev(312, "[Rank 2] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=61, OpType=ALLREDUCE, "
+                    "Timeout(ms)=600000) ran for 600021 milliseconds before timing out.", kind="collective_timeout",
+               host="n2", rank=2, file="n2.log")
+    evs = (launch(0) + steps(HOSTS, 60, step_time=5.0, start=10) + [stall]
+           + [ev(340, "Saving model checkpoint to /ckpt/checkpoint-60", kind="checkpoint_save", host="n1", rank=0,
+                 file="n1.log")])
+    con = store(evs)
+    align(con)
+    find_attempts(con)
+    scope(con, 1)
+    assert trained_to_the_end(con) is None

@@ -334,7 +334,7 @@ def _trained_to_the_end(con, spans: list[dict]) -> str | None:
     if last is None:
         return None
     end = _logs_end(con)
-    if end is not None and end - last <= slack:
+    if end is not None and end - _alive_until(con, last, slack) <= slack:
         return "the logs end"
     if untimed_progress_to_the_end(con):
         return "the logs end"
@@ -380,6 +380,18 @@ def _stop_after_untimed_progress(con) -> dt.datetime | None:
             WHERE g.file_id = s.file_id AND g.role IN ('cause', 'symptom') AND NOT {_STOP_KIND}
               AND g.min_line < s.line AND coalesce(g.last_line, g.min_line) > b.line)
     """, _STOP_PARAMS).fetchone()[0]
+
+
+def _alive_until(con, last: dt.datetime, slack: dt.timedelta) -> dt.datetime:
+    """The last progress `last`, or a checkpoint save after it (nothing having stalled or died since):
+    the training loop saves between its steps, so the job was alive and training then (a save at the
+    end of the logs takes seconds to minutes: the logs end while it trains; a progress line that took
+    the previous line's time was logged before the save, whatever its time says)."""
+    got = con.execute("SELECT max(last_ats) FROM aligned_groups WHERE ts_ok AND kind = 'checkpoint_save' "
+                      "AND last_ats >= ?", [last - slack]).fetchone()[0]
+    if got is None or got <= last or _stalled_or_died(con, got, last - slack):
+        return last
+    return got
 
 
 def _logs_end(con) -> dt.datetime | None:
