@@ -1,0 +1,83 @@
+"""Whom the text names, by forms that cover a class of emitters (issue 28, session 17).
+
+Batch 12's dev excerpts at first sight missed where (1) torch.distributed.elastic (torch 1.9-2.x) printed its
+worker status events as JSON ('{"name": "torchelastic.worker.status.FAILED", "source": "WORKER", ... "global_rank":
+N, ... "worker_id": "<pid>", ... "hostname": ...}') and torch 1.9's no-error-file box ('Child process P (local_rank
+N) FAILED (exitcode C)'): nothing read them, and the AGENT's SUCCEEDED event read as a clean end (a confident
+`none`); (2) Ray's ActorDiedError said the actor's node died ('The actor is dead because its node has died. Node
+Id: ..'): read as nothing, the cut traceback after it became the cause. Each case is written here from the
+emitter's source form, not from the excerpt."""
+
+from __future__ import annotations
+
+from .fixtures import diagnose_files
+
+
+def _event(state: str, rank: int, pid: int, host: str, source: str = "WORKER") -> str:
+    # torch/distributed/elastic/agent/server/api.py _construct_event + events/api.py Event.serialize (json.dumps)
+    return ('{"name": "torchelastic.worker.status.%s", "source": "%s", "timestamp": 0, "metadata": {"run_id": '
+            '"job-41", "global_rank": %d, "group_rank": 1, "worker_id": "%d", "role": "default", "hostname": "%s", '
+            '"state": "%s", "total_run_time": 612, "rdzv_backend": "c10d", "raw_error": null, "metadata": '
+            '"{\\"group_world_size\\": 2, \\"entry_point\\": \\"python\\", \\"local_rank\\": [%d], \\"role_rank\\": '
+            '[%d], \\"role_world_size\\": [8]}", "agent_restarts": 0}}\n'
+            % (state, source, rank, pid, host, state, rank - 4, rank))
+
+
+def test_torchelastic_status_events_name_the_failed_worker_and_the_agents_success_is_no_clean_end(
+        tmp_path, monkeypatch, catalog):
+    # SimpleElasticAgent._record_worker_events: FAILED for a worker among the run's failures, TERMINATED for one the
+    # agent stopped; launch_agent records the AGENT's SUCCEEDED event when run() returns, a failed group included
+    agent_ok = ('{"name": "torchelastic.worker.status.SUCCEEDED", "source": "AGENT", "timestamp": 0, "metadata": '
+                '{"run_id": "job-41", "global_rank": null, "group_rank": 1, "worker_id": null, "role": "default", '
+                '"hostname": "node-b7.cluster", "state": "SUCCEEDED", "total_run_time": 612, "rdzv_backend": "c10d", '
+                '"raw_error": null, "metadata": "{\\"group_world_size\\": 2, \\"entry_point\\": \\"python\\"}", '
+                '"agent_restarts": 0}}\n')
+    d = diagnose_files(tmp_path, monkeypatch, catalog, {"agent.log": (
+        "INFO:torch.distributed.elastic.agent.server.api:Local worker group finished (FAILED). Waiting 300 seconds "
+        "for other agents to finish\n"
+        + _event("TERMINATED", 4, 50211, "node-b7.cluster")
+        + _event("FAILED", 6, 50213, "node-b7.cluster")
+        + _event("TERMINATED", 7, 50214, "node-b7.cluster")
+        + agent_ok)})
+    v = d["verdict"]
+    assert v["kind"] != "none", v
+    assert (v["rank"], v["pid"], v["host"]) == (6, 50213, "node-b7.cluster"), v
+
+
+def test_torch19_no_error_file_box_names_the_first_failures_rank_and_pid(tmp_path, monkeypatch, catalog):
+    # torch/distributed/elastic/multiprocessing/errors/__init__.py (1.9) _no_error_file_warning_msg(rank, failure):
+    # the box around f"Child process {failure.pid} (local_rank {rank}) FAILED (exitcode {failure.exitcode})", rank
+    # being ChildFailedError.get_first_failure()'s key (a global rank)
+    d = diagnose_files(tmp_path, monkeypatch, catalog, {"train.err": (
+        "/opt/conda/lib/python3.8/site-packages/torch/distributed/elastic/multiprocessing/errors/__init__.py:354: "
+        "UserWarning: \n"
+        "\n"
+        "****************************************************************\n"
+        "            CHILD PROCESS FAILED WITH NO ERROR_FILE             \n"
+        "****************************************************************\n"
+        "CHILD PROCESS FAILED WITH NO ERROR_FILE\n"
+        "Child process 90412 (local_rank 3) FAILED (exitcode -11)\n"
+        "Error msg: Signal 11 (SIGSEGV) received by PID 90412\n"
+        "Without writing an error file to <N/A>.\n")})
+    v = d["verdict"]
+    assert (v["kind"], v["rank"], v["pid"]) == ("crash", 3, 90412), v
+
+
+def test_ray_actor_that_died_with_its_node_is_a_node_failure_of_the_actors_address(tmp_path, monkeypatch, catalog):
+    # python/ray/exceptions.py ActorDiedError: 'The actor died unexpectedly before finishing this task.' then one
+    # '\t{field}: {value}' line per field and the GCS's cause (gcs_actor_manager.cc GenNodeDiedCause; Ray >= 2.30:
+    # 'The actor died because its node has died. Node Id: {id}' + '\tthe actor's node was terminated unexpectedly: ..')
+    d = diagnose_files(tmp_path, monkeypatch, catalog, {"driver.log": (
+        "Traceback (most recent call last):\n"
+        '  File "/srv/run.py", line 12, in <module>\n'
+        "    ray.get(refs)\n"
+        "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.\n"
+        "\tclass_name: TrainWorker\n"
+        "\tactor_id: 1c2e0a9b8d7f6e5d4c3b2a1001000000\n"
+        "\tpid: 4412\n"
+        "\tnamespace: 0f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b\n"
+        "\tip: 10.9.8.77\n"
+        "The actor died because its node has died. Node Id: 9d8c7b6a5f4e3d2c1b0a9d8c7b6a5f4e3d2c1b0a9d8c7b6a5f4e3d2c\n"
+        "\tthe actor's node was terminated unexpectedly: health check failed due to missing too many heartbeats\n")})
+    v = d["verdict"]
+    assert (v["kind"], v["host"]) == ("node_failure", "10.9.8.77"), v
