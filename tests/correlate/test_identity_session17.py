@@ -81,3 +81,41 @@ def test_ray_actor_that_died_with_its_node_is_a_node_failure_of_the_actors_addre
         "\tthe actor's node was terminated unexpectedly: health check failed due to missing too many heartbeats\n")})
     v = d["verdict"]
     assert (v["kind"], v["host"]) == ("node_failure", "10.9.8.77"), v
+
+
+_TALOS = (
+    # siderolabs/talos machined Dmesg: fmt.Sprintf("%s: %7s: [%s]: %s", facility, priority, RFC3339Nano, message);
+    # talosctl dmesg: fmt.Printf("%s: %s", node, data.Bytes). The driver's lines: NVRM 'Xid (PCI:{bus}): {xid},
+    # pid={pid}, name={comm}, ...'; drivers/nvswitch 'nvidia-nvswitch{n}: SXid (PCI:{bus}): {sxid}, ...'
+    "talos-gpu-2: kern: warning: [2026-05-11T08:40:01.511203Z]: NVRM: GPU at PCI:0000:17:00: "
+    "GPU-0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0\n"
+    "talos-gpu-2: kern:     err: [2026-05-11T08:40:01.512931447Z]: nvidia-nvswitch3: SXid (PCI:0000:c5:00.0): 20034, "
+    "Fatal, Link 30 LTSSM Fault Up\n"
+    "talos-gpu-2: kern: warning: [2026-05-11T08:40:01.530077Z]: NVRM: Xid (PCI:0000:17:00): 48, pid=70122, "
+    "name=python3, An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at physAddr "
+    "0x3bf1e0000 partition 2, subpartition 1.\n"
+    "talos-gpu-2: kern: warning: [2026-05-11T08:40:01.601913Z]: NVRM: Xid (PCI:0000:17:00): 45, pid=70122, "
+    "name=python3, Ch 00000008\n")
+
+
+def test_talosctl_dmesg_lines_name_the_gpu_node_and_pid_of_the_xid(tmp_path, monkeypatch, catalog):
+    d = diagnose_files(tmp_path, monkeypatch, catalog, {"dmesg.txt": _TALOS})
+    v = d["verdict"]
+    assert v["kind"] == "gpu_fault", v
+    assert (v["gpu"], v["host"], v["pid"]) == ("0000:17:00", "talos-gpu-2", 70122), v
+
+
+def test_an_nvswitch_kernel_line_is_no_pdsh_host_behind_another_envelope(tmp_path, monkeypatch, catalog):
+    # pdsh_host (file scope: every line starts 'talos-gpu-2: ') must not take the kernel's device name
+    # 'nvidia-nvswitch3: ' for a host once talos_kmsg peeled the line: the SXid line stays the kernel's
+    from ranktrace.ingest.pipeline import ingest
+    from ranktrace.store import open_readonly
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "dmesg.txt").write_text(_TALOS)
+    ingest(["dmesg.txt"], str(tmp_path / "s.duckdb"), catalog)
+    con = open_readonly(str(tmp_path / "s.duckdb"))
+    try:
+        row = con.execute("SELECT format, kind, host FROM events WHERE line = 2").fetchone()
+    finally:
+        con.close()
+    assert row == ("kernel_dmesg", "gpu_xid", "talos-gpu-2"), row
