@@ -9,7 +9,8 @@
 --   a `kubectl get events` row about a node object ('node/NAME', the OBJECT column of kubectl's event printer),
 --   Ray's GCS marking a node dead (its address), and the actors it destroyed with their owner's node (the
 --   owner's address) or with their own node (the actor's address, from its ActorDiedError fields).
---   Columns: event_id, ats, reporter (the host that logged it), node, file, line, message.
+--   Columns: event_id, ats, reporter (the host that logged it), node, pid (a process the line says died with
+--   the node, else NULL), file, line, message.
 SELECT event_id, ats, host AS reporter,
        coalesce(nullif(regexp_extract(message, '(?i)node failure on ([\w.\-\[\],]+)', 1), ''),
                 nullif(regexp_extract(message, '(?i)on failed node ([\w.\-\[\],]+)', 1), ''),
@@ -36,6 +37,9 @@ SELECT event_id, ats, host AS reporter,
                              -- writes 'Name:' first, as describePod does, so the dump's name is carried as its pod
                              WHEN 'kubectl_describe.node_condition' THEN coalesce(host, pod)
                              WHEN 'kubectl_get.event_row' THEN nullif(regexp_extract(message, '\snode/([\w.\-]+)\s', 1), '') END) AS node,
+       -- the process the line says died with the node, else NULL: a Ray actor's pid (its ActorDiedError fields,
+       -- carried to the cause line by ray.toml)
+       CASE WHEN pattern = 'ray.actor_node_dead' THEN pid END AS pid,
        file, line, message
 FROM aligned_events
 WHERE kind = 'node_failure'

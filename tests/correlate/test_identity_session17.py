@@ -44,6 +44,14 @@ def test_torchelastic_status_events_name_the_failed_worker_and_the_agents_succes
     assert (v["rank"], v["pid"], v["host"]) == (6, 50213, "node-b7.cluster"), v
 
 
+def test_torchelastic_failed_workers_event_names_its_local_rank_too(tmp_path, monkeypatch, catalog):
+    # _construct_event: md["local_rank"] = (worker.local_rank,), json.dumps'd into the metadata string
+    d = diagnose_files(tmp_path, monkeypatch, catalog, {"agent.log": (
+        _event("TERMINATED", 4, 50211, "node-b7.cluster") + _event("FAILED", 6, 50213, "node-b7.cluster"))})
+    v = d["verdict"]
+    assert (v["rank"], v["local_rank"], v["pid"]) == (6, 2, 50213), v
+
+
 def test_torch19_no_error_file_box_names_the_first_failures_rank_and_pid(tmp_path, monkeypatch, catalog):
     # torch/distributed/elastic/multiprocessing/errors/__init__.py (1.9) _no_error_file_warning_msg(rank, failure):
     # the box around f"Child process {failure.pid} (local_rank {rank}) FAILED (exitcode {failure.exitcode})", rank
@@ -81,6 +89,21 @@ def test_ray_actor_that_died_with_its_node_is_a_node_failure_of_the_actors_addre
         "\tthe actor's node was terminated unexpectedly: health check failed due to missing too many heartbeats\n")})
     v = d["verdict"]
     assert (v["kind"], v["host"]) == ("node_failure", "10.9.8.77"), v
+
+
+def test_a_node_failure_names_the_actor_its_line_says_died_with_the_node(tmp_path, monkeypatch, catalog):
+    # the same ActorDiedError: its '\tpid:' field is the process the GCS destroyed with the node; a node verdict
+    # names it as the line does (no rank, no identity join)
+    d = diagnose_files(tmp_path, monkeypatch, catalog, {"driver.log": (
+        "ray.exceptions.RayActorError: The actor died unexpectedly before finishing this task.\n"
+        "\tclass_name: RayTrainWorker\n"
+        "\tactor_id: 5b6c7d8e9f0a1b2c3d4e5f6a05000000\n"
+        "\tpid: 23810\n"
+        "\tnamespace: 7a6b5c4d-3e2f-1a0b-9c8d-7e6f5a4b3c2d\n"
+        "\tip: 10.9.8.31\n"
+        "The actor is dead because its node has died. Node Id: 1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c2d3e4f5a6b7c8d\n")})
+    v = d["verdict"]
+    assert (v["kind"], v["host"], v["pid"], v["rank"]) == ("node_failure", "10.9.8.31", 23810, None), v
 
 
 _TALOS = (
