@@ -8,8 +8,9 @@
 --   Ready False / Unknown condition of `kubectl describe node` (the dump's Name) and
 --   a `kubectl get events` row about a node object ('node/NAME', the OBJECT column of kubectl's event printer),
 --   Ray's GCS marking a node dead (its address), and the actors it destroyed with their owner's node (the
---   owner's address).
---   Columns: event_id, ats, reporter (the host that logged it), node, file, line, message.
+--   owner's address) or with their own node (the actor's address, from its ActorDiedError fields).
+--   Columns: event_id, ats, reporter (the host that logged it), node, pid (a process the line says died with
+--   the node, else NULL), file, line, message.
 SELECT event_id, ats, host AS reporter,
        coalesce(nullif(regexp_extract(message, '(?i)node failure on ([\w.\-\[\],]+)', 1), ''),
                 nullif(regexp_extract(message, '(?i)on failed node ([\w.\-\[\],]+)', 1), ''),
@@ -28,10 +29,17 @@ SELECT event_id, ats, host AS reporter,
                 CASE pattern WHEN 'scontrol.sinfo_node' THEN nullif(regexp_extract(message, '^([\w.\-]+) ', 1), '')
                              WHEN 'scontrol.sinfo_partition' THEN nullif(regexp_extract(message, '(\S+)\s*$', 1), '')
                              WHEN 'kubectl_get.node_row' THEN host
+                             -- Ray's GCS on the actors of a node it found dead (gcs_actor_manager.cc GenNodeDiedCause: 'The
+                             -- actor is dead because its node has died. Node Id: {id}'): the node is the actor's, whose
+                             -- 'ip:' field ray.toml carried to the line
+                             WHEN 'ray.actor_node_dead' THEN host
                              -- a Conditions row (Ready False/Unknown) of `kubectl describe node`: describe.go describeNode
                              -- writes 'Name:' first, as describePod does, so the dump's name is carried as its pod
                              WHEN 'kubectl_describe.node_condition' THEN coalesce(host, pod)
                              WHEN 'kubectl_get.event_row' THEN nullif(regexp_extract(message, '\snode/([\w.\-]+)\s', 1), '') END) AS node,
+       -- the process the line says died with the node, else NULL: a Ray actor's pid (its ActorDiedError fields,
+       -- carried to the cause line by ray.toml)
+       CASE WHEN pattern = 'ray.actor_node_dead' THEN pid END AS pid,
        file, line, message
 FROM aligned_events
 WHERE kind = 'node_failure'

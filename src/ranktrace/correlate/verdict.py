@@ -569,6 +569,11 @@ def diagnose_scope(con: duckdb.DuckDBPyConnection, clock: list[dict]) -> dict:
             v["host"] = best.field("host")   # the node named (missing node; where the limit hit)
         if best_kind in NODE_LEVEL and best.key[0] == "host":
             v["rank"] = v["local_rank"] = v["pid"] = None
+            # a process the node's own failure line says died with it (a Ray actor the GCS destroyed with its
+            # node): named as the line names it, not through the identity joins
+            died = {f.pid for f in best.findings if f.detector == "node_events" and f.pid is not None}
+            if len(died) == 1:
+                v["pid"] = died.pop()
 
     # whom the text names (a name cut off is none; a verdict naming nobody is capped): correlate/naming.py
     # (a scheduler's act may rest on a finding that is no direct cause, srun's cancel banner: its lines name the job)

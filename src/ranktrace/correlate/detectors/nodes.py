@@ -85,9 +85,12 @@ def node_events(con) -> list[Finding]:
                 by.setdefault(n, []).append(r)
     out = []
     for node, lst in sorted(by.items()):
+        # the one process the lines say died with the node (a Ray actor destroyed with it), else none
+        pids = {r["pid"] for r in lst if r.get("pid") is not None}
         out.append(Finding(detector="node_events", kind="node_failure", score=0.85 if len(by) == 1 else 0.6,
                            why=f"{len(lst)} scheduler line(s) say node {node} failed ({lst[0]['message'][:100]})",
-                           host=node, time=lst[0]["ats"], evidence=[r["event_id"] for r in lst[:3]], direct=True))
+                           host=node, pid=pids.pop() if len(pids) == 1 else None, time=lst[0]["ats"],
+                           evidence=[r["event_id"] for r in lst[:3]], direct=True))
     if not out and unnamed:
         # slurmstepd's '*** JOB 7 ON n1 CANCELLED AT ... DUE TO NODE FAILURE ***' is written on a node that
         # survived (n1 is the reporter): a node failed, the text does not say which
