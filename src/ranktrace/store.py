@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import io
 import re
 from pathlib import Path
 
@@ -621,15 +622,20 @@ def sha256_file(opener, chunk: int = 1 << 20) -> str:
     read was ~70 k page faults per GB, 0.2 CPU-s of the kernel's (benchmarks/README.md, session 17)."""
     h = hashlib.sha256()
     with opener() as fh:
+        buf = bytearray(chunk)
+        view = memoryview(buf)
         readinto = getattr(fh, "readinto", None)
-        if readinto is None:   # (a stream of read() only)
+        try:
+            n = readinto(buf) if readinto is not None else None
+        except (NotImplementedError, io.UnsupportedOperation):
+            n = None   # (an archive member through ingest.discover.BoundedReader: a RawIOBase of read() only)
+        if n is None:   # a stream of read() only
             while b := fh.read(chunk):
                 h.update(b)
             return h.hexdigest()
-        buf = bytearray(chunk)
-        view = memoryview(buf)
-        while n := readinto(buf):
+        while n:
             h.update(view[:n])
+            n = readinto(buf)
     return h.hexdigest()
 
 

@@ -31,4 +31,16 @@ def test_digest_of_a_file_a_stream_and_a_read_only_stream(tmp_path):
             return super().__getattribute__(name)
 
     assert store.sha256_file(ReadOnly) == want
+
+    class AbstractReadinto(io.RawIOBase):   # read() only, readinto the base class's (NotImplementedError)
+        def __init__(self):
+            self.inner = io.BytesIO(data)
+
+        def readable(self):
+            return True
+
+        def read(self, n=-1):
+            return self.inner.read(n)
+
+    assert store.sha256_file(AbstractReadinto) == want
     assert store.sha256_file(lambda: io.BytesIO(b"")) == hashlib.sha256(b"").hexdigest()
