@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import io
 import re
 from pathlib import Path
 
@@ -620,6 +619,7 @@ def file_id_for(sha256: str, path: str) -> int:
 def sha256_file(opener, chunk: int = 1 << 20) -> str:
     """sha256 of what `opener()` reads. Into one buffer, reused (readinto): a new 8 MB bytes object a
     read was ~70 k page faults per GB, 0.2 CPU-s of the kernel's (benchmarks/README.md, session 17)."""
+    import io
     h = hashlib.sha256()
     with opener() as fh:
         buf = bytearray(chunk)
