@@ -193,16 +193,27 @@ struct ByMessage {
     tests: crate::summary::Tests,
 }
 
+/// What each message shape met so far decides (`Reader::read_shape`), kept by a file's parser
+/// from batch to batch (one per thread of a batch, as shape.rs's Memo): a shape's answers are its
+/// key's, whichever batch meets it first, and read once per file instead of once per part of each
+/// 64 k-line batch.
+#[derive(Default)]
+pub struct Shapes {
+    by_shape: HashMap<Box<[u8]>, Arc<ByShape>>,
+    /// shapes read (`read_shape`): for RANKTRACE_PROFILE
+    pub read: u64,
+}
+
 /// The classification and facts of one part of a batch.
-struct Reader<'c, 'e> {
+struct Reader<'c, 'e, 'm> {
     cat: &'c Catalog,
     /// whether messages of a shape met before take its answers (RANKTRACE_ENGINE_MEMO)
     memo: bool,
     by_message: HashMap<(Src, &'e str), ByMessage>,
-    by_shape: HashMap<Box<[u8]>, std::rc::Rc<ByShape>>,
+    shapes: &'m mut Shapes,
     /// what the shape whose key `key` holds decides (`shape`): looked up once, not again by
     /// `rule_given` and `shape_tests` (rule_given 183 -> 37 instructions a line, session 11)
-    shaped: Option<std::rc::Rc<ByShape>>,
+    shaped: Option<Arc<ByShape>>,
     key: Vec<u8>,
     /// the event whose shape `key` holds (`shape`): its source, message span and shaped text
     keyed: Option<(Src, (u32, u32))>,
@@ -221,7 +232,7 @@ fn src_bytes(src: Src) -> [u8; 5] {
     [t, v[0], v[1], v[2], v[3]]
 }
 
-impl<'c, 'e> Reader<'c, 'e> {
+impl<'c, 'e, 'm> Reader<'c, 'e, 'm> {
     /// The rule and fact rows of event `ei` (of format `f`), and its message's summary
     /// tests when its message or its shape was met before (else None: read them from it).
     fn event(&mut self, f: usize, e: &'e Event, ei: usize, out: &mut Vec<FactRow>, fills: &mut Vec<(usize, usize, usize)>)
@@ -375,14 +386,15 @@ impl<'c, 'e> Reader<'c, 'e> {
             self.key.extend_from_slice(&e.message.1.to_le_bytes());
         }
         cat.messages.classes[f].push_shape(text.as_bytes(), &mut self.key);
-        let s = match self.by_shape.get(self.key.as_slice()) {
+        let s = match self.shapes.by_shape.get(self.key.as_slice()) {
             Some(s) => s.clone(),
             None => {
-                let s = std::rc::Rc::new(self.read_shape(f, e));
-                if self.by_shape.len() >= MESSAGE_SHAPES {
-                    self.by_shape.clear();
+                let s = Arc::new(self.read_shape(f, e));
+                self.shapes.read += 1;
+                if self.shapes.by_shape.len() >= MESSAGE_SHAPES {
+                    self.shapes.by_shape.clear();
                 }
-                self.by_shape.insert(self.key.as_slice().into(), s.clone());
+                self.shapes.by_shape.insert(self.key.as_slice().into(), s.clone());
                 s
             }
         };
@@ -443,6 +455,12 @@ impl<'c, 'e> Reader<'c, 'e> {
 /// `summary::of_events` reads them: worked out once per (source, message) and
 /// per message shape, replayed for the events that repeat them.
 pub fn read<'c>(cat: &'c Catalog, events: &mut [Event], memo: bool) -> (Vec<Class<'c>>, Vec<FactRow>, Vec<crate::summary::Facts>) {
+    read_with(cat, events, memo, &mut Shapes::default())
+}
+
+/// `read`, with the message shapes met before (`Shapes`: a file's, kept from batch to batch).
+pub fn read_with<'c>(cat: &'c Catalog, events: &mut [Event], memo: bool, shapes: &mut Shapes)
+                     -> (Vec<Class<'c>>, Vec<FactRow>, Vec<crate::summary::Facts>) {
     let info = cat.severities.iter().position(|s| s == "info").unwrap_or(1) as u8;
     let kinds = crate::summary::Kinds::of(cat);
     let mut classes = Vec::with_capacity(events.len());
@@ -454,7 +472,7 @@ pub fn read<'c>(cat: &'c Catalog, events: &mut [Event], memo: bool) -> (Vec<Clas
             cat,
             memo,
             by_message: HashMap::default(),
-            by_shape: HashMap::default(),
+            shapes,
             shaped: None,
             key: Vec::new(),
             keyed: None,

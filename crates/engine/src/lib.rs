@@ -81,6 +81,8 @@ pub struct FileParser {
     threads: Option<usize>,
     /// the line shapes seen, one memo per thread of a batch
     memos: Vec<shape::Memo>,
+    /// the message shapes classify met, one memo per thread of a batch (kept from batch to batch)
+    shapes: Vec<classify::Shapes>,
     /// whether lines of a shape met before take its structure (RANKTRACE_ENGINE_MEMO=0: no; tests)
     memo: bool,
     /// the classes of the file's lines numbered so far
@@ -117,6 +119,7 @@ impl FileParser {
             ready: Default::default(),
             threads: std::env::var("RANKTRACE_ENGINE_THREADS").ok().and_then(|v| v.parse().ok()),
             memos: Vec::new(),
+            shapes: Vec::new(),
             memo: std::env::var("RANKTRACE_ENGINE_MEMO").map_or(true, |v| v != "0"),
             classes: Default::default(),
             per_format: vec![0; n_formats + 1],
@@ -305,7 +308,12 @@ impl FileParser {
         let mut classes = Vec::with_capacity(events.len());
         let mut rows = Vec::with_capacity(events.len());
         let mut summaries = Vec::with_capacity(events.len());
-        for (c, r, s) in par::map(events.iter_mut().map(Vec::as_mut_slice).collect(), |evs: &mut [events::Event]| classify::read(cat, evs, memo_on)) {
+        if self.shapes.len() < events.len() {
+            self.shapes.resize_with(events.len(), Default::default);
+        }
+        let jobs: Vec<(&mut [events::Event], &mut classify::Shapes)> =
+            events.iter_mut().map(Vec::as_mut_slice).zip(self.shapes.iter_mut()).collect();
+        for (c, r, s) in par::map(jobs, |(evs, shapes): (&mut [events::Event], &mut classify::Shapes)| classify::read_with(cat, evs, memo_on, shapes)) {
             classes.push(c);
             rows.push(r);
             summaries.push(s);
@@ -329,6 +337,9 @@ impl FileParser {
             })
             .collect();
         lap("classify+facts+arrow");
+        if prof {
+            eprintln!("message shapes read: {}", self.shapes.iter().map(|s| s.read).sum::<u64>());
+        }
         let first = outs.pop_front(); // one part at least
         self.ready.extend(outs);
         first
