@@ -465,11 +465,11 @@ def year_segments(con: duckdb.DuckDBPyConnection) -> list[tuple[int, int, int]] 
 
 def logged_window(segments: list[tuple[int, int, int]] | None, lo_us: int, hi_us: int) -> str:
     """A predicate on column ts_logged (the time as the line gave it) that every line whose ts (its
-    year placed: _year_ts, over the store's year_segments) is in [lo_us, hi_us] passes, and few others: a range of ts_logged per
-    span of the placeholder year that the span's shift moves into the window, each span the exact
-    rule holds whole. A filter on ts (an expression over ts_logged) reaches no Parquet statistics; one
-    on ts_logged skips the row groups out of the window (a reader's window on a 1 GB store: 0.6 ->
-    0.05 s)."""
+    year placed by _year_ts over the store's year_segments) is in [lo_us, hi_us] passes, and few
+    others: a range of ts_logged per span of the placeholder year that the span's shift moves into the
+    window, each span where the exact rule holds whole. A filter on ts (an expression over ts_logged)
+    reaches no Parquet statistics; one on ts_logged skips the row groups out of the window (a reader's
+    window on a 1 GB store: 0.6 -> 0.05 s)."""
     ranges = [(lo_us, hi_us)]
     if segments is not None:
         prev, end = (_us_of(d) for d in _PLACEHOLDER_SPAN)

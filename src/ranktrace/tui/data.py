@@ -327,7 +327,7 @@ class StoreData:
         self.has_lanes = "lanes" in tables
         self.has_aligned = "events_aligned" in tables and "clock_offsets" in tables
         self.has_attempts = "attempts" in tables   # stores from before issue 27 have none
-        # stores from before session 17 have no ts_logged: their windows read every line's time
+        # a store written before column ts_logged: its windows read every line's time
         self._has_logged = bool(self._con.execute(
             "SELECT count(*) FROM information_schema.columns WHERE table_name = 'events' AND column_name = 'ts_logged'"
         ).fetchone()[0])
