@@ -1,5 +1,6 @@
-"""docker compose's log prefix ('<container>  | <line>', cmd/formatter/logs.go) is peeled like srun's or pdsh's
-(parsers/envelopes/compose_prefix.toml): the line under it is its emitter's, the container is kept."""
+"""Launcher prefixes are peeled like srun's or pdsh's: docker compose's ('<container>  | <line>',
+cmd/formatter/logs.go; parsers/envelopes/compose_prefix.toml), the container kept; SageMaker's MPI tag
+(parsers/envelopes/mpirun_tag.toml). The line under each is its emitter's."""
 
 from .fixtures import diagnose_files
 
@@ -24,3 +25,19 @@ def test_a_compose_run_names_the_rank_and_container_under_the_prefix(tmp_path, m
     ]
     v = diagnose_files(tmp_path, monkeypatch, catalog, {"compose.log": "\n".join(lines) + "\n"})["verdict"]
     assert (v["kind"], v["rank"]) == ("gpu_oom", 5), v
+
+
+def test_sagemakers_mpi_tag_names_the_rank_and_host_of_each_line(tmp_path, monkeypatch, catalog):
+    """Open MPI's --tag-output as SageMaker's MPI jobs print it, '[job,mpirank:R,HOST]<stream>:' (real pastes:
+    '[1,mpirank:0,algo-1]<stdout>:algo-1:79:1300 [0] NCCL INFO ...'): parsers/envelopes/mpirun_tag.toml."""
+    lines = [
+        "[1,mpirank:0,algo-1]<stdout>:algo-1:79:1300 [0] NCCL INFO Launch mode Parallel",
+        "[1,mpirank:5,algo-2]<stdout>:algo-2:81:1302 [1] NCCL INFO Launch mode Parallel",
+        "[1,mpirank:5,algo-2]<stderr>:Traceback (most recent call last):",
+        '[1,mpirank:5,algo-2]<stderr>:  File "train.py", line 88, in <module>',
+        "[1,mpirank:5,algo-2]<stderr>:RuntimeError: CUDA error: an illegal memory access was encountered",
+        "[1,mpirank:0,algo-1]<stderr>:algo-1:79:1310 [0] NCCL WARN Net : Connection closed by remote peer "
+        "algo-2<57810>",
+    ]
+    v = diagnose_files(tmp_path, monkeypatch, catalog, {"mpi.log": "\n".join(lines) + "\n"})["verdict"]
+    assert (v["rank"], v["host"]) == (5, "algo-2"), v
