@@ -498,11 +498,13 @@ def write_untimed_files(con: duckdb.DuckDBPyConnection) -> None:
 def write_class_cuts(con: duckdb.DuckDBPyConnection) -> None:
     """Temp table class_cuts: per class of lines, the LOGGED time each attempt k > 1 begins on its host
     (its own host, else the one host its file's lines resolve to: a rank's file names none itself, nor
-    a pod's log the ranks of the torchrun it runs; srun's output (lines with a task), whose tasks moved
-    to other nodes on a requeue, has no one host whatever its labels resolve to and takes the job's
-    cut), so
-    that queries/align/event_groups.sql splits every line by attempt with a comparison of its own time;
-    column untimed: the attempt of its lines with no time (write_untimed_files), else NULL."""
+    a pod's log the ranks of the torchrun it runs), so that queries/align/event_groups.sql splits every
+    line by attempt with a comparison of its own time; column untimed: the attempt of its lines with no
+    time (write_untimed_files), else NULL. Column key is NULL on those rows. A class of no host in a
+    console of several hosts (srun's output: the tasks' lines, each written on its task's node) has,
+    besides its row, one row per task (key: srun's label) whose lines all resolve to one host: its cut on
+    that host's clock. On the console's one clock (the job's cut), a task whose node runs minutes
+    ahead would have its last lines of an attempt read as the next one's."""
     from ..clock_key import FILE_CLOCK
     k = _count(con, "attempt_hosts")
     shift = "to_microseconds(CAST(round(coalesce(o.offset_s, 0.0) * 1e6) AS BIGINT))"
@@ -512,25 +514,54 @@ def write_class_cuts(con: duckdb.DuckDBPyConnection) -> None:
         WITH fh AS (SELECT file_id, any_value(host) AS host FROM aligned_groups_all
                     GROUP BY file_id
                     HAVING count(DISTINCT host) = 1 AND (count(DISTINCT rank) <= 1 OR count(task) = 0))
-        SELECT c.class_id, {cols}, u.attempt AS untimed
+        SELECT c.class_id, CAST(NULL AS INTEGER) AS key, {cols}, u.attempt AS untimed
         FROM event_classes c LEFT JOIN fh ON fh.file_id = c.file_id
         LEFT JOIN attempt_hosts h ON h.host = coalesce(c.host, fh.host)
         LEFT JOIN clock_offsets o ON o.host = coalesce(c.host, fh.host, '{FILE_CLOCK}' || c.file)
         LEFT JOIN untimed_files u ON u.file_id = c.file_id
         CROSS JOIN (SELECT * FROM attempt_hosts WHERE host IS NULL) d
     """)
+    con.execute(f"""
+        INSERT INTO class_cuts
+        WITH kh AS (SELECT file_id, task AS key, any_value(host) AS host
+                    FROM aligned_groups_all WHERE task IS NOT NULL AND host IS NOT NULL
+                    GROUP BY ALL HAVING count(DISTINCT host) = 1),
+             several AS (SELECT file_id FROM aligned_groups_all GROUP BY file_id HAVING count(DISTINCT host) > 1)
+        SELECT c.class_id, kh.key, {cols}, u.attempt AS untimed
+        FROM event_classes c JOIN several USING (file_id) JOIN kh USING (file_id)
+        LEFT JOIN attempt_hosts h ON h.host = kh.host
+        LEFT JOIN clock_offsets o ON o.host = kh.host
+        LEFT JOIN untimed_files u ON u.file_id = c.file_id
+        CROSS JOIN (SELECT * FROM attempt_hosts WHERE host IS NULL) d
+        WHERE c.host IS NULL
+    """)
+
+
+def cut_exprs(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """SQL: the logged time each attempt k > 1 begins for a line (or a part of lines of one key) whose
+    class_cuts rows are joined as cc (the class's) and ck (its key's: see line_attempt)."""
+    if not table_exists(con, "class_cuts"):
+        return []
+    keyed = "key" in columns(con, "class_cuts")   # (a store's cuts of session 17 or before: no key)
+    return [f"coalesce(ck.c{i}, cc.c{i})" if keyed else f"cc.c{i}" for i in range(2, _count(con, "class_cuts") + 1)]
 
 
 def line_attempt(con: duckdb.DuckDBPyConnection) -> tuple[str, str]:
     """(expression, join) for event_rows_keyed: a line's attempt from its logged time and class_cuts."""
-    k = _count(con, "class_cuts")
-    if k <= 1:
+    cuts = cut_exprs(con)
+    if not cuts:
         return "1", ""
-    terms = ", ".join(f"CASE WHEN r.ts >= cc.c{i} THEN {i} END" for i in range(2, k + 1))
+    terms = ", ".join(f"CASE WHEN r.ts >= {c} THEN {i} END" for i, c in enumerate(cuts, start=2))
     sane = "r.ts >= TIMESTAMP '1990-01-01' AND r.ts < TIMESTAMP '2100-01-01'"   # as the aligned views' ats
-    untimed = "coalesce(cc.untimed, 0)" if "untimed" in columns(con, "class_cuts") else "0"
+    have = columns(con, "class_cuts")
+    untimed = "coalesce(cc.untimed, 0)" if "untimed" in have else "0"
+    join = " LEFT JOIN class_cuts cc ON cc.class_id = r.class_id"
+    if "key" in have:
+        join = (" LEFT JOIN (SELECT * FROM class_cuts WHERE key IS NULL) cc ON cc.class_id = r.class_id"
+                " LEFT JOIN (SELECT * FROM class_cuts WHERE key IS NOT NULL) ck"
+                " ON ck.class_id = r.class_id AND ck.key = r.task")
     return (f"CASE WHEN r.ts IS NULL THEN {untimed} WHEN NOT ({sane}) THEN 0 ELSE greatest(1, {terms}) END",
-            " LEFT JOIN class_cuts cc ON cc.class_id = r.class_id")
+            join)
 
 
 def apply(con: duckdb.DuckDBPyConnection, attempts: list[Attempt]) -> None:

@@ -492,7 +492,7 @@ def _make_parts(con: duckdb.DuckDBPyConnection) -> None:
 def _split_parts(con: duckdb.DuckDBPyConnection) -> bool:
     """group_parts split by the attempts of temp table class_cuts (or given the attempt 1 again, without
     one); False when there are no parts."""
-    from .attempts import _count, line_attempt
+    from .attempts import cut_exprs, line_attempt
     if not table_exists(con, "group_parts"):
         return False
     stamp = interpolated_stamp(con)
@@ -505,7 +505,7 @@ def _split_parts(con: duckdb.DuckDBPyConnection) -> bool:
         con.execute("UPDATE group_parts_made SET interpolated = ?", [stamp])
     # a part's attempt: a line's (attempts.line_attempt) at its first time, ts (the parts are keyed by sane)
     attempt, join = line_attempt(con)
-    inside = " OR ".join(f"(r.ts < cc.c{i} AND cc.c{i} <= r.max_ts)" for i in range(2, _count(con, "class_cuts") + 1))
+    inside = " OR ".join(f"(r.ts < {c} AND {c} <= r.max_ts)" for c in cut_exprs(con))
     con.execute("CREATE OR REPLACE TEMP TABLE group_cut AS SELECT DISTINCT r.class_id, r.slot FROM group_parts r"
                 f"{join} WHERE r.sane AND ({inside or 'false'})")
     width = con.execute("SELECT width FROM group_slot").fetchone()[0]
@@ -565,7 +565,7 @@ def groups_stamp(con: duckdb.DuckDBPyConnection) -> str:
                         "AND temporary ORDER BY view_name").fetchall()
     sql = "\0".join(v[0] for v in views) + "\0" + sql_file("align/event_groups.sql")
     if table_exists(con, "class_cuts"):   # the groups are split by attempt: where the cuts are is part of them
-        sql += "\0" + str(con.execute("SELECT * FROM class_cuts ORDER BY class_id").fetchall())
+        sql += "\0" + str(con.execute("SELECT * FROM class_cuts ORDER BY ALL").fetchall())
     if has_rows(con, "interpolated_times"):   # and the interpolated times they were made with
         sql += "\0" + interpolated_stamp(con)
     n_events = con.execute("SELECT count(*) FROM event_rows").fetchone()[0]   # = events, without the join
