@@ -121,7 +121,14 @@ def silent_ranks(con) -> list[Finding]:
     stop, slack = training_stop(con)
     untimed: set[tuple] = set()
 
+    # a rank that says another rank's collective timed out (torch's flight recorder: 'Received a dump signal
+    # due to a collective timeout from rank N') saw the failure and blames a peer: a witness, not the silent one
+    witnesses = {(w["host"], w["rank"]) for w in query(con, "named_ranks")
+                 if w["how"] == "from_rank" and w["rank"] is not None and w["rank"] != w["named_rank"]}
+
     def complained(r) -> bool:   # a complaint once training had stopped (or no progress to tell)
+        if (r["host"], r["rank"]) in witnesses:
+            return True
         if r["n_symptom"] == 0 and r["n_cause"] == 0:
             return False
         if r["last_fail_ats"] is None:   # its complaints have no time of their own: the file's order tells
