@@ -30,14 +30,20 @@ WITH said AS (
            min(pg) AS pg, min(last_completed) AS last_completed
     FROM said WHERE message LIKE '%detected by watchdog at work%' AND pg IS NOT NULL
     GROUP BY ALL HAVING count(DISTINCT pg) = 1
+), reports AS (
+    SELECT s.event_id, s.ats, s.host, s.rank,
+           coalesce(s.pg, w.pg) AS pg,
+           s.seq,
+           nullif(regexp_extract(s.message, 'OpType=(\w+)', 1), '') AS op,
+           coalesce(s.last_completed, w.last_completed) AS last_completed,
+           TRY_CAST(nullif(regexp_extract(s.message, 'Timeout\(ms\)=(\d+)', 1), '') AS BIGINT) AS timeout_ms,
+           TRY_CAST(nullif(regexp_extract(s.message, 'ran for (\d+) milliseconds', 1), '') AS BIGINT) AS ran_for_ms,
+           s.file, s.line, s.message
+    FROM seqs s LEFT JOIN work w ON w.file = s.file AND w.rank IS NOT DISTINCT FROM s.rank AND w.work = s.seq
+), alike AS (   -- a report that names no group (its sibling line cut off) is of the one group whose
+                -- reports name the same collective (SeqNum and OpType)
+    SELECT seq, op, min(pg) AS pg FROM reports WHERE pg IS NOT NULL GROUP BY seq, op HAVING count(DISTINCT pg) = 1
 )
-SELECT s.event_id, s.ats, s.host, s.rank,
-       coalesce(s.pg, w.pg) AS pg,
-       s.seq,
-       nullif(regexp_extract(s.message, 'OpType=(\w+)', 1), '') AS op,
-       coalesce(s.last_completed, w.last_completed) AS last_completed,
-       TRY_CAST(nullif(regexp_extract(s.message, 'Timeout\(ms\)=(\d+)', 1), '') AS BIGINT) AS timeout_ms,
-       TRY_CAST(nullif(regexp_extract(s.message, 'ran for (\d+) milliseconds', 1), '') AS BIGINT) AS ran_for_ms,
-       s.file, s.line, s.message
-FROM seqs s LEFT JOIN work w ON w.file = s.file AND w.rank IS NOT DISTINCT FROM s.rank AND w.work = s.seq
-ORDER BY s.ats NULLS LAST, s.file, s.line
+SELECT r.* REPLACE (coalesce(r.pg, a.pg) AS pg)
+FROM reports r LEFT JOIN alike a ON a.seq = r.seq AND a.op IS NOT DISTINCT FROM r.op
+ORDER BY r.ats NULLS LAST, r.file, r.line

@@ -72,3 +72,16 @@ def test_a_rank_told_of_a_peers_timeout_is_a_witness_not_the_silent_one(tmp_path
     v = diagnose(con)["verdict"]
     assert v["rank"] == 5, v["summary"]
     assert "wrote no error" not in v["summary"]
+
+
+def test_a_report_whose_group_line_is_cut_off_joins_the_group_of_its_collective(tmp_path, catalog):
+    # three ranks report collective 412 of group 9; rank 6's line naming the group was cut off the excerpt:
+    # it reported the timeout like the others, it is not the rank missing from their reports
+    text = (_timeout(2, "07:30:41.11020", 0, 3, "9", 412, 411, "ALLGATHER")
+            + _timeout(4, "07:30:41.15361", 1, 3, "9", 412, 411, "ALLGATHER")
+            + _timeout(6, "07:30:41.60254", 2, 3, "9", 412, 411, "ALLGATHER").split("\n")[0] + "\n")
+    con = _store(tmp_path, catalog, text)
+    align(con)
+    found = watchdog(con)
+    assert not [f for f in found if f.rank == 6], [f.why for f in found]
+    assert diagnose(con)["verdict"]["rank"] == 2   # the first to report
