@@ -535,6 +535,9 @@ def write_class_cuts(con: duckdb.DuckDBPyConnection) -> None:
         CROSS JOIN (SELECT * FROM attempt_hosts WHERE host IS NULL) d
         WHERE c.host IS NULL
     """)
+    if not con.execute("SELECT count(*) FROM class_cuts WHERE key IS NOT NULL").fetchone()[0]:
+        # no such console: the cuts as a store's before keyed rows (its groups, kept by their stamp, stay good)
+        con.execute("ALTER TABLE class_cuts DROP COLUMN key")
 
 
 def cut_exprs(con: duckdb.DuckDBPyConnection) -> list[str]:
