@@ -60,3 +60,24 @@ def test_the_task_missing_from_one_nodes_terminated_run_is_named_on_that_node_an
         [("gn07", "0-31"), ("gn08", "33-63")])})
     v = d["verdict"]
     assert v["rank"] == 32 and v["host"] is None, v
+
+
+def test_a_dead_ray_node_names_the_actor_whose_died_error_places_it_there(tmp_path, monkeypatch, catalog):
+    # gcs_node_manager.cc through the driver's warning: 'The node with node id: {id} and address: {ip} and node
+    # name: {name} has been marked dead because the detector has missed too many heartbeats from it.'; then the
+    # driver's ActorDiedError (python/ray/exceptions.py) behind print_worker_logs' '({actor} pid={pid}, ip={ip}) '
+    # prefix: one '\t{field}: {value}' line per field, the pid and ip being the dead actor's, not the writer's
+    prefix = "(TrainController pid=5120, ip=10.9.4.2) "
+    d = diagnose_files(tmp_path, monkeypatch, catalog, {"driver.log": (
+        "(RayTrainWorker pid=6031, ip=10.9.4.7) step 410 loss 1.913\n"
+        "2025-01-14 08:12:40,117\tWARNING worker.py:2010 -- The node with node id: 3f0c9a7e5b and address: 10.9.4.7 "
+        "and node name: 10.9.4.7 has been marked dead because the detector has missed too many heartbeats from it.\n"
+        + prefix + "2025-01-14 08:12:40,302\tERROR utils.py:42 -- The actor died unexpectedly before finishing this task.\n"
+        + prefix + "\tclass_name: RayTrainWorker\n"
+        + prefix + "\tactor_id: 9a1b2c3d4e5f60718293a4b501000000\n"
+        + prefix + "\tpid: 6031\n"
+        + prefix + "\tnamespace: 0c1d2e3f-4a5b-6c7d-8e9f-a0b1c2d3e4f5\n"
+        + prefix + "\tip: 10.9.4.7\n")})
+    v = d["verdict"]
+    assert v["kind"] == "node_failure", v
+    assert (v["host"], v["pid"]) == ("10.9.4.7", 6031), v
