@@ -10,7 +10,7 @@
 --   Ray's GCS marking a node dead (its address), and the actors it destroyed with their owner's node (the
 --   owner's address) or with their own node (the actor's address, from its ActorDiedError fields).
 --   Columns: event_id, ats, reporter (the host that logged it), node, pid (a process the line says died with
---   the node, else NULL), file, line, message.
+--   the node, else NULL), format, file, line, message.
 SELECT event_id, ats, host AS reporter,
        coalesce(nullif(regexp_extract(message, '(?i)node failure on ([\w.\-\[\],]+)', 1), ''),
                 nullif(regexp_extract(message, '(?i)on failed node ([\w.\-\[\],]+)', 1), ''),
@@ -40,7 +40,7 @@ SELECT event_id, ats, host AS reporter,
        -- the process the line says died with the node, else NULL: a Ray actor's pid (its ActorDiedError fields,
        -- carried to the cause line by ray.toml)
        CASE WHEN pattern = 'ray.actor_node_dead' THEN pid END AS pid,
-       file, line, message
+       format, file, line, message
 FROM aligned_events
 WHERE kind = 'node_failure'
    OR regexp_matches(message, '(?i)node failure on |on failed node |not responding|NodeNotReady')

@@ -166,6 +166,7 @@ def task_exits(con) -> list[Finding]:
         return []
     out: list[Finding] = []
     terminated: set[int] = set()
+    term_by_node: dict[str | None, set[int]] = {}
     others: dict[int, tuple] = {}
     for r in rs:
         try:
@@ -175,6 +176,7 @@ def task_exits(con) -> list[Finding]:
         kind, score = _state(r["state"])
         if kind is None:
             terminated.update(tasks)
+            term_by_node.setdefault(r["node"], set()).update(tasks)
             continue
         for t in tasks:
             others.setdefault(t, (kind, score, r))
@@ -221,10 +223,17 @@ def task_exits(con) -> list[Finding]:
         if 0 < len(gap) <= max(1, len(universe) // 8):
             r0 = next(r for r in rs if _state(r["state"])[0] is None)
             for t in gap:
+                # srun writes one line per node and state ('srun: error: n4: tasks 0-57,59-63: Terminated'): a
+                # gap between the lowest and highest task of exactly one node is that node's (a block layout gives
+                # each node a run of task ids; a cyclic one interleaves them, so the gap falls inside several
+                # nodes' spans and none is named); a gap at an edge may be another node's
+                inside = [n for n, ts in term_by_node.items() if n and min(ts) < t < max(ts)]
+                host = inside[0] if len(inside) == 1 else None
                 out.append(Finding(detector="task_exits", kind="unknown", score=0.45,
                                    why=f"srun reports tasks {compress_ranges(terminated)} Terminated: task {t} is "
-                                       f"the gap (it ended before the teardown)",
-                                   rank=t, time=None, evidence=[r0["event_id"]], extra={"gap": True}))
+                                       f"the gap (it ended before the teardown)"
+                                       + (f", inside {host}'s tasks" if host else ""),
+                                   rank=t, host=host, time=None, evidence=[r0["event_id"]], extra={"gap": True}))
     return out
 
 

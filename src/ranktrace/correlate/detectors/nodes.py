@@ -84,9 +84,17 @@ def node_events(con) -> list[Finding]:
             if n:
                 by.setdefault(n, []).append(r)
     out = []
+    actors = None
     for node, lst in sorted(by.items()):
         # the one process the lines say died with the node (a Ray actor destroyed with it), else none
         pids = {r["pid"] for r in lst if r.get("pid") is not None}
+        if not pids and any(r.get("format") == "ray" for r in lst):
+            # else the one dead actor a driver's ActorDiedError places on that node (its 'ip:' field): Ray's warning
+            # that the node was marked dead names no process, the actor's error after it does (read only for a node
+            # Ray said died: the query scans every line's pattern)
+            if actors is None:
+                actors = query(con, "ray_actor_fields")
+            pids = {a["pid"] for a in actors if a["ip"] == node and a["pid"] is not None}
         out.append(Finding(detector="node_events", kind="node_failure", score=0.85 if len(by) == 1 else 0.6,
                            why=f"{len(lst)} scheduler line(s) say node {node} failed ({lst[0]['message'][:100]})",
                            host=node, pid=pids.pop() if len(pids) == 1 else None, time=lst[0]["ats"],
