@@ -244,8 +244,8 @@ def _merge_parts(con, parts: list[Part], cat: Catalog, out: MergeSummary) -> Non
 def _moved(table: str) -> str:
     """The REPLACE list that moves a row of `table` to its file's new id (ids
     that hold the file id, file_id << 32 | n, move with it)."""
-    moved = {"files": [], "event_classes": ["class_id"], "event_lines": ["event_id", "class_id"]}.get(
-        table, ["event_id"])
+    moved = {"files": [], "event_classes": ["class_id"], "event_lines": ["event_id", "class_id"],
+             **{t: ["event_id", "line_class_id"] for t in store.LINE_FACTS}}.get(table, ["event_id"])
     return "m.new AS file_id" + "".join(f", (m.new << 32) | (t.{c} & 4294967295) AS {c}" for c in moved)
 
 
