@@ -4,7 +4,7 @@ A part's lines stay the Parquet files the engine wrote: merge places them in
 the store's directory (STORE/parts/<part>/: a hard link, or a copy from
 another file system; nothing to do for the part an ingest wrote there) and
 registers them under view event_lines; so are its files of the fact tables
-of about a row per line (store.PART_FACTS: progress), under their views. Its other tables (files, classes,
+of about a row per line (store.PART_FACTS: progress, nccl_comm), under their views. Its other tables (files, classes,
 facts: a few rows per thousand lines) go into the store's DuckDB tables. All
 parts go in with one transaction (a killed merge leaves the store as it was;
 files placed for it are unregistered, and removed) and one INSERT per table,

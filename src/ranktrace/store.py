@@ -47,13 +47,14 @@ FACT_SQL_TYPES = {"str": "VARCHAR", "int": "BIGINT", "float": "DOUBLE"}
 # decided by the engine (step, says_step, nranks, teardown); 8: and the training position their
 # progress facts give (progress_lo, progress_hi: the attempts' step buckets read no join of the facts);
 # fact table progress is a view over the parts' Parquet files of it (PART_FACTS, table fact_files);
-# 9: the rows of nccl_comm carry their line's columns (LINE_FACTS)
+# 9: the rows of nccl_comm carry their line's columns (LINE_FACTS), and it is such a view too
 SCHEMA_VERSION = "9"
 # Fact tables of about one row per line (a training run's progress lines: 15 M of a long run's 15.4 M
 # lines): kept where the part wrote them (its <table>.parquet), read in place by a view of that name
 # over the store's files of it (table fact_files, as the lines are view event_lines over lines_files).
-# Copying the long run's progress facts into DuckDB cost its end of ingest 4-6 CPU-s.
-PART_FACTS = ("progress",)
+# Copying the long run's progress facts into DuckDB cost its end of ingest 4-6 CPU-s; the 1 GB corpus'
+# 1.1 M NCCL communicator lines, with their line's columns (LINE_FACTS), 0.8.
+PART_FACTS = ("progress", "nccl_comm")
 # Fact tables whose rows carry their line's own columns, as the engine writes them beside the fact's
 # (crates/engine/src/out.rs: LINE_FACTS, LINE_FACT_COLUMNS): the line's int identity columns as its
 # lines file has them (no implied rank: line_rank_sql), its `nranks N`, the rank of its srun
@@ -311,7 +312,8 @@ def _init_schema(con: duckdb.DuckDBPyConnection, cat: Catalog | None) -> None:
         have.setdefault(table, set()).add(column)
     for table, cols in cat.fact_tables.items():
         if table in PART_FACTS:
-            want = [("event_id", "BIGINT"), ("file_id", "BIGINT"), *((c, FACT_SQL_TYPES[t]) for c, t in cols.items())]
+            want = [("event_id", "BIGINT"), ("file_id", "BIGINT"), *((c, FACT_SQL_TYPES[t]) for c, t in cols.items()),
+                    *LINE_FACTS.get(table, ())]
             if table in have:   # the columns it has (a catalog since may have more; none goes)
                 now = view_columns(con, table)
                 want = now + [w for w in want if w[0] not in dict(now)]
@@ -600,8 +602,8 @@ def imply_ranks(con: duckdb.DuckDBPyConnection) -> int:
                 "event_id BIGINT, basis VARCHAR)")
     con.execute("DELETE FROM implied_ranks")
     make_lines_view(con)
-    cols = set(table_columns(con, "nccl_comm")) if con.execute(
-        "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'nccl_comm'").fetchone()[0] else set()
+    cols = set(table_columns(con, "nccl_comm")) if con.execute(   # (a table, or a view: PART_FACTS)
+        "SELECT count(*) FROM information_schema.tables WHERE table_name = 'nccl_comm'").fetchone()[0] else set()
     if not {"event_id", "rank", "nranks"} <= cols:
         return 0
     # (the lines that say `nranks N`: the engine's column; none without a rank of its own, nothing to do)
