@@ -55,10 +55,10 @@ SCHEMA_VERSION = "9"
 # Copying the long run's progress facts into DuckDB cost its end of ingest 4-6 CPU-s; the 1 GB corpus'
 # 1.1 M NCCL communicator lines, with their line's columns (LINE_FACTS), 0.8.
 PART_FACTS = ("progress", "nccl_comm")
-# Fact tables whose rows carry their line's own columns, as the engine writes them beside the fact's
-# (crates/engine/src/out.rs: LINE_FACTS, LINE_FACT_COLUMNS): the line's int identity columns as its
-# lines file has them (no implied rank: line_rank_sql), its `nranks N`, the rank of its srun
-# `[rankN]:` prefix (identity.SRUN_RANK) and its class. identity.world_comms reads a communicator's
+# Fact tables (each one of PART_FACTS) whose rows carry their line's own columns, as the engine writes
+# them beside the fact's (crates/engine/src/out.rs: LINE_FACTS, LINE_FACT_COLUMNS): the line's int
+# identity columns as its lines file has them (no implied rank: line_rank_sql), its `nranks N`, the
+# rank of its srun `[rankN]:` prefix (identity.SRUN_RANK) and its class. identity.world_comms reads a communicator's
 # line from them, where it joined every line of the store (1.0-1.8 CPU-s of a 1 GB ingest's end, and
 # again in every diagnose).
 LINE_FACTS = {"nccl_comm": (("line_rank", "BIGINT"), ("line_local_rank", "BIGINT"), ("line_pid", "BIGINT"),
@@ -249,8 +249,8 @@ def check_version(con: duckdb.DuckDBPyConnection, path: str | Path, *, writing: 
                          "(the store was left as it was)")
     if n < ours:
         raise StoreError(f"{path}: written by an older ranktrace (store schema version {n}; this one reads "
-                         f"version {ours}, whose lines, facts or summaries are kept otherwise); rebuild it from the logs into a new "
-                         f"store, e.g. `ranktrace ingest LOGS --db NEW.store` (the store was left as it was)")
+                         f"version {ours}, whose lines, facts or summaries are kept otherwise); rebuild it from the logs into "
+                         f"a new store, e.g. `ranktrace ingest LOGS --db NEW.store` (the store was left as it was)")
 
 
 def open_readonly(path: str | Path) -> duckdb.DuckDBPyConnection:
@@ -319,16 +319,14 @@ def _init_schema(con: duckdb.DuckDBPyConnection, cat: Catalog | None) -> None:
                 want = now + [w for w in want if w[0] not in dict(now)]
             make_fact_view(con, table, want)
             continue
-        line = LINE_FACTS.get(table, ())
         if table not in have:
             defs = "".join(f', "{c}" {FACT_SQL_TYPES[t]}' for c, t in cols.items())
-            defs += "".join(f', "{c}" {t}' for c, t in line)
             con.execute(f'CREATE TABLE "{table}" (event_id BIGINT NOT NULL, file_id BIGINT NOT NULL{defs})')
             continue
         # A store from an older catalog gets the columns facts have gained since.
-        for c, t in [*((c, FACT_SQL_TYPES[t]) for c, t in cols.items()), *line]:
+        for c, t in cols.items():
             if c not in have[table]:
-                con.execute(f'ALTER TABLE "{table}" ADD COLUMN "{c}" {t}')
+                con.execute(f'ALTER TABLE "{table}" ADD COLUMN "{c}" {FACT_SQL_TYPES[t]}')
 
 
 # The columns of a lines file (crates/engine/src/out.rs event_schema) and their types as
