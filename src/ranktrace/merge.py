@@ -4,7 +4,7 @@ A part's lines stay the Parquet files the engine wrote: merge places them in
 the store's directory (STORE/parts/<part>/: a hard link, or a copy from
 another file system; nothing to do for the part an ingest wrote there) and
 registers them under view event_lines; so are its files of the fact tables
-of about a row per line (store.PART_FACTS: progress), under their views. Its other tables (files, classes,
+of about a row per line (store.PART_FACTS: progress, nccl_comm), under their views. Its other tables (files, classes,
 facts: a few rows per thousand lines) go into the store's DuckDB tables. All
 parts go in with one transaction (a killed merge leaves the store as it was;
 files placed for it are unregistered, and removed) and one INSERT per table,
@@ -244,8 +244,8 @@ def _merge_parts(con, parts: list[Part], cat: Catalog, out: MergeSummary) -> Non
 def _moved(table: str) -> str:
     """The REPLACE list that moves a row of `table` to its file's new id (ids
     that hold the file id, file_id << 32 | n, move with it)."""
-    moved = {"files": [], "event_classes": ["class_id"], "event_lines": ["event_id", "class_id"]}.get(
-        table, ["event_id"])
+    moved = {"files": [], "event_classes": ["class_id"], "event_lines": ["event_id", "class_id"],
+             **{t: ["event_id", "line_class_id"] for t in store.LINE_FACTS}}.get(table, ["event_id"])
     return "m.new AS file_id" + "".join(f", (m.new << 32) | (t.{c} & 4294967295) AS {c}" for c in moved)
 
 

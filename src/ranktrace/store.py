@@ -46,13 +46,24 @@ FACT_SQL_TYPES = {"str": "VARCHAR", "int": "BIGINT", "float": "DOUBLE"}
 # its lines Parquet files of its parts (view event_lines); 7: the lines carry the summaries' text tests,
 # decided by the engine (step, says_step, nranks, teardown); 8: and the training position their
 # progress facts give (progress_lo, progress_hi: the attempts' step buckets read no join of the facts);
-# fact table progress is a view over the parts' Parquet files of it (PART_FACTS, table fact_files)
-SCHEMA_VERSION = "8"
+# fact table progress is a view over the parts' Parquet files of it (PART_FACTS, table fact_files);
+# 9: the rows of nccl_comm carry their line's columns (LINE_FACTS), and it is such a view too
+SCHEMA_VERSION = "9"
 # Fact tables of about one row per line (a training run's progress lines: 15 M of a long run's 15.4 M
 # lines): kept where the part wrote them (its <table>.parquet), read in place by a view of that name
 # over the store's files of it (table fact_files, as the lines are view event_lines over lines_files).
-# Copying the long run's progress facts into DuckDB cost its end of ingest 4-6 CPU-s.
-PART_FACTS = ("progress",)
+# Copying the long run's progress facts into DuckDB cost its end of ingest 4-6 CPU-s; the 1 GB corpus'
+# 1.1 M NCCL communicator lines, with their line's columns (LINE_FACTS), 0.8.
+PART_FACTS = ("progress", "nccl_comm")
+# Fact tables (each one of PART_FACTS) whose rows carry their line's own columns, as the engine writes
+# them beside the fact's (crates/engine/src/out.rs: LINE_FACTS, LINE_FACT_COLUMNS): the line's int
+# identity columns as its lines file has them (no implied rank: line_rank_sql), its `nranks N`, the
+# rank of its srun `[rankN]:` prefix (identity.SRUN_RANK) and its class. identity.world_comms reads a communicator's
+# line from them, where it joined every line of the store (1.0-1.8 CPU-s of a 1 GB ingest's end, and
+# again in every diagnose).
+LINE_FACTS = {"nccl_comm": (("line_rank", "BIGINT"), ("line_local_rank", "BIGINT"), ("line_pid", "BIGINT"),
+                            ("line_task", "BIGINT"), ("line_nranks", "INTEGER"), ("line_srun_rank", "INTEGER"),
+                            ("line_class_id", "BIGINT"))}
 # DuckDB's memory for a reader (diagnose, report, tui, export, sql): beyond it, it spills to a
 # directory of its own (spill_dir). 1.9 GB of diagnose on a store of 150k long Xid lines was all
 # DuckDB's; the process stays under 1 GB with this.
@@ -238,8 +249,8 @@ def check_version(con: duckdb.DuckDBPyConnection, path: str | Path, *, writing: 
                          "(the store was left as it was)")
     if n < ours:
         raise StoreError(f"{path}: written by an older ranktrace (store schema version {n}; this one reads "
-                         f"version {ours}, whose lines are Parquet parts); rebuild it from the logs into a new "
-                         f"store, e.g. `ranktrace ingest LOGS --db NEW.store` (the store was left as it was)")
+                         f"version {ours}, whose lines, facts or summaries are kept otherwise); rebuild it from the logs into "
+                         f"a new store, e.g. `ranktrace ingest LOGS --db NEW.store` (the store was left as it was)")
 
 
 def open_readonly(path: str | Path) -> duckdb.DuckDBPyConnection:
@@ -301,7 +312,8 @@ def _init_schema(con: duckdb.DuckDBPyConnection, cat: Catalog | None) -> None:
         have.setdefault(table, set()).add(column)
     for table, cols in cat.fact_tables.items():
         if table in PART_FACTS:
-            want = [("event_id", "BIGINT"), ("file_id", "BIGINT"), *((c, FACT_SQL_TYPES[t]) for c, t in cols.items())]
+            want = [("event_id", "BIGINT"), ("file_id", "BIGINT"), *((c, FACT_SQL_TYPES[t]) for c, t in cols.items()),
+                    *LINE_FACTS.get(table, ())]
             if table in have:   # the columns it has (a catalog since may have more; none goes)
                 now = view_columns(con, table)
                 want = now + [w for w in want if w[0] not in dict(now)]
@@ -588,8 +600,8 @@ def imply_ranks(con: duckdb.DuckDBPyConnection) -> int:
                 "event_id BIGINT, basis VARCHAR)")
     con.execute("DELETE FROM implied_ranks")
     make_lines_view(con)
-    cols = set(table_columns(con, "nccl_comm")) if con.execute(
-        "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'nccl_comm'").fetchone()[0] else set()
+    cols = set(table_columns(con, "nccl_comm")) if con.execute(   # (a table, or a view: PART_FACTS)
+        "SELECT count(*) FROM information_schema.tables WHERE table_name = 'nccl_comm'").fetchone()[0] else set()
     if not {"event_id", "rank", "nranks"} <= cols:
         return 0
     # (the lines that say `nranks N`: the engine's column; none without a rank of its own, nothing to do)
@@ -622,10 +634,11 @@ def imply_ranks(con: duckdb.DuckDBPyConnection) -> int:
     return con.execute("SELECT count(*) FROM implied_ranks").fetchone()[0]
 
 
-def _implied_rank_sql(con: duckdb.DuckDBPyConnection) -> str | None:
+def _implied_rank_sql(con: duckdb.DuckDBPyConnection, rank: str = "rank", file_id: str = "file_id") -> str | None:
     """The rank column of view event_lines with table implied_ranks applied: a line's own rank, else
-    its file's. An O(1) look-up per line: the files' ids hashed into list slots (file_id % m, m the
-    first size from n on at which no two of them share a slot), each slot's id checked."""
+    its file's (`rank`, `file_id`: the SQL of the line's two columns). An O(1) look-up per line: the
+    files' ids hashed into list slots (file_id % m, m the first size from n on at which no two of them
+    share a slot), each slot's id checked."""
     if not con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'implied_ranks'").fetchone()[0]:
         return None
     rows = con.execute("SELECT file_id, rank FROM implied_ranks ORDER BY file_id").fetchall()
@@ -637,9 +650,15 @@ def _implied_rank_sql(con: duckdb.DuckDBPyConnection) -> str | None:
     ids, ranks = ["NULL"] * m, ["NULL"] * m
     for f, r in rows:
         ids[f % m], ranks[f % m] = str(int(f)), str(int(r))
-    slot = f"(file_id % {m}) + 1"
-    return (f"CASE WHEN rank IS NULL AND list_extract(CAST([{', '.join(ids)}] AS BIGINT[]), {slot}) = file_id "
-            f"THEN list_extract(CAST([{', '.join(ranks)}] AS BIGINT[]), {slot}) ELSE rank END")
+    slot = f"({file_id} % {m}) + 1"
+    return (f"CASE WHEN {rank} IS NULL AND list_extract(CAST([{', '.join(ids)}] AS BIGINT[]), {slot}) = {file_id} "
+            f"THEN list_extract(CAST([{', '.join(ranks)}] AS BIGINT[]), {slot}) ELSE {rank} END")
+
+
+def line_rank_sql(con: duckdb.DuckDBPyConnection, rank: str, file_id: str) -> str:
+    """A line's rank as view event_lines gives it (INTEGER, its file's implied rank where it names
+    none), from the SQL of the line's own rank and file id (a LINE_FACTS row's line_rank, file_id)."""
+    return f"CAST({_implied_rank_sql(con, rank, file_id) or rank} AS INTEGER)"
 
 
 def sql_literal(value) -> str:
@@ -739,6 +758,26 @@ def insert_events(con: duckdb.DuckDBPyConnection, source: str) -> None:
     register_lines(con, part, [(rel, n)])
     con.execute("DROP TABLE _wide_events")
     con.execute("DROP TABLE _new_classes")
+
+
+def fill_line_facts(con: duckdb.DuckDBPyConnection) -> None:
+    """The line's columns (LINE_FACTS) of fact rows a test gave by hand (their fact's columns only),
+    from their lines: the SQL that the engine's columns are held equal to
+    (tests/correlate/test_world_comms.py). Ingest does not come here: the engine writes them."""
+    from .correlate.identity import SRUN_RANK
+    for table, cols in LINE_FACTS.items():
+        if not con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = ?", [table]).fetchone()[0]:
+            continue
+        have = set(table_columns(con, table))
+        for c, t in cols:
+            if c not in have:
+                con.execute(f'ALTER TABLE "{table}" ADD COLUMN "{c}" {t}')
+        con.execute(f"""
+            UPDATE "{table}" f SET line_rank = l.rank, line_local_rank = l.local_rank, line_pid = l.pid,
+                line_task = l.task, line_nranks = l.nranks, line_srun_rank = l.srun_rank, line_class_id = l.class_id
+            FROM (SELECT event_id, rank, local_rank, pid, task, nranks, {SRUN_RANK} AS srun_rank, class_id
+                  FROM event_lines) l
+            WHERE l.event_id = f.event_id""")
 
 
 def insert_rows(con: duckdb.DuckDBPyConnection, table: str, rows: list[list]) -> None:

@@ -11,7 +11,7 @@ import tempfile
 import duckdb
 
 from ranktrace.correlate.util import ensure_kind_catalog
-from ranktrace.store import init_schema, insert_events
+from ranktrace.store import fill_line_facts, init_schema, insert_events
 from ranktrace.store import connect as store_connect
 
 T0 = dt.datetime(2026, 3, 2, 3, 0, 0)
@@ -62,6 +62,7 @@ def store(events: list[dict], facts: dict[str, list[dict]] | None = None,
         con.execute(f'CREATE TABLE "{table}" ({", ".join(f"{k} {_t(rs[0][k])}" for k in keys)})')
         for r in rs:
             con.execute(f'INSERT INTO "{table}" VALUES ({", ".join("?" * len(keys))})', [r[k] for k in keys])
+    fill_line_facts(con)   # (the line's columns the engine writes beside such facts)
     ensure_kind_catalog(con)
     return con
 

@@ -196,16 +196,18 @@ def test_a_damaged_part_is_refused(tmp_path, catalog, parts):
 
 def test_a_taken_file_id_is_renumbered_with_its_events(tmp_path, catalog):
     """Two files of two parts with the same id (31-bit hashes can collide):
-    the second moves to the next free id, as ingest does, and so do its events."""
+    the second moves to the next free id, as ingest does, and so do its events, and the classes
+    its NCCL communicator's facts name (store.LINE_FACTS)."""
     a = write(tmp_path / "a" / "x.log", "2026-03-01T00:00:00Z first\n2026-03-01T00:00:01Z second\n")
-    b = write(tmp_path / "b" / "y.log", "2026-03-01T00:00:02Z third\nINFO:train:step 7 loss 0.5\n")
+    b = write(tmp_path / "b" / "y.log", "2026-03-01T00:00:02Z third\nINFO:train:step 7 loss 0.5\n"
+              "node1:12:12 [0] NCCL INFO comm 0x1f rank 0 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE\n")
     out = tmp_path / "parts"
     pa_ = Path(ingest([str(a.parent)], "u", catalog, part=str(out)).part)
     pb = Path(ingest([str(b.parent)], "u", catalog, part=str(out)).part)
     taken = pq.read_table(pa_ / "files.parquet")["file_id"][0].as_py()
     con = duckdb.connect()
     for t, ids in (("files", []), ("event_lines-0", ["event_id", "class_id"]), ("event_classes", ["class_id"]),
-                   ("progress", ["event_id"])):
+                   ("progress", ["event_id"]), ("nccl_comm", ["event_id", "line_class_id"])):
         f = pb / f"{t}.parquet"
         ev = "".join(f", ({taken}::BIGINT << 32) | ({c} & 4294967295) AS {c}" for c in ids)
         con.execute(f"COPY (SELECT * REPLACE ({taken} AS file_id{ev}) FROM read_parquet('{f}')) "
@@ -216,12 +218,14 @@ def test_a_taken_file_id_is_renumbered_with_its_events(tmp_path, catalog):
     m = store_connect(db)
     rows = m.execute("SELECT f.path, f.file_id, e.event_id >> 32, e.line FROM files f JOIN events e USING (file_id) "
                      "ORDER BY 1, 4").fetchall()
-    assert m.execute("SELECT count(*) FROM event_rows").fetchone()[0] == 4   # every row has its class
+    assert m.execute("SELECT count(*) FROM event_rows").fetchone()[0] == 5   # every row has its class
     moved = (taken + 1) if pa_.name < pb.name else taken
     kept = taken if pa_.name < pb.name else taken + 1
     assert s.renumbered == 1
     assert rows == [("a/x.log", kept, kept, 1), ("a/x.log", kept, kept, 2), ("b/y.log", moved, moved, 1),
-                    ("b/y.log", moved, moved, 2)]
+                    ("b/y.log", moved, moved, 2), ("b/y.log", moved, moved, 3)]
+    assert m.execute("SELECT f.file_id, f.event_id >> 32, f.line_class_id >> 32, c.host FROM nccl_comm f "
+                     "JOIN event_classes c ON c.class_id = f.line_class_id").fetchall() == [(moved, moved, moved, "node1")]
     # its progress facts, which the store reads where the part wrote them (store.PART_FACTS), moved with it
     assert m.execute("SELECT file_id, event_id >> 32, event_id & 4294967295, step FROM progress").fetchall() == [
         (moved, moved, 2, 7)]

@@ -323,7 +323,7 @@ impl FileParser {
         let parts = par::map(
             events.iter().zip(classes.iter()).zip(rows.iter()).zip(summaries.iter()).collect(),
             |(((evs, classes), rows), summaries): (((&Vec<events::Event>, &Vec<classify::Class>), &Vec<classify::FactRow>), &Vec<summary::Facts>)| {
-                (out::event_rows(cat, file_id, evs, classes, summaries, rows), out::fact_batches(cat, file_id, evs, rows))
+                (out::event_rows(cat, file_id, evs, classes, summaries, rows), out::fact_batches(cat, file_id, evs, rows, summaries))
             },
         );
         let schema = out::event_schema(cat);
@@ -331,6 +331,7 @@ impl FileParser {
             .into_iter()
             .map(|((mut cols, local), facts)| {
                 let (class_id, classes) = self.classes.assign(cat, file_id, file, local);
+                let facts = out::with_line_class(facts, &class_id);
                 cols.push(class_id);
                 let events = RecordBatch::try_new(schema.clone(), cols).expect("events batch matches its schema");
                 Output { events, classes, facts }

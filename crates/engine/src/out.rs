@@ -237,8 +237,77 @@ fn positions(cols: Option<(usize, usize, Option<usize>)>, n: usize, rows: &[Fact
     (lo, hi)
 }
 
-/// One record batch per fact table that has rows: event_id, file_id, columns.
-pub fn fact_batches(cat: &Catalog, file_id: i64, events: &[Event], rows: &[FactRow]) -> Vec<(String, RecordBatch)> {
+/// Fact tables whose rows carry their line's own columns (LINE_FACT_COLUMNS, after the fact's): what
+/// identity.world_comms and store.imply_ranks read of the line, which they joined every line for
+/// (nccl_world: 1.0-1.8 CPU-s of a 1 GB ingest's end, and again in every diagnose). The store's
+/// schema has the same (ranktrace.store.LINE_FACTS).
+pub const LINE_FACTS: &[&str] = &["nccl_comm"];
+/// The line's columns of a LINE_FACTS row, in order: its int identity columns as the lines file has
+/// them, its `nranks` (summary.rs), the rank of its srun `[rankN]:` prefix (`srun_rank`) and its
+/// class id (numbered when the parts are put in file order: `with_line_class`).
+pub const LINE_FACT_COLUMNS: &[&str] =
+    &["line_rank", "line_local_rank", "line_pid", "line_task", "line_nranks", "line_srun_rank", "line_class_id"];
+
+/// The rank of a line's inner `[rankN]:` prefix behind srun's `--label` task (`3: [rank5]: ...`,
+/// `3: [default0]:[rank5]: ...`): what identity.SRUN_RANK reads from raw,
+/// `TRY_CAST(nullif(regexp_extract(raw, '^\s*\d+:\s+(?:\[default\d+\]:)?\[rank(\d+)\]:', 1), '') AS INTEGER)`
+/// (RE2: `\s` is [\t\n\f\r ], as u8::is_ascii_whitespace; `\d` ASCII; past INTEGER: NULL).
+pub fn srun_rank(raw: &str) -> Option<i32> {
+    fn digits(b: &[u8]) -> usize {
+        b.iter().take_while(|c| c.is_ascii_digit()).count()
+    }
+    // `[rank(\d+)]:` at the start of `b`: Some(its value, None past INTEGER), None when it is not there
+    fn tag(b: &[u8]) -> Option<Option<i32>> {
+        let b = b.strip_prefix(b"[rank")?;
+        let n = digits(b);
+        if n == 0 || !b[n..].starts_with(b"]:") {
+            return None;
+        }
+        Some(std::str::from_utf8(&b[..n]).ok()?.parse::<i32>().ok())
+    }
+    let b = raw.as_bytes();
+    let mut i = b.iter().take_while(|c| c.is_ascii_whitespace()).count();
+    let n = digits(&b[i..]);
+    if n == 0 || b.get(i + n) != Some(&b':') {
+        return None;
+    }
+    i += n + 1;
+    let n = b[i..].iter().take_while(|c| c.is_ascii_whitespace()).count();
+    if n == 0 {
+        return None;
+    }
+    let rest = &b[i + n..];
+    // the optional `[defaultN]:` first, as the regexp tries it before skipping it
+    let behind_default = rest.strip_prefix(b"[default").and_then(|r| {
+        let n = digits(r);
+        (n > 0 && r[n..].starts_with(b"]:")).then(|| &r[n + 2..])
+    });
+    behind_default.and_then(tag).or_else(|| tag(rest)).flatten()
+}
+
+/// A part's fact batches with the line's class id appended to the rows of LINE_FACTS (`events`: the
+/// rows' event index of each such table, from fact_batches; `class_id`: each event's).
+pub fn with_line_class(facts: Vec<(String, RecordBatch, Vec<u32>)>, class_id: &ArrayRef) -> Vec<(String, RecordBatch)> {
+    let ids = class_id.as_any().downcast_ref::<arrow_array::Int64Array>().expect("class ids are Int64");
+    facts
+        .into_iter()
+        .map(|(table, batch, events)| {
+            if !LINE_FACTS.contains(&table.as_str()) {
+                return (table, batch);
+            }
+            let mut fields: Vec<Field> = batch.schema().fields().iter().map(|f| f.as_ref().clone()).collect();
+            fields.push(Field::new("line_class_id", DataType::Int64, false));
+            let mut cols = batch.columns().to_vec();
+            cols.push(Arc::new(arrow_array::Int64Array::from_iter_values(events.iter().map(|&e| ids.value(e as usize)))));
+            (table, RecordBatch::try_new(Arc::new(Schema::new(fields)), cols).expect("fact batch matches its schema"))
+        })
+        .collect()
+}
+
+/// One record batch per fact table that has rows: event_id, file_id, columns; for LINE_FACTS, the
+/// line's columns but its class id (LINE_FACT_COLUMNS), and each row's event (else none).
+pub fn fact_batches(cat: &Catalog, file_id: i64, events: &[Event], rows: &[FactRow], summaries: &[summary::Facts]
+                    ) -> Vec<(String, RecordBatch, Vec<u32>)> {
     // Each table's rows in their order, from one pass over the rows: a pass per table (65 in the
     // catalog) over every row was ~900 instructions a line on a run of progress lines (callgrind).
     let mut by_table: Vec<Vec<&FactRow>> = (0..cat.tables.len()).map(|_| Vec::new()).collect();
@@ -283,8 +352,26 @@ pub fn fact_batches(cat: &Catalog, file_id: i64, events: &[Event], rows: &[FactR
                 }
             }
         }
+        let mut of = Vec::new();
+        if LINE_FACTS.contains(&table.name.as_str()) {
+            of = mine.iter().map(|r| r.event as u32).collect();
+            for c in ["rank", "local_rank", "pid", "task"] {
+                let at = cat.identity.iter().zip(&cat.int_identity).position(|(n, &int)| int && n == c);
+                let mut b = Int64Builder::with_capacity(mine.len());
+                mine.iter().for_each(|r| b.append_option(at.and_then(|a| match events[r.event].ids[a] {
+                    Id::Int(v) => Some(v),
+                    _ => None,
+                })));
+                cols.push(Arc::new(b.finish()));
+                fields.push(Field::new(format!("line_{c}"), DataType::Int64, true));
+            }
+            cols.push(Arc::new(arrow_array::Int32Array::from_iter(mine.iter().map(|r| summaries[r.event].nranks))));
+            fields.push(Field::new("line_nranks", DataType::Int32, true));
+            cols.push(Arc::new(arrow_array::Int32Array::from_iter(mine.iter().map(|r| srun_rank(&events[r.event].raw)))));
+            fields.push(Field::new("line_srun_rank", DataType::Int32, true));
+        }
         let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), cols).expect("fact batch matches its schema");
-        out.push((table.name.clone(), batch));
+        out.push((table.name.clone(), batch, of));
     }
     out
 }
@@ -295,6 +382,25 @@ mod tests {
 
     fn row(table: usize, event: usize, step: Val, epoch: Val) -> FactRow {
         FactRow { table, event, values: vec![step, Val::Null, epoch].into() }
+    }
+
+    #[test]
+    fn srun_rank_reads_what_the_regexp_reads() {
+        for (raw, want) in [
+            ("0: [rank3]: x", Some(3)),
+            ("  12:\t[default0]:[rank7]: x", Some(7)),
+            ("1: [default0]:[rankx]: [rank2]: x", None),   // the default prefix then no rank tag: no match
+            ("1: [default]:[rank2]: x", None),             // `[default]` without its digits is no prefix
+            ("1: [rank002]:", Some(2)),
+            ("1: [rank2147483648]:", None),                // past INTEGER (TRY_CAST)
+            ("1:[rank2]:", None),                          // `\s+`: at least one
+            ("1: [rank2] x", None),
+            ("\u{b}1: [rank2]:", None),                    // a vertical tab is no `\s` of RE2's
+            ("2026-01-01 [rank2]:", None),
+            ("", None),
+        ] {
+            assert_eq!(srun_rank(raw), want, "{raw:?}");
+        }
     }
 
     #[test]

@@ -112,34 +112,41 @@ def world_comms(con: duckdb.DuckDBPyConnection) -> bool:
     (NCCL's `comm ... rank R nranks N` gives R within that communicator: a process group of 2 or a
     ncclCommSplit child says `rank 0` for global rank 2). False when the store has no NCCL
     communicator lines with ranks."""
+    from ..store import LINE_FACTS, line_rank_sql
     if not has_columns(con, "nccl_comm", "rank"):
         return False
+    have = columns(con, "nccl_comm")
+    line_cols = [c for c, _ in LINE_FACTS["nccl_comm"] if c in have]
+    own = f"f.* EXCLUDE ({', '.join(line_cols)})" if line_cols else "f.*"
     if not has_columns(con, "nccl_comm", "nranks"):
-        con.execute("CREATE TEMP TABLE IF NOT EXISTS nccl_world AS SELECT * FROM nccl_comm")
+        con.execute(f"CREATE TEMP TABLE IF NOT EXISTS nccl_world AS SELECT {own} FROM nccl_comm f")
         return True
-    # (the lines that say `nranks N`: the engine's column, so that the join reads those, not every line)
-    said = "WHERE e.nranks IS NOT NULL" if has_columns(con, "event_rows", "nranks") else ""
     if table_exists(con, "nccl_world"):
         return True
-    # Each host's largest communicator from an aggregate joined back, not a window: a window over the
-    # rows (1.1 M on a 1 GB corpus, 16 columns, four of them text) partitioned and carried every column
-    # through its sort, 1.0-1.4 CPU-s of the statement's 1.2-2.0 (EXPLAIN ANALYZE). The same rows: max()
-    # over a host's rows either way, NULL hosts one group as in PARTITION BY, compared IS NOT DISTINCT.
-    world = """
+    # A communicator's line from the columns the engine wrote beside the fact (store.LINE_FACTS): the
+    # line's class and own identity, as event_rows_keyed gives them, and whether it says `nranks N` (the
+    # rows kept: those of the lines that say it), where this joined every line of the store (1.0-1.8
+    # CPU-s of a 1 GB ingest's end). Each host's largest communicator from an aggregate joined back, not
+    # a window: a window over the rows (1.1 M on a 1 GB corpus) partitioned and carried every column
+    # through its sort. max() over a host's rows either way, NULL hosts one group as in PARTITION BY,
+    # compared IS NOT DISTINCT.
+    lines = ""
+    if table_exists(con, "id_mode") and table_exists(con, "event_rows_keyed"):
+        agents = con.execute("SELECT agents FROM id_mode").fetchone()[0]
+        srun = ("(c.envelopes LIKE 'srun_label%') AS line_srun_lbl, f.line_srun_rank AS line_srun_rank" if agents
+                else "CAST(NULL AS BOOLEAN) AS line_srun_lbl, CAST(NULL AS INTEGER) AS line_srun_rank")
+        lines = (f", f.line_class_id, {line_rank_sql(con, 'f.line_rank', 'f.file_id')} AS line_rank, "
+                 "CAST(f.line_local_rank AS INTEGER) AS line_local_rank, f.line_pid, "
+                 f"CAST(f.line_task AS INTEGER) AS line_task, {srun}")
+    con.execute(f"""
+        CREATE TEMP TABLE nccl_world AS
         WITH j AS MATERIALIZED (
-            SELECT f.*{lines}, c.host AS world_host FROM nccl_comm f JOIN (SELECT * FROM {src} e {said}) e
-                USING (event_id) JOIN event_classes c USING (class_id)),
+            SELECT {own}{lines}, c.host AS world_host FROM nccl_comm f JOIN event_classes c ON c.class_id = f.line_class_id
+            WHERE f.line_nranks IS NOT NULL),
         m AS (SELECT world_host, max(nranks) AS world_nranks FROM j GROUP BY world_host)
         SELECT j.* EXCLUDE (world_host) FROM j JOIN m ON j.world_host IS NOT DISTINCT FROM m.world_host
         WHERE j.nranks IS NOT DISTINCT FROM m.world_nranks
-    """
-    if not table_exists(con, "id_mode") or not table_exists(con, "event_rows_keyed"):
-        con.execute("CREATE TEMP TABLE nccl_world AS " + world.format(lines="", src="event_rows", said=said))
-        return True
-    # with each line's class and own identity columns (event_rows_keyed's: line_class_id, line_rank, ...),
-    # what link_sources' nccl_keys and nccl_bus read: one pass over the lines for the three
-    con.execute("CREATE TEMP TABLE nccl_world AS " + world.format(
-        lines="".join(f", e.{c} AS line_{c}" for c in WORLD_LINE_COLS), src="event_rows_keyed", said=said))
+    """)
     return True
 
 

@@ -43,7 +43,7 @@ from .. import __version__, store
 from ..formats import Catalog, format_dirs
 from .rows import Pending, file_ids
 
-PART_FORMAT = 7                   # the layout of a part directory; bump on any change (2: event rows and classes; 3: marks; 4: event_lines, the message a span of raw; 5: lines written by the engine, a file per parser thread; 6: the lines' summary columns step, says_step, nranks, teardown; 7: and progress_lo, progress_hi)
+PART_FORMAT = 8                   # the layout of a part directory; bump on any change (2: event rows and classes; 3: marks; 4: event_lines, the message a span of raw; 5: lines written by the engine, a file per parser thread; 6: the lines' summary columns step, says_step, nranks, teardown; 7: and progress_lo, progress_hi; 8: nccl_comm's rows their line's columns, store.LINE_FACTS)
 MANIFEST = "manifest.json"
 INCOMING = ".incoming"            # parts being written (not matched by DIR/*/...)
 ROW_GROUP = 122_880               # rows per Parquet row group (DuckDB's row group)
