@@ -358,6 +358,10 @@ SCAN_SUMMARIES = {
 def scan_summaries(message: str, kind: str, severity: str) -> dict[str, str]:
     """SCAN_SUMMARIES over the given SQL expressions of a line's message, kind and severity."""
     return {c: e.format(message=message, kind=kind, severity=severity) for c, e in SCAN_SUMMARIES.items()}
+
+
+# The lines' view narrows these (the engine keeps 64 bits) with TRY_CAST: a line that says `[rank99999999999]`
+# keeps no rank, where a CAST made every read of the lines fail.
 _NARROW = {"rank": "INTEGER", "local_rank": "INTEGER", "task": "INTEGER"}
 
 
@@ -516,7 +520,7 @@ def make_lines_view(con: duckdb.DuckDBPyConnection) -> None:
         e = _year_ts(float(ref)) if c == "ts" and ref is not None else c
         if c == "rank" and implied:
             e = implied
-        cols.append(f"CAST({e} AS {_NARROW[c]}) AS {c}" if c in _NARROW else (e if e == c else f"{e} AS {c}"))
+        cols.append(f"TRY_CAST({e} AS {_NARROW[c]}) AS {c}" if c in _NARROW else (e if e == c else f"{e} AS {c}"))
     cols.append("ts AS ts_logged")   # the lines files' own ts (logged_window)
     if files:
         src = "read_parquet([" + ", ".join(sql_literal(f) for f in files) + "])"

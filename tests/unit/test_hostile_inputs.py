@@ -132,3 +132,18 @@ def test_an_empty_directory_says_why_nothing_was_ingested(tmp_path, capsys):
     err = capsys.readouterr().err
     assert rc == 1
     assert f"{tmp_path / 'empty'}: no files to read in this directory" in err
+
+
+def test_a_rank_past_32_bits_loses_its_rank_not_the_store(tmp_path, catalog):
+    # the engine keeps a rank as 64 bits, the lines' view narrows it: a value past INTEGER made every read of
+    # the lines fail (issue 29's helper found it); the line stays, with no rank
+    log = tmp_path / "job.out"
+    log.write_text("1: [rank99999999999]: RuntimeError: boom\n0: [rank0]: step 3\n")
+    ingest([str(log)], str(tmp_path / "s.duckdb"), catalog)
+    con = store_connect(str(tmp_path / "s.duckdb"))
+    try:
+        rows = con.execute("SELECT line, rank FROM events ORDER BY line").fetchall()
+    finally:
+        con.close()
+    assert [line for line, _ in rows] == [1, 2]
+    assert rows[0][1] is None and rows[1][1] == 0
