@@ -513,27 +513,24 @@ def write_class_cuts(con: duckdb.DuckDBPyConnection) -> None:
         CREATE OR REPLACE TEMP TABLE class_cuts AS
         WITH fh AS (SELECT file_id, any_value(host) AS host FROM aligned_groups_all
                     GROUP BY file_id
-                    HAVING count(DISTINCT host) = 1 AND (count(DISTINCT rank) <= 1 OR count(task) = 0))
-        SELECT c.class_id, CAST(NULL AS INTEGER) AS key, {cols}, u.attempt AS untimed
-        FROM event_classes c LEFT JOIN fh ON fh.file_id = c.file_id
-        LEFT JOIN attempt_hosts h ON h.host = coalesce(c.host, fh.host)
-        LEFT JOIN clock_offsets o ON o.host = coalesce(c.host, fh.host, '{FILE_CLOCK}' || c.file)
-        LEFT JOIN untimed_files u ON u.file_id = c.file_id
-        CROSS JOIN (SELECT * FROM attempt_hosts WHERE host IS NULL) d
-    """)
-    con.execute(f"""
-        INSERT INTO class_cuts
-        WITH kh AS (SELECT file_id, task AS key, any_value(host) AS host
+                    HAVING count(DISTINCT host) = 1 AND (count(DISTINCT rank) <= 1 OR count(task) = 0)),
+             kh AS (SELECT file_id, task AS key, any_value(host) AS host
                     FROM aligned_groups_all WHERE task IS NOT NULL AND host IS NOT NULL
                     GROUP BY ALL HAVING count(DISTINCT host) = 1),
-             several AS (SELECT file_id FROM aligned_groups_all GROUP BY file_id HAVING count(DISTINCT host) > 1)
-        SELECT c.class_id, kh.key, {cols}, u.attempt AS untimed
-        FROM event_classes c JOIN several USING (file_id) JOIN kh USING (file_id)
-        LEFT JOIN attempt_hosts h ON h.host = kh.host
-        LEFT JOIN clock_offsets o ON o.host = kh.host
-        LEFT JOIN untimed_files u ON u.file_id = c.file_id
+             several AS (SELECT file_id FROM aligned_groups_all GROUP BY file_id HAVING count(DISTINCT host) > 1),
+             t AS (   -- (class, key, host whose cut it takes, clock its lines are logged on)
+                 SELECT c.class_id, c.file_id, CAST(NULL AS INTEGER) AS key, coalesce(c.host, fh.host) AS host,
+                        coalesce(c.host, fh.host, '{FILE_CLOCK}' || c.file) AS clock
+                 FROM event_classes c LEFT JOIN fh ON fh.file_id = c.file_id
+                 UNION ALL
+                 SELECT c.class_id, c.file_id, kh.key, kh.host, kh.host
+                 FROM event_classes c JOIN several USING (file_id) JOIN kh USING (file_id)
+                 WHERE c.host IS NULL)
+        SELECT t.class_id, t.key, {cols}, u.attempt AS untimed
+        FROM t LEFT JOIN attempt_hosts h ON h.host = t.host
+        LEFT JOIN clock_offsets o ON o.host = t.clock
+        LEFT JOIN untimed_files u ON u.file_id = t.file_id
         CROSS JOIN (SELECT * FROM attempt_hosts WHERE host IS NULL) d
-        WHERE c.host IS NULL
     """)
     if not con.execute("SELECT count(*) FROM class_cuts WHERE key IS NOT NULL").fetchone()[0]:
         # no such console: the cuts as a store's before keyed rows (its groups, kept by their stamp, stay good)
