@@ -43,6 +43,10 @@ Layouts (each with its own restart mechanism):
                     untagged in slurm-<job>.out (with srun --label: the node's index) or one file per rank
                     (--enable_each_rank_log); the launcher names the last command it spawned, not the failed one.
                     Restarts: requeue or resubmit. Added in session 13: not in the held-out family.
+  mpirun_slurm      sbatch + Open MPI's mpirun --tag-output (every line '[1,<rank>]<stdout|stderr>:' in
+                    slurm-<job>.out; with --timestamp-output mpirun's own time first), slurmctld/slurmd logs;
+                    mpirun kills every process when the first fails and reports that one; a frozen node's orted
+                    is reported lost. Restarts: requeue or resubmit. Added in session 19: not in the held-out family.
   k8s_cri           Kubeflow PyTorchJob: CRI pod logs (<n>.log per container restart) with torchrun inside,
                     kubelet journal per node, kubectl describe / get events / get pods; restarts: the
                     containers restart (restartPolicy OnFailure)
@@ -80,7 +84,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from emit import progress as P  # noqa: E402
-from longrun.launch_other import DeepspeedSrun, PdshDeepspeed, SlurmSrun  # noqa: E402
+from longrun.launch_other import DeepspeedSrun, MpirunSlurm, PdshDeepspeed, SlurmSrun  # noqa: E402
 from longrun.launch_torchrun import K8sCri, Torchrun, TorchrunLogdir  # noqa: E402
 from longrun.plan import ADDED_LATER, HELDOUT, HELDOUT_SEED_MIN, KIND, LAYOUTS, SIZES, STORIES, UNTOLD, Run  # noqa: E402
 from longrun.truth import truth_of  # noqa: E402
@@ -90,7 +94,8 @@ __all__ = ["HELDOUT", "HELDOUT_SEED_MIN", "KIND", "LAYOUTS", "SIZES", "STORIES",
            "parse_seeds", "main", "LAYOUT_CLASSES"]
 
 LAYOUT_CLASSES = {"torchrun_node": Torchrun, "torchrun_logdir": TorchrunLogdir, "slurm_srun": SlurmSrun,
-                  "k8s_cri": K8sCri, "pdsh_deepspeed": PdshDeepspeed, "deepspeed_srun": DeepspeedSrun}
+                  "k8s_cri": K8sCri, "pdsh_deepspeed": PdshDeepspeed, "deepspeed_srun": DeepspeedSrun,
+                  "mpirun_slurm": MpirunSlurm}
 
 
 def generate(out: str | Path, story: str, seed: int, layout: str | None = None, size: str = "small",

@@ -1,11 +1,12 @@
 """Launchers without torchrun: sbatch + srun --label (Slurm daemons' logs too), DeepSpeed's launcher under srun
-(one task a node), and the DeepSpeed launcher over pdsh (HELD OUT)."""
+(one task a node), Open MPI's mpirun inside an sbatch job, and the DeepSpeed launcher over pdsh (HELD OUT)."""
 
 from __future__ import annotations
 
 import datetime as dt
 
 from emit import deepspeed as D
+from emit import openmpi as M
 from emit import slurm as S
 from emit import timefmt as TF
 
@@ -159,6 +160,16 @@ class SlurmSrun(Render):
                 if isinstance(v, tuple) and v[0] > tk and k != f.rank:
                     exits[k] = (tk + dt.timedelta(seconds=rnd.uniform(0.1, 1.5)), -15, "sigterm")
         self.report_exits(a, exits)
+        self.slurm_end(a, exits, nxt, frozen)
+
+    def node_lost(self, a, t, node) -> None:
+        """What the job's output says when Slurm marks a frozen node down (srun's node failure)."""
+        self.jobout(a, t, S.srun_node_failure(node))
+
+    def slurm_end(self, a, exits, nxt, frozen) -> None:
+        """After the last process exited: slurmctld notices a frozen node, requeues or ends the job."""
+        r, rnd = self.r, self.r.rnd
+        f = a.failure
         t_done = max(v[0] for v in exits.values() if isinstance(v, tuple)) + dt.timedelta(seconds=0.5)
         requeue = nxt is not None and r.mechanism == "requeue"
         if frozen:
@@ -166,7 +177,7 @@ class SlurmSrun(Render):
             self.ctl(tn, lambda L: S.not_responding(L, frozen, False))
             self.ctl(tn + dt.timedelta(seconds=60), lambda L: S.not_responding(L, frozen, True))
             t_done = tn + dt.timedelta(seconds=60)
-            self.jobout(a, t_done, S.srun_node_failure(frozen))
+            self.node_lost(a, t_done, frozen)
             if requeue:
                 self.ctl(t_done, lambda L: S.requeue_node_fail(L, a.job, frozen))
             else:
@@ -302,6 +313,84 @@ class DeepspeedSrun(SlurmSrun):
             what = "Out Of Memory" if oom else f"Exited with exit code {status}"
             self.slurmd(h, te, lambda L, i=i, h=h, status=status: S.task_exit(L, a.job, 0, i, a.agent_pid[h], status))
             self.jobout(a, te + dt.timedelta(milliseconds=150), S.srun_task_error(h, [i], what))
+
+
+class MpirunSlurm(SlurmSrun):
+    """sbatch + `mpirun --tag-output [--timestamp-output] python train.py` (Open MPI 4 under Slurm: mpirun starts
+    one orted a node through srun, step 0; MASTER_ADDR is the first node). Every process's line reaches the job's
+    output through mpirun behind '[1,<rank>]<stdout|stderr>:', stamped with mpirun's own clock (the first node's)
+    under --timestamp-output. When the first process exits non-zero or dies of a signal, mpirun kills the others
+    at once and reports that one (its rank, and its node for a signal); a frozen node's orted goes silent and
+    mpirun reports it lost when Slurm marks the node down. Restarts: requeue or resubmit, as SlurmSrun.
+    Sources: emit/openmpi.py. Added in session 19: not in the held-out family."""
+
+    def __init__(self, run):
+        super().__init__(run)
+        self.stamped = run.rnd.random() < 0.4
+
+    def cuda_dev(self, a, rank):
+        return rank % self.r.gpus          # one process a GPU, CUDA_VISIBLE_DEVICES left whole
+
+    def route(self, a, rank, out=False):
+        def wrap(t, text, rank=rank):
+            stream = "stdout" if out or " NCCL " in text else "stderr"
+            return M.tag(rank, stream, self.lt(a.hosts[0], t) if self.stamped else None) + text
+        return self.out_file(a), wrap
+
+    def oom_memcg(self, a, rank):
+        cg = f"/slurm/uid_1000/job_{a.job}/step_0"
+        return cg, f"{cg}/task_{a.hosts.index(self.host(a, rank))}"    # the node's orted is the step's task
+
+    def mpirun_out(self, a, t, lines: list[str]) -> None:
+        for x in lines:
+            self.jobout(a, t, x)
+
+    def report_exits(self, a, exits: dict):
+        """mpirun reports the first process that failed (the others it killed are not reported)."""
+        failed = sorted((v[0], k) for k, v in exits.items() if _failed(v))
+        if not failed:
+            return
+        t, rank = failed[0]
+        code = exits[rank][1]
+        tr = t + dt.timedelta(seconds=0.05)
+        self.mpirun_out(a, tr, M.abort_banner())
+        if code < 0:
+            pid = a.pids[rank] if self.r.rnd.random() < 0.5 else 0
+            self.mpirun_out(a, tr, M.noticed_signal(rank, pid, self.host(a, rank), -code))
+        else:
+            self.mpirun_out(a, tr, M.nonzero_exit(a.job % 65536, rank, code))
+
+    def node_lost(self, a, t, node) -> None:
+        self.mpirun_out(a, t, M.lost_daemon(a.job % 65536, a.hosts[0], a.hosts.index(node), node))
+        super().node_lost(a, t, node)
+
+    def end_complete(self, a, exits, nxt):
+        rnd = self.r.rnd
+        t = a.t_stop + dt.timedelta(seconds=rnd.uniform(1, 5))
+        for i, h in enumerate(a.hosts):   # the step's tasks are the orteds, one a node
+            self.slurmd(h, t, lambda L, i=i, h=h: S.task_exit(L, a.job, 0, i, a.agent_pid[h], 0))
+        self.ctl(t + dt.timedelta(seconds=1), lambda L: S.job_complete(L, a.job, 0)[0])
+        self.ctl(t + dt.timedelta(seconds=1), lambda L: S.job_complete(L, a.job, 0)[1])
+        a.end = t
+
+    def end_failure(self, a, exits, nxt):
+        r, rnd = self.r, self.r.rnd
+        f = a.failure
+        frozen = f.host if f.story == "node_freeze" else None
+        if f.story == "host_oom" and f.telling == "oom_rank":
+            t = exits[f.rank][0] + dt.timedelta(seconds=0.2)
+            self.slurmd(f.host, t, lambda L: S.oom_event(L, a.job, 0, new_form=r.seed % 2 == 0))
+            self.jobout(a, t, S.stepd_oom_in_output(a.job, 0, new_form=r.seed % 2 == 0))
+        timed = sorted((v[0], k) for k, v in exits.items() if isinstance(v, tuple))
+        first = next((t for t, k in timed if _failed(exits[k])), None)
+        if first is not None:
+            # mpirun kills every process still running, and the ones that would have ended later
+            tk = first + dt.timedelta(seconds=rnd.uniform(0.2, 1.0))
+            for k, v in list(exits.items()):
+                if v is None or isinstance(v, tuple) and v[0] > tk and k != f.rank:
+                    exits[k] = (tk + dt.timedelta(seconds=rnd.uniform(0.05, 0.5)), -15, "sigterm")
+        self.report_exits(a, exits)
+        self.slurm_end(a, exits, nxt, frozen)
 
 
 class PdshDeepspeed(Render):

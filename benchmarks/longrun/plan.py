@@ -16,23 +16,24 @@ STORIES = ("gpu_fault", "host_oom", "hang", "ib_down", "ib_flap", "segfault", "e
 KIND = {"gpu_fault": "gpu_fault", "host_oom": "oom", "hang": "hang", "ib_down": "network_error", "segfault": "crash",
         "exception": "exception", "node_freeze": "node_failure", "rdzv_missing": "rendezvous_timeout"}
 LAYOUTS = ("torchrun_node", "torchrun_logdir", "slurm_srun", "k8s_cri", "pdsh_deepspeed",
-           "deepspeed_srun")
+           "deepspeed_srun", "mpirun_slurm")
 # layouts added after the held-out set was fixed: kept out of the held-out family and of the random pick of a
 # layout, so both draw what they drew when they were first measured
-ADDED_LATER = ("deepspeed_srun",)
-SLURM_LAYOUTS = ("slurm_srun", "deepspeed_srun")
+ADDED_LATER = ("deepspeed_srun", "mpirun_slurm")
+SLURM_LAYOUTS = ("slurm_srun", "deepspeed_srun", "mpirun_slurm")
 MECHANISMS = {"torchrun_node": ("elastic", "resubmit"), "torchrun_logdir": ("elastic",),
               "slurm_srun": ("requeue", "resubmit"), "k8s_cri": ("pod_restart",), "pdsh_deepspeed": ("resubmit",),
-              "deepspeed_srun": ("requeue", "resubmit")}
+              "deepspeed_srun": ("requeue", "resubmit"), "mpirun_slurm": ("requeue", "resubmit")}
 PROGRESS = {"torchrun_node": ("pylog", "plain", "hf", "lightning", "titan", "deepspeed"),
             "torchrun_logdir": ("pylog", "hf", "titan", "deepspeed", "lightning"),
             "slurm_srun": ("pylog", "titan", "hf", "deepspeed"),
             "k8s_cri": ("pylog", "hf", "titan", "lightning"),
             "pdsh_deepspeed": ("deepspeed",),
-            "deepspeed_srun": ("deepspeed", "pylog", "hf", "titan")}
+            "deepspeed_srun": ("deepspeed", "pylog", "hf", "titan"),
+            "mpirun_slurm": ("pylog", "plain", "hf", "titan")}
 # stories a layout cannot tell: a re-rendezvous needs torchrun's rendezvous across restarts
 UNTOLD = {"slurm_srun": {"rdzv_missing"}, "pdsh_deepspeed": {"rdzv_missing"},
-          "deepspeed_srun": {"rdzv_missing"}}
+          "deepspeed_srun": {"rdzv_missing"}, "mpirun_slurm": {"rdzv_missing"}}
 
 HELDOUT_SEED_MIN = 1000
 HELDOUT = {"seeds": f">= {HELDOUT_SEED_MIN}", "layouts": ["pdsh_deepspeed"], "progress": ["megatron"],
@@ -164,6 +165,8 @@ class Run:
         self.first_job = rnd.randint(10000, 990000)
         self.slurm_open = rnd.choice(["append", "per_restart"])     # requeue: one output or one per restart
         self.kill_on_bad_exit = rnd.random() < 0.5
+        if layout == "mpirun_slurm":
+            self.kill_on_bad_exit = True      # mpirun kills every process when the first one fails
         self.dmesg_form = rnd.choice(["ctime", "journal"])
         self.ckpt_dir = rnd.choice(["/checkpoints/run7", "/lustre/ckpt/exp42", "/mnt/ckpt"])
         self.total_steps = 10 ** 6

@@ -56,7 +56,7 @@ def truth_of(run: Run, rend) -> dict:
                     "nccl_timeout_s": run.timeout_s, "kernel_log": rend.kernel_form or run.dmesg_form},
         "launcher": {"torchrun_node": "torchrun", "torchrun_logdir": "torchrun", "slurm_srun": "slurm",
                      "k8s_cri": "kubernetes", "pdsh_deepspeed": "deepspeed",
-                     "deepspeed_srun": "slurm+deepspeed"}[run.layout],
+                     "deepspeed_srun": "slurm+deepspeed", "mpirun_slurm": "slurm+mpirun"}[run.layout],
         "world_size": run.world, "nodes": {h: [a.hosts.index(h) * run.gpus + i for i in range(run.gpus)]
                                            for a in run.attempts[-1:] for h in a.hosts},
         "hosts": hosts,
