@@ -53,7 +53,17 @@ WITH r AS NOT MATERIALIZED (
     UNION
     SELECT culprit, n_causes, late_id FROM f WHERE late_id IS NOT NULL
 )
-SELECT event_id, ats, ts_ok, ts_kind, program, reported, format, host, rank, local_rank, pid, pod, container, gpu, job_id, kind,
+-- The kernel's OOM report is one kill told in several lines (mm/oom_kill.c): dump_header's '<comm> invoked
+-- oom-killer' names the task that asked for memory, not the victim, and no pid; dump_oom_summary's
+-- 'oom-kill:...,pid=N', __oom_kill_process's 'Killed process N' and the reaper's line name the victim. A report
+-- line that names no process takes the victim of its report: the pid of the same host's nearest report line
+-- within 2 s that names one (picked among the chosen rows only: a handful).
+SELECT event_id, ats, ts_ok, ts_kind, program, reported, format, host, rank, local_rank,
+       coalesce(pid, CASE WHEN kind = 'host_oom' AND rank IS NULL AND host IS NOT NULL AND ats IS NOT NULL THEN (
+           SELECT arg_min(x.pid, (abs(epoch(x.ats) - epoch(c.ats)), x.file, x.line)) FROM c x
+           WHERE x.kind = 'host_oom' AND x.host = c.host AND x.pid IS NOT NULL
+             AND x.ats BETWEEN c.ats - INTERVAL 2 SECOND AND c.ats + INTERVAL 2 SECOND) END) AS pid,
+       pod, container, gpu, job_id, kind,
        coalesce(failure, 'unknown') AS failure, file, line, message, raw, culprit, n_causes
 FROM c JOIN w USING (culprit, event_id)
 ORDER BY ats NULLS LAST, file, line
