@@ -8,7 +8,8 @@
 --   Ready False / Unknown condition of `kubectl describe node` (the dump's Name) and
 --   a `kubectl get events` row about a node object ('node/NAME', the OBJECT column of kubectl's event printer),
 --   Ray's GCS marking a node dead (its address), and the actors it destroyed with their owner's node (the
---   owner's address) or with their own node (the actor's address, from its ActorDiedError fields).
+--   owner's address) or with their own node (the actor's address, from its ActorDiedError fields); Open MPI's
+--   mpirun reporting the node of a daemon it lost ('Remote daemon: [[J,0],V] on node N').
 --   Columns: event_id, ats, reporter (the host that logged it), node, pid (a process the line says died with
 --   the node, else NULL), format, file, line, message.
 SELECT event_id, ats, host AS reporter,
@@ -25,6 +26,9 @@ SELECT event_id, ats, host AS reporter,
                 -- Ray's GCS on the actors owned by workers of a node it found dead (gcs_actor_manager.cc OnNodeDead,
                 -- GenOwnerDiedCause): the ActorDiedError text names the owner node by its address
                 nullif(regexp_extract(message, 'Owner Ip address: ([\w.:\-]+) Owner worker exit type: \w+ Worker exit detail: Owner''s node has crashed', 1), ''),
+                -- Open MPI's launcher lost a node's daemon (openmpi_signal.lost_daemon: '  Remote daemon: [[J,0],V] on
+                -- node N' of ORTE's / PRRTE's report): written by mpirun on its own node, about node N
+                nullif(regexp_extract(message, '^Remote daemon: \S+ on node ([\w.\-]+)$', 1), ''),
                 -- sinfo rows: `sinfo -N` names its node first, the partition view last (scontrol.toml)
                 CASE pattern WHEN 'scontrol.sinfo_node' THEN nullif(regexp_extract(message, '^([\w.\-]+) ', 1), '')
                              WHEN 'scontrol.sinfo_partition' THEN nullif(regexp_extract(message, '(\S+)\s*$', 1), '')
