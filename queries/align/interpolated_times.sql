@@ -5,7 +5,8 @@
 --   clock_offsets (the hosts' offsets; a file of no host: key '@' || file) and hostless_clocks
 --   (queries/align/hostless_clocks.sql: the clock a timed line of no host was written on)
 -- returns: (event_id, ts) for each line of those files whose time is interpolated (it has none of
---   its own: the previous timed line's, as the engine gave it) from a line on another clock: that
+--   its own: the previous timed line's, as the engine gave it), or a collector's (mpirun --timestamp-output:
+--   the time mpirun received it, on mpirun's clock; ts_kind 'collector'), from a line on another clock: that
 --   moment told on the line's own clock (ts - offset of the line it came from + its own offset), so
 --   that its aligned time is the one of the line it took its time from. Read as if on its own
 --   clock, the time of a line of rank 2 after one of rank 9's was rank 9's clock reading: a minute
@@ -23,10 +24,10 @@
 -- it three times (own block, blocks, and again for the source's event_id): 6.5-8.6 CPU-s on the long
 -- run, this one 2.4 (same moments, load ~20).
 WITH l AS NOT MATERIALIZED (   -- (read twice below: DuckDB would otherwise keep all 15 M rows)
-    SELECT event_id, file_id, line, line // 256 AS blk, ts_kind = 'interpolated' AS interpolated
+    SELECT event_id, file_id, line, line // 256 AS blk, ts_kind IN ('interpolated', 'collector') AS interpolated
     FROM events
     WHERE file_id IN (SELECT DISTINCT file_id FROM event_groups WHERE file IN (SELECT unnest($files)))
-      AND ts IS NOT NULL AND ts_kind IN ('exact', 'local', 'year_inferred', 'envelope', 'interpolated')
+      AND ts IS NOT NULL AND ts_kind IN ('exact', 'local', 'year_inferred', 'envelope', 'interpolated', 'collector')
 ), interpolated AS MATERIALIZED (
     SELECT event_id, file_id, line, blk FROM l WHERE interpolated
 ), blocks AS (   -- each block's last timed line; and its timed lines when an interpolated line is in it
@@ -44,14 +45,16 @@ WITH l AS NOT MATERIALIZED (   -- (read twice below: DuckDB would otherwise keep
     ASOF LEFT JOIN blocks b ON b.file_id = i.file_id AND i.blk > b.blk
     WHERE o.src IS NOT NULL OR b.last_line IS NOT NULL
 ), clocks AS (   -- a line of no host on the clock queries/align/hostless_clocks.sql found it on
-    SELECT e.event_id, e.ts, coalesce(hc.clock, e.host, '@' || e.file) AS clock
+    SELECT e.event_id, e.ts, e.ts_kind, coalesce(hc.clock, e.host, '@' || e.file) AS clock
     FROM events_id e LEFT JOIN hostless_clocks hc USING (event_id)
     WHERE e.event_id IN (SELECT event_id FROM pairs UNION ALL SELECT src_id FROM pairs)
 )
+-- (a collector's line takes the moment of the line before it, as an untimed one does: the collector's clock is
+-- no host's offset known here)
 SELECT p.event_id,
-       i.ts + to_microseconds(CAST(round((coalesce(own.offset_s, 0.0) - coalesce(src.offset_s, 0.0)) * 1e6) AS BIGINT))
+       CASE WHEN i.ts_kind = 'collector' THEN t.ts ELSE i.ts END + to_microseconds(CAST(round((coalesce(own.offset_s, 0.0) - coalesce(src.offset_s, 0.0)) * 1e6) AS BIGINT))
            AS ts
 FROM pairs p JOIN clocks i ON i.event_id = p.event_id JOIN clocks t ON t.event_id = p.src_id
 LEFT JOIN clock_offsets src ON src.host = t.clock
 LEFT JOIN clock_offsets own ON own.host = i.clock
-WHERE coalesce(own.offset_s, 0.0) <> coalesce(src.offset_s, 0.0)
+WHERE coalesce(own.offset_s, 0.0) <> coalesce(src.offset_s, 0.0) OR i.ts_kind = 'collector'

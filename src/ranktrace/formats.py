@@ -63,6 +63,8 @@ class TimeSpec:
     layout: str              # polars/chrono strftime layout of the captured text
     zone: str = "naive"      # utc | offset | naive
     year: str = "given"      # given | infer (the text carries no year)
+    clock: str = "own"       # own | collector: an envelope's time written by a program that gathers other
+                             # processes' lines (mpirun --timestamp-output), on its host's clock
 
 
 @dataclass(frozen=True)
@@ -325,7 +327,12 @@ def _time_spec(doc: dict | None, where: str) -> TimeSpec | None:
         layout=_req(doc, "layout", where),
         zone=doc.get("zone", "naive"),
         year=doc.get("year", "given"),
+        clock=doc.get("clock", "own"),
     )
+    if spec.clock not in ("own", "collector"):
+        raise FormatError(f"{where}: ts.clock must be 'own' or 'collector', not {spec.clock!r}")
+    if spec.clock == "collector" and spec.year == "infer":
+        raise FormatError(f"{where}: ts.clock = 'collector' needs a time with its year (ts.year = 'given')")
     if spec.zone not in ZONES:
         raise FormatError(f"{where}: ts.zone must be one of {ZONES}, not {spec.zone!r}")
     if spec.year not in ("given", "infer"):

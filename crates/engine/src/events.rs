@@ -485,7 +485,10 @@ pub fn times(events: &mut [Event], mut prev: Option<i64>, implausible: &mut u64)
             let env_kind = e.env_ts_kind.unwrap_or(TsKind::Envelope);
             if e.ts.is_none() || env_kind.rank() < own_rank {
                 e.ts = Some(t);
-                e.ts_kind = Some(if env_kind == TsKind::YearInferred { TsKind::YearInferred } else { TsKind::Envelope });
+                e.ts_kind = Some(match env_kind {
+                    TsKind::YearInferred | TsKind::Collector => env_kind,
+                    _ => TsKind::Envelope,
+                });
                 e.ts_text = e.env_ts_text;
             }
         }

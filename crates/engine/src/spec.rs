@@ -13,6 +13,9 @@ pub struct TimeSpec {
     pub layout: String,
     pub zone: String, // utc | offset | naive
     pub year: String, // given | infer
+    /// own | collector: whose clock wrote the time (a collector's: another host's, perhaps)
+    #[serde(default)]
+    pub clock: String,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -25,6 +25,9 @@ pub enum TsKind {
     Local,
     YearInferred,
     Envelope,
+    /// written by a collector of other processes' lines (mpirun --timestamp-output): its own clock,
+    /// not the clock of the host the line is about; the line's own time wins
+    Collector,
     Interpolated,
     None,
 }
@@ -36,6 +39,7 @@ impl TsKind {
             TsKind::Local => "local",
             TsKind::YearInferred => "year_inferred",
             TsKind::Envelope => "envelope",
+            TsKind::Collector => "collector",
             TsKind::Interpolated => "interpolated",
             TsKind::None => "none",
         }
@@ -47,8 +51,9 @@ impl TsKind {
             TsKind::Local => 1,
             TsKind::YearInferred => 2,
             TsKind::Envelope => 3,
-            TsKind::Interpolated => 4,
-            TsKind::None => 5,
+            TsKind::Collector => 4,
+            TsKind::Interpolated => 5,
+            TsKind::None => 6,
         }
     }
 }
@@ -113,6 +118,8 @@ impl Layout {
         };
         let kind = if infer_year {
             TsKind::YearInferred
+        } else if spec.clock == "collector" {
+            TsKind::Collector
         } else if zone == Zone::Naive {
             TsKind::Local
         } else {
@@ -299,7 +306,7 @@ mod tests {
     use super::*;
 
     fn spec(layout: &str, zone: &str, year: &str) -> TimeSpec {
-        TimeSpec { field: "ts".into(), layout: layout.into(), zone: zone.into(), year: year.into() }
+        TimeSpec { field: "ts".into(), layout: layout.into(), zone: zone.into(), year: year.into(), clock: String::new() }
     }
 
     fn iso(us: i64) -> String {

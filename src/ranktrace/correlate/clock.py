@@ -111,6 +111,10 @@ MIN_ARRIVALS = 3
 
 # the kinds of a line's time that the line itself wrote (not one it inherited, nor none)
 TIMED = "'exact', 'local', 'year_inferred', 'envelope'"
+# lines whose time is not their host's own in a console fed from several clocks: retold from the timed line
+# before them (align/interpolated_times.sql). A collector's time (mpirun --timestamp-output) is on mpirun's
+# host's clock, whichever host the line is about: like an interpolated one, it is no anchor of its host's.
+RETOLD = "('interpolated', 'collector')"
 
 
 def _mixed_files(con: duckdb.DuckDBPyConnection) -> list[str]:
@@ -390,7 +394,7 @@ def write_interpolated_times(con: duckdb.DuckDBPyConnection) -> None:
         con.execute("INSERT INTO hostless_clocks " + sql_file("align/hostless_clocks.sql"), {"files": hostless})
     files = [f for (f,) in con.execute(
         "SELECT file FROM event_groups GROUP BY file "
-        f"HAVING count(DISTINCT {clock_key('event_groups')}) > 1 AND bool_or(ts_kind = 'interpolated') "
+        f"HAVING count(DISTINCT {clock_key('event_groups')}) > 1 AND bool_or(ts_kind IN {RETOLD}) "
         "ORDER BY file").fetchall()]
     con.execute("CREATE OR REPLACE TEMP TABLE interpolated_times (event_id BIGINT, ts TIMESTAMP)")
     if files:
@@ -407,7 +411,7 @@ def retimed_classes(con: duckdb.DuckDBPyConnection) -> str:
     ids = ['SELECT event_id FROM "{}".main.interpolated_times'.format(d.replace('"', '""')) for (d,) in con.execute(
         "SELECT database_name FROM duckdb_tables() WHERE table_name = 'interpolated_times' "
         "AND database_name IN ('temp', current_database()) ORDER BY 1").fetchall()]
-    sql = "SELECT class_id FROM event_classes WHERE ts_kind = 'interpolated'"
+    sql = f"SELECT class_id FROM event_classes WHERE ts_kind IN {RETOLD}"
     if ids:
         sql += f" UNION SELECT class_id FROM event_rows WHERE event_id IN ({' UNION ALL '.join(ids)})"
     return sql

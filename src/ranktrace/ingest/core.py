@@ -41,7 +41,7 @@ def read_stats(stats: dict) -> dict:
 def _ts(spec: TimeSpec | None) -> dict | None:
     if spec is None:
         return None
-    return {"field": spec.field, "layout": spec.layout, "zone": spec.zone, "year": spec.year}
+    return {"field": spec.field, "layout": spec.layout, "zone": spec.zone, "year": spec.year, "clock": spec.clock}
 
 
 def _first(regex: str) -> str | None:
