@@ -37,3 +37,36 @@ def test_a_rank_whose_prints_disagree_gets_no_local_rank(tmp_path, monkeypatch, 
         "[rank5]: RuntimeError: CUDA error: invalid device ordinal\n")})
     v = d["verdict"]
     assert v["rank"] == 5 and v["local_rank"] is None, v
+
+
+def test_an_nccl_paste_github_autolinked_is_read_as_nccl(tmp_path, monkeypatch, catalog):
+    # GitHub renders NCCL's 'file.cc:NN' source location (.cc is a top-level domain) and an IP address as links; a
+    # paste copied back from a rendered issue keeps the markdown (NVIDIA/nccl#1710's form). NCCL's debug prefix
+    # (src/debug.cc: '%s:%d:%d [%d] %s:%d NCCL WARN ') still names the host and pid; the IB completion error
+    # (net_ib/p2p.cc 'Got completion from peer %s with status=%d ...') names its peer's address
+    d = diagnose_files(tmp_path, monkeypatch, catalog, {"paste.txt": (
+        "gpu-a7:5120:5188 [2] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [RO]; OOB ib0:[10.9.0.7](http://10.9.0.7/)<0>\n"
+        "gpu-a7:5120:5120 [2] [enqueue.cc:1556](http://enqueue.cc:1556/) NCCL WARN Cuda failure 700 'an illegal "
+        "memory access was encountered'\n"
+        "gpu-a7:5120:5120 [2] NCCL INFO [group.cc:241](http://group.cc:241/) -> 1\n"
+        "gpu-a7:5120:5120 [2] NCCL INFO [enqueue.cc:2299](http://enqueue.cc:2299/) -> 1\n")})
+    v = d["verdict"]
+    assert v["kind"] == "cuda_error", v
+    assert (v["host"], v["pid"]) == ("gpu-a7", 5120), v
+
+
+def test_older_nccls_queue_pair_access_violation_event_is_the_hosts_network_error(tmp_path, monkeypatch, catalog):
+    # older NCCL (net_ib.cc) printed every IB async event as 'NET/IB : Got async event : %s' (ibv_event_type_str:
+    # IBV_EVENT_QP_ACCESS_ERR is 'local access violation work queue error'); current NCCL calls it a fatal QP event
+    # (net_ib/common.cc: 'async fatal event on QP', ncclIbQpFatalError). The peer whose queue pair broke then
+    # reports a completion error naming this host's address
+    d = diagnose_files(tmp_path, monkeypatch, catalog, {"paste.txt": (
+        "ib-n3:7001:7066 [0] transport/net_ib.cc:101 NCCL WARN NET/IB : mlx5_0:1 Got async event : local access "
+        "violation work queue error\n"
+        "\n"
+        "ib-n9:3302:3390 [0] transport/net_ib.cc:1909 NCCL WARN NET/IB : Got completion from peer 10.9.0.3<35121> "
+        "with status=9 opcode=0 len=0 vendor err 138 (Send)\n"
+        "ib-n9:3302:3390 [0] NCCL INFO transport/net.cc:1137 -> 6\n")})
+    v = d["verdict"]
+    assert v["kind"] == "network_error", v
+    assert v["host"] == "ib-n3", v
