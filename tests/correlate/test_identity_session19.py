@@ -70,3 +70,16 @@ def test_older_nccls_queue_pair_access_violation_event_is_the_hosts_network_erro
     v = d["verdict"]
     assert v["kind"] == "network_error", v
     assert v["host"] == "ib-n3", v
+
+
+def test_flux_lost_contact_with_a_job_shell_names_the_brokers_node(tmp_path, monkeypatch, catalog):
+    # flux-core src/modules/job-exec/bulkexec.c: a job shell whose broker is unreachable (EHOSTUNREACH) raises the
+    # job's fatal exception "%s on broker %s (rank %d)" with "lost contact with job shell" (flux-job prints it as
+    # 'job.exception type=exec severity=0 ...'); the line is the instance's, the node it names is the lost one
+    d = diagnose_files(tmp_path, monkeypatch, catalog, {"flux_run.out": (
+        "epoch 2 step 1400 loss 2.31\n"
+        "1843.120s: job.exception type=exec severity=0 lost contact with job shell on broker tioga27 (rank 3)\n"
+        "flux-job: task(s) exited with exit code 143\n")})
+    v = d["verdict"]
+    assert v["kind"] == "node_failure", v
+    assert v["host"] == "tioga27", v
