@@ -46,7 +46,7 @@ WHERE role IN ('cause', 'symptom')                          -- first_cause, firs
       -- node_events: its case-insensitive regexp's words ('%' also stands for the one letter, s,
       -- that has a second case-folding: U+017F)
       OR message ILIKE '%node failure on %' OR message ILIKE '%on failed node %' OR message ILIKE '%not re%ponding%'
-      OR message ILIKE '%nodenotready%'
+      OR message ILIKE '%nodenotready%' OR message ILIKE '%lost contact with job shell on %'
       -- network: the IB async events of NCCL (after a port error, port active: the port came back)
       OR message LIKE '%async event%'
       -- rendezvous

@@ -3,7 +3,7 @@
 -- params: none (reads temp view aligned_events)
 -- returns: lines that say a node failed, with the node they name (which is often not the host
 --   that logged them): slurmctld "Node failure on n2" / "Killing JobId=7 on failed node n2" /
---   "node n2 not responding" / srun's "Task launch for StepId=7.0 failed on node n2" / NODE_FAIL, a down node in sinfo, Kubernetes "Node ... status is now: NodeNotReady",
+--   "node n2 not responding" / Flux's "lost contact with job shell on broker n2 (rank 3)" / srun's "Task launch for StepId=7.0 failed on node n2" / NODE_FAIL, a down node in sinfo, Kubernetes "Node ... status is now: NodeNotReady",
 --   a NotReady / Unknown row of `kubectl get nodes` (the row's NAME is the node: kubectl_get.node_row's host), the
 --   Ready False / Unknown condition of `kubectl describe node` (the dump's Name) and
 --   a `kubectl get events` row about a node object ('node/NAME', the OBJECT column of kubectl's event printer),
@@ -16,6 +16,11 @@ SELECT event_id, ats, host AS reporter,
        coalesce(nullif(regexp_extract(message, '(?i)node failure on ([\w.\-\[\],]+)', 1), ''),
                 nullif(regexp_extract(message, '(?i)on failed node ([\w.\-\[\],]+)', 1), ''),
                 nullif(regexp_extract(message, '(?i)node ([\w.\-\[\],]+) not responding', 1), ''),
+                -- Flux's job-exec module (flux-core src/modules/job-exec/bulkexec.c, exec.c): a job shell whose broker
+                -- is unreachable (EHOSTUNREACH) is 'lost contact with job shell on broker H (rank N)' in the job's fatal
+                -- exception, 'lost contact with job shell on H (shell rank N)' in lost_shell's; written by the
+                -- instance's job-exec, not by H
+                nullif(regexp_extract(message, 'lost contact with job shell on (?:broker )?([\w.\-]+) \((?:shell )?rank \d+\)', 1), ''),
                 -- srun (src/api/step_launch.c): 'Task launch for StepId=J.S failed on node N: ...'
                 nullif(regexp_extract(message, 'Task launch for \S+ failed on node ([\w.\-]+):', 1), ''),
                 nullif(regexp_extract(message, '(?i)Node ([\w.\-]+) status is now: NodeNotReady', 1), ''),
@@ -47,5 +52,5 @@ SELECT event_id, ats, host AS reporter,
        format, file, line, message
 FROM aligned_events
 WHERE kind = 'node_failure'
-   OR regexp_matches(message, '(?i)node failure on |on failed node |not responding|NodeNotReady')
+   OR regexp_matches(message, '(?i)node failure on |on failed node |not responding|NodeNotReady|lost contact with job shell on ')
 ORDER BY ats NULLS LAST, file, line

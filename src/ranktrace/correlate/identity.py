@@ -718,11 +718,14 @@ def build_maps(con: duckdb.DuckDBPyConnection) -> None:
         )
         SELECT host, gpu, rank FROM g UNION ALL SELECT host, gpu || '.0', rank FROM g
     """)
+    # a global rank's host and local rank; a link without a host still ties the rank to its local rank
+    # (one process's 'RANK=3 ... LOCAL_RANK=1' environment print: a global rank is one process of the job,
+    # wherever it ran), and a rank whose links disagree gets neither
     con.execute("""
         CREATE OR REPLACE TEMP TABLE id_rank AS
         SELECT rank, CASE WHEN count(DISTINCT lower(host)) = 1 THEN any_value(host) END AS host,
                CASE WHEN count(DISTINCT local_rank) = 1 THEN any_value(local_rank) END AS local_rank
-        FROM identity WHERE rank IS NOT NULL AND host IS NOT NULL GROUP BY rank
+        FROM identity WHERE rank IS NOT NULL AND (host IS NOT NULL OR local_rank IS NOT NULL) GROUP BY rank
     """)
 
 
