@@ -27,8 +27,8 @@ CREATE TABLE IF NOT EXISTS interpolated_times (
 -- How: what a line's clock depends on (its host, or its file for a file of no host) is a column of its class,
 -- so the offset is found once per class (a few thousand rows), not once per line, and the aligned time is
 -- integer arithmetic on the line (make_timestamp(epoch_us(ts) - offset in us): the same instant as ts minus
--- that interval, at a third of its cost). On the long run's 15.4 M lines the per-line join of the offsets
--- and the interval arithmetic were half of the README's "last progress per rank" query. The attempt is
+-- that interval, at a third of its cost). On the long run's 15.4 M lines these two took the README's "last
+-- progress per rank" from 2.3 to 1.4 CPU-s, and the CASE below to 1.0 (benchmarks/README.md, session 19). The attempt is
 -- found here by a join on the host with the time as a range, whatever the spans are; when every host's
 -- spans follow one another (as ranktrace.correlate.attempts writes them), ingest replaces this view by
 -- one that finds it with a CASE over the host's span starts, read per class (store.make_aligned_view):
