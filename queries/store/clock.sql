@@ -24,20 +24,40 @@ CREATE TABLE IF NOT EXISTS interpolated_times (
     event_id BIGINT,
     ts       TIMESTAMP
 );
+-- How: what a line's clock depends on (its host, or its file for a file of no host) is a column of its class,
+-- so the offset is found once per class (a few thousand rows), not once per line, and the aligned time is
+-- integer arithmetic on the line (make_timestamp(epoch_us(ts) - offset in us): the same instant as ts minus
+-- that interval, at a third of its cost). On the long run's 15.4 M lines these two took the README's "last
+-- progress per rank" from 2.3 to 1.4 CPU-s, and the CASE below to 1.0 (benchmarks/README.md, session 19). The attempt is
+-- found here by a join on the host with the time as a range, whatever the spans are; when every host's
+-- spans follow one another (as ranktrace.correlate.attempts writes them), ingest replaces this view by
+-- one that finds it with a CASE over the host's span starts, read per class (store.make_aligned_view):
+-- the same rows, without a join per line.
 CREATE OR REPLACE VIEW events_aligned AS
+-- (subqueries, not CTEs: a CTE's columns lose their NOT NULL, which DESCRIBE shows users)
 SELECT a.* EXCLUDE (host_key),
        -- the attempt whose start on the line's host (attempts.sql) it has reached; NULL for a line with no
-       -- time (a snapshot such as sacct output can be about any attempt). A hash join on the host with
-       -- the time as a range: as cheap as no join on millions of lines
+       -- time (a snapshot such as sacct output can be about any attempt)
        CASE WHEN a.ats IS NOT NULL THEN coalesce(s.attempt, 1) END AS attempt
-FROM (
-    SELECT e.*,
-           coalesce(o.offset_s, 0.0) AS offset_s,
-           CASE WHEN e.ts >= TIMESTAMP '1990-01-01' AND e.ts < TIMESTAMP '2100-01-01'
-                THEN e.ts - to_microseconds(CAST(round(coalesce(o.offset_s, 0.0) * 1e6) AS BIGINT)) END AS ats,
-           coalesce(e.host, '') AS host_key
-    FROM (SELECT e.* REPLACE (coalesce(it.ts, e.ts) AS ts)
-          FROM events e LEFT JOIN interpolated_times it ON it.event_id = e.event_id) e
-    LEFT JOIN clock_offsets o ON o.host = coalesce(e.host, '@' || e.file)   -- '@' || file: a file of no host (slurmctld)
+FROM (   -- the columns of view events (queries/schema/002_views.sql), offset_s and ats
+    SELECT r.event_id, r.file_id, k.file, r.line, r.end_line, r.byte_offset, r.ts, k.ts_kind, r.ts_text,
+           k.format, k.pattern, k.envelopes, k.host, r.rank, r.local_rank, r.task, r.pid, r.tid,
+           k.job_id, k.step_id, k.pod, k.namespace, k.container, k.gpu, k.program,
+           k.level, k.severity, k.kind, k.role, r.message, r.raw, r.marks,
+           r.step, r.says_step, r.nranks, r.teardown, r.ts_logged,
+           k.offset_s,
+           CASE WHEN r.ts >= TIMESTAMP '1990-01-01' AND r.ts < TIMESTAMP '2100-01-01'
+                THEN make_timestamp(epoch_us(r.ts) - k.offset_us) END AS ats,
+           k.host_key
+    FROM (SELECT r.* REPLACE (coalesce(it.ts, r.ts) AS ts)
+          FROM event_rows r LEFT JOIN interpolated_times it ON it.event_id = r.event_id) r
+    JOIN (   -- each class with its clock's offset (its host's; a file of no host, such as slurmctld's:
+             -- '@' || file), and the host its attempts' spans are keyed by
+        SELECT c.*, coalesce(o.offset_s, 0.0) AS offset_s,
+               CAST(round(coalesce(o.offset_s, 0.0) * 1e6) AS BIGINT) AS offset_us,
+               coalesce(c.host, '') AS host_key
+        FROM event_classes c
+        LEFT JOIN clock_offsets o ON o.host = coalesce(c.host, '@' || c.file)
+    ) k USING (class_id)
 ) a
 LEFT JOIN attempt_spans s ON s.host = a.host_key AND a.ats >= s.start AND a.ats < s.stop;

@@ -868,19 +868,84 @@ def _summaries_from_parts(con: duckdb.DuckDBPyConnection, files: dict[str, str])
 
 def store_attempts(con: duckdb.DuckDBPyConnection, clock: list[dict]) -> bool:
     """Tables attempts and attempt_spans (ranktrace.correlate.attempts), behind view events_aligned's
-    `attempt`. Like the clock, a help for SQL users: a failure is said in meta 'attempts_error' and
-    never fails the ingest (one attempt is assumed). True when the attempts were found."""
+    `attempt` (made again for those spans: make_aligned_view). Like the clock, a help for SQL users: a
+    failure is said in meta 'attempts_error' and never fails the ingest (one attempt is assumed). True
+    when the attempts were found."""
     db = con.execute("SELECT current_database()").fetchone()[0].replace('"', '""')
     con.execute("DELETE FROM meta WHERE key = 'attempts_error'")
     try:
         from .correlate.attempts import store_attempts as store
         store(con, clock, db)
-        return True
+        found = True
     except Exception as exc:
         con.execute("INSERT INTO meta VALUES ('attempts_error', ?)", [f"{type(exc).__name__}: {exc}"])
         con.execute(f'DELETE FROM "{db}".main.attempts')
         con.execute(f'DELETE FROM "{db}".main.attempt_spans')
-        return False
+        found = False
+    make_aligned_view(con)
+    return found
+
+
+def _aligned_view_sql() -> str:
+    """The CREATE VIEW events_aligned statement of queries/store/clock.sql (its attempt found by a join)."""
+    text = (data_dir("queries") / "store" / "clock.sql").read_text()
+    return text[text.index("CREATE OR REPLACE VIEW events_aligned AS"):].strip().rstrip(";")
+
+
+def aligned_view_sql(slots: int) -> str:
+    """View events_aligned of queries/store/clock.sql with the attempt of a line found without a join per
+    line: its class (a host) carries its host's attempt_spans, the first `slots` of them in order of
+    start (a{i}: the attempt, s{i}: the start), and a CASE picks the last span the line's time has
+    reached. The same rows as the join when every host has at most `slots` spans, each ending where the
+    next begins (stop = the next one's start), the first starting by 1990 and the last ending after 2100
+    (every ats is in between): what make_aligned_view checks."""
+    text = _aligned_view_sql()
+    head = "SELECT a.* EXCLUDE (host_key),\n"
+    host_key = "               coalesce(c.host, '') AS host_key\n"
+    offsets = "        LEFT JOIN clock_offsets o ON o.host = coalesce(c.host, '@' || c.file)\n"
+    carried = "           k.host_key\n"
+    join = "\nLEFT JOIN attempt_spans s ON s.host = a.host_key AND a.ats >= s.start AND a.ats < s.stop"
+    attempt = text[text.index(head):text.index("FROM (")]
+    if any(text.count(x) != 1 for x in (head, host_key, offsets, carried, join)) or not text.endswith(join):
+        raise AssertionError("queries/store/clock.sql: view events_aligned is no longer in the form read here")
+    a = [f"a{i}" for i in range(1, slots + 1)]
+    s = [f"s{i}" for i in range(2, slots + 1)]
+    slot_cols = [f"h.a[{i}] AS a{i}" for i in range(1, slots + 1)] + [f"h.s[{i}] AS s{i}" for i in range(2, slots + 1)]
+    text = text.replace(host_key, host_key.rstrip("\n") + "".join(f",\n               {c}" for c in slot_cols) + "\n")
+    text = text.replace(offsets, offsets + (
+        "        LEFT JOIN (   -- each host's spans, in order\n"
+        "            SELECT host, list(attempt ORDER BY start) AS a, list(start ORDER BY start) AS s\n"
+        "            FROM attempt_spans GROUP BY host\n"
+        "        ) h ON h.host = coalesce(c.host, '')\n"))
+    text = text.replace(carried, carried.rstrip("\n") + "".join(f", k.{c}" for c in a + s) + "\n")
+    # span i is [s{i}, s{i+1}): the first i whose next start the line has not reached (a{i} NULL: a host
+    # of no span, as the join's no match: attempt 1)
+    pick = " ".join(f"WHEN s{i + 1} IS NULL OR a.ats < s{i + 1} THEN a{i}" for i in range(1, slots))
+    pick = (f"CASE {pick} ELSE a{slots} END" if slots > 1 else "a1") if slots else "NULL"
+    text = text.replace(attempt, (
+        f"SELECT a.* EXCLUDE (host_key{''.join(', ' + c for c in a + s)}),\n"
+        f"       CASE WHEN a.ats IS NOT NULL THEN coalesce({pick}, 1) END AS attempt\n"))
+    return text[:-len(join)]
+
+
+def make_aligned_view(con: duckdb.DuckDBPyConnection) -> None:
+    """View events_aligned (queries/store/clock.sql) for the store's attempt_spans as they are now: when
+    they are as ranktrace.correlate.attempts writes them (aligned_view_sql says how), the form that finds
+    a line's attempt with no join per line (the long run's 15.4 M lines: the join was a third of the
+    README's queries over events_aligned); else the join of clock.sql."""
+    db = con.execute("SELECT current_database()").fetchone()[0].replace('"', '""')
+    regular, slots = con.execute(f"""
+        WITH s AS (
+            SELECT start, stop, lead(start) OVER w AS next, row_number() OVER w AS i, count(*) OVER (PARTITION BY host) AS n
+            FROM "{db}".main.attempt_spans WHERE host IS NOT NULL
+            WINDOW w AS (PARTITION BY host ORDER BY start)
+        )
+        SELECT coalesce(bool_and(coalesce(start < stop AND (i > 1 OR start <= TIMESTAMP '1990-01-01')
+                                          AND (next IS NULL AND stop >= TIMESTAMP '2100-01-01' OR next = stop),
+                                          false)), true),
+               coalesce(max(n), 0)
+        FROM s""").fetchone()
+    con.execute(aligned_view_sql(int(slots)) if regular else _aligned_view_sql())
 
 
 def store_clock_offsets(con: duckdb.DuckDBPyConnection) -> list[dict]:
