@@ -101,12 +101,15 @@ class SlurmSrun(Render):
             t = max(x[0] for x in lst) + dt.timedelta(milliseconds=150)
             self.jobout(a, t, S.srun_task_error(h, [x[1] for x in lst], what))
 
+    def step_tasks(self, a):
+        """(host, task id, pid) of step 0's tasks: one a rank."""
+        return [(self.host(a, rank), rank, a.pids[rank]) for rank in self.ranks()]
+
     def end_complete(self, a, exits, nxt):
         rnd = self.r.rnd
         t = a.t_stop + dt.timedelta(seconds=rnd.uniform(1, 5))
-        for rank in self.ranks():
-            h = self.host(a, rank)
-            self.slurmd(h, t, lambda L, rank=rank: S.task_exit(L, a.job, 0, rank, a.pids[rank], 0))
+        for h, task, pid in self.step_tasks(a):
+            self.slurmd(h, t, lambda L, task=task, pid=pid: S.task_exit(L, a.job, 0, task, pid, 0))
         self.ctl(t + dt.timedelta(seconds=1), lambda L: S.job_complete(L, a.job, 0)[0])
         self.ctl(t + dt.timedelta(seconds=1), lambda L: S.job_complete(L, a.job, 0)[1])
         a.end = t
@@ -128,14 +131,19 @@ class SlurmSrun(Render):
         self.report_exits(a, ex)
         a.end = max(v[0] for v in ex.values())
 
-    def end_failure(self, a, exits, nxt):
-        r, rnd = self.r, self.r.rnd
-        f = a.failure
-        frozen = f.host if f.story == "node_freeze" else None
+    def step_oom(self, a, exits) -> None:
+        """The cgroup OOM of step 0 as slurmd and slurmstepd (in the job's output) tell it."""
+        r, f = self.r, a.failure
         if f.story == "host_oom" and f.telling == "oom_rank":
             t = exits[f.rank][0] + dt.timedelta(seconds=0.2)
             self.slurmd(f.host, t, lambda L: S.oom_event(L, a.job, 0, new_form=r.seed % 2 == 0))
             self.jobout(a, t, S.stepd_oom_in_output(a.job, 0, new_form=r.seed % 2 == 0))
+
+    def end_failure(self, a, exits, nxt):
+        rnd = self.r.rnd
+        f = a.failure
+        frozen = f.host if f.story == "node_freeze" else None
+        self.step_oom(a, exits)
         timed = sorted((v[0], k) for k, v in exits.items() if isinstance(v, tuple))
         alive = [k for k, v in exits.items() if v is None]
         if alive or (f.cascade == "srun_kill" and timed):
@@ -364,23 +372,14 @@ class MpirunSlurm(SlurmSrun):
         self.mpirun_out(a, t, M.lost_daemon(a.job % 65536, a.hosts[0], a.hosts.index(node), node))
         super().node_lost(a, t, node)
 
-    def end_complete(self, a, exits, nxt):
-        rnd = self.r.rnd
-        t = a.t_stop + dt.timedelta(seconds=rnd.uniform(1, 5))
-        for i, h in enumerate(a.hosts):   # the step's tasks are the orteds, one a node
-            self.slurmd(h, t, lambda L, i=i, h=h: S.task_exit(L, a.job, 0, i, a.agent_pid[h], 0))
-        self.ctl(t + dt.timedelta(seconds=1), lambda L: S.job_complete(L, a.job, 0)[0])
-        self.ctl(t + dt.timedelta(seconds=1), lambda L: S.job_complete(L, a.job, 0)[1])
-        a.end = t
+    def step_tasks(self, a):
+        return [(h, i, a.agent_pid[h]) for i, h in enumerate(a.hosts)]   # the orteds, one a node
 
     def end_failure(self, a, exits, nxt):
-        r, rnd = self.r, self.r.rnd
+        rnd = self.r.rnd
         f = a.failure
         frozen = f.host if f.story == "node_freeze" else None
-        if f.story == "host_oom" and f.telling == "oom_rank":
-            t = exits[f.rank][0] + dt.timedelta(seconds=0.2)
-            self.slurmd(f.host, t, lambda L: S.oom_event(L, a.job, 0, new_form=r.seed % 2 == 0))
-            self.jobout(a, t, S.stepd_oom_in_output(a.job, 0, new_form=r.seed % 2 == 0))
+        self.step_oom(a, exits)
         timed = sorted((v[0], k) for k, v in exits.items() if isinstance(v, tuple))
         first = next((t for t, k in timed if _failed(exits[k])), None)
         if first is not None:

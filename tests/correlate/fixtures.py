@@ -109,3 +109,24 @@ def diagnose_files(tmp_path, monkeypatch, catalog, files: dict[str, str]) -> dic
     finally:
         con.close()
 
+
+
+def generated_run(out, story: str, seed: int, layout: str, catalog):
+    """A run of benchmarks/gen_longrun.py written under `out` and ingested beside it: (its truth, a read-only
+    connection to its store; the caller closes it)."""
+    import json
+    import sys
+    from pathlib import Path
+
+    from ranktrace.ingest.pipeline import ingest
+    bench = Path(__file__).resolve().parents[2] / "benchmarks"
+    sys.path.insert(0, str(bench))
+    try:
+        import gen_longrun
+    finally:
+        sys.path.remove(str(bench))
+    run = Path(out) / "run"
+    gen_longrun.generate(run, story, seed, layout=layout)
+    files = sorted(str(p) for p in run.rglob("*") if p.is_file() and p.name != "truth.json")
+    ingest(files, str(Path(out) / "db"), catalog)
+    return json.loads((run / "truth.json").read_text()), store_connect(str(Path(out) / "db"), read_only=True)

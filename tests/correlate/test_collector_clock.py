@@ -10,32 +10,17 @@ no anchor of its host's, retold from the timed line before it in a console fed f
 
 from __future__ import annotations
 
-import json
-import sys
-from pathlib import Path
-
 from ranktrace.correlate import diagnose
-from ranktrace.ingest.pipeline import ingest
-from ranktrace.store import connect as store_connect
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+from .fixtures import generated_run
 
 
 def test_a_console_stamped_by_mpirun_keeps_each_nodes_clock(tmp_path, catalog):
-    sys.path.insert(0, str(BENCH))
-    try:
-        import gen_longrun
-    finally:
-        sys.path.remove(str(BENCH))
-    gen_longrun.generate(tmp_path / "run", "exception", 3, layout="mpirun_slurm")
-    truth = json.loads((tmp_path / "run" / "truth.json").read_text())
+    truth, con = generated_run(tmp_path, "exception", 3, "mpirun_slurm", catalog)
     offsets = truth["clock_offsets_s"]
     assert offsets["dgx-h100-011"] - offsets["dgx-h100-012"] > 300          # the two nodes, 5 minutes apart
     out = sorted((tmp_path / "run").glob("slurm-*.out"))[0].read_text()
     assert out.startswith("2026-") and "Z: [1,0]<stdout>:" in out.splitlines()[0]   # stamped by mpirun
-    files = sorted(str(p) for p in (tmp_path / "run").rglob("*") if p.is_file() and p.name != "truth.json")
-    ingest(files, str(tmp_path / "db"), catalog)
-    con = store_connect(str(tmp_path / "db"), read_only=True)
     doc = diagnose(con)
     est = dict(con.execute("SELECT host, offset_s FROM clock_offsets").fetchall())
     con.close()

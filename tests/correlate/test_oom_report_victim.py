@@ -8,29 +8,15 @@ while rank 7's own hypothesis lost (its last progress line is stamped after the 
 
 from __future__ import annotations
 
-import json
-import sys
-from pathlib import Path
-
 from ranktrace.correlate import diagnose
-from ranktrace.ingest.pipeline import ingest
-from ranktrace.store import connect as store_connect
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+from .fixtures import generated_run
 
 
 def test_the_reports_first_line_names_the_victim_its_kill_line_names(tmp_path, catalog):
-    sys.path.insert(0, str(BENCH))
-    try:
-        import gen_longrun
-    finally:
-        sys.path.remove(str(BENCH))
-    gen_longrun.generate(tmp_path / "run", "host_oom", 2, layout="mpirun_slurm")
-    truth = json.loads((tmp_path / "run" / "truth.json").read_text())["attempts"][2]["verdict"]
-    assert (truth["kind"], truth["rank"], truth["host"]) == ("oom", 7, "cn0037")
-    files = sorted(str(p) for p in (tmp_path / "run").rglob("*") if p.is_file() and p.name != "truth.json")
-    ingest(files, str(tmp_path / "db"), catalog)
-    con = store_connect(str(tmp_path / "db"), read_only=True)
+    truth, con = generated_run(tmp_path, "host_oom", 2, "mpirun_slurm", catalog)
+    want = truth["attempts"][2]["verdict"]
+    assert (want["kind"], want["rank"], want["host"]) == ("oom", 7, "cn0037")
     v = diagnose(con)["attempts"][2]["verdict"]
     con.close()
-    assert (v["kind"], v["rank"], v["host"], v["pid"]) == ("oom", 7, "cn0037", truth["pid"]), v
+    assert (v["kind"], v["rank"], v["host"], v["pid"]) == ("oom", 7, "cn0037", want["pid"]), v
