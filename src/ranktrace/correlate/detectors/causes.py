@@ -20,6 +20,8 @@ def _weak_reason(r: dict) -> str | None:
     fmt = r["format"] or ""
     if r["program"] == "srun" and r["reported"] and _SRUN_BROUGHT_DOWN.search(r["message"] or ""):
         return "srun's report of tasks brought down (task_exits tells a watchdog's abort from a fault)"
+    if fmt == "openmpi_signal" and _MPIRUN_BROUGHT_DOWN.match(r["message"] or ""):
+        return "mpirun's report of a process brought down (a watchdog's SIGABRT, or a fault its own lines tell)"
     if r["kind"] == "process_exit" and (r["program"] in SCHEDULER_PROGRAMS or fmt.startswith(("slurm", "kube"))):
         return "a scheduler's report of an exit code (the process's own line says why)"
     if r["failure"] in ("time_limit", "cancelled") and r["program"] not in SCHEDULER_PROGRAMS \
@@ -33,6 +35,9 @@ def _weak_reason(r: dict) -> str | None:
 # 'n1: tasks 0-3: Aborted': how a job's watchdogs (SIGABRT) and its teardown (SIGTERM) bring its
 # tasks down, as srun reports them (a memory fault, a kill (the OOM killer's too) or an exit code stay direct)
 _SRUN_BROUGHT_DOWN = re.compile(r": tasks? [\d,-]+: (?:Aborted|Terminated)\b")
+# the same as Open MPI's launcher reports it ('mpirun noticed that process rank 3 with PID 0 on node n2 exited on
+# signal 6 (Aborted).', openmpi_signal.noticed: the message from 'exited')
+_MPIRUN_BROUGHT_DOWN = re.compile(r"exited on signal (?:6|15) ")
 
 
 # An exception whose text is about a lost peer is almost always the cascade, whatever the
