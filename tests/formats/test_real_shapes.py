@@ -67,4 +67,4 @@ def test_lines_beginning_with_a_time_have_ts(shapes_store):
           AND file LIKE '%.log'
     """).fetchall()
     assert len(rows) > 20
-    assert [(f, ln, k, raw[:80]) for f, ln, k, raw in rows if k not in ("exact", "local", "year_inferred", "envelope")] == []
+    assert [(f, ln, k, raw[:80]) for f, ln, k, raw in rows if k not in ("exact", "local", "year_inferred", "envelope", "collector")] == []
