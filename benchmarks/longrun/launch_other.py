@@ -60,7 +60,11 @@ class SlurmSrun(Render):
 
     def oom_memcg(self, a, rank):
         cg = f"/slurm/uid_1000/job_{a.job}/step_0"
-        return cg, f"{cg}/task_{rank % self.r.gpus}"
+        return cg, f"{cg}/task_{self.memcg_task(a, rank)}"
+
+    def memcg_task(self, a, rank) -> int:
+        """The step's task whose cgroup holds `rank`'s process."""
+        return rank % self.r.gpus
 
     def launch(self, a):
         r, rnd = self.r, self.r.rnd
@@ -251,9 +255,8 @@ class DeepspeedSrun(SlurmSrun):
     def node_out(self, a, i, t, text):
         self.s.add(self.out_file(a), t, self.node_wrap(i)(t, text))
 
-    def oom_memcg(self, a, rank):
-        cg = f"/slurm/uid_1000/job_{a.job}/step_0"
-        return cg, f"{cg}/task_{self.node_of(a, rank)}"
+    def memcg_task(self, a, rank) -> int:
+        return self.node_of(a, rank)
 
     def launch(self, a):
         super().launch(a)
@@ -345,9 +348,8 @@ class MpirunSlurm(SlurmSrun):
             return M.tag(rank, stream, self.lt(a.hosts[0], t) if self.stamped else None) + text
         return self.out_file(a), wrap
 
-    def oom_memcg(self, a, rank):
-        cg = f"/slurm/uid_1000/job_{a.job}/step_0"
-        return cg, f"{cg}/task_{a.hosts.index(self.host(a, rank))}"    # the node's orted is the step's task
+    def memcg_task(self, a, rank) -> int:
+        return a.hosts.index(self.host(a, rank))    # the node's orted is the step's task
 
     def mpirun_out(self, a, t, lines: list[str]) -> None:
         for x in lines:
