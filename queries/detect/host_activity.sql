@@ -8,17 +8,22 @@
 --   symptom line (a kernel stall report aside). A host whose every line stops while the others go
 --   on, with no teardown of its own, is a half-dead node; untimed_progress_after: one of its files
 --   goes on past its last timed line with progress lines of no time of their own (a console's
---   Lightning / tqdm bars): it trained on after last_ats, for how long the logs do not say.
+--   Lightning / tqdm bars): it trained on after last_ats, for how long the logs do not say;
+--   untimed_tails: (file_id, line) of each of its files whose last line of its own carries no time and comes
+--   after its last timed line there (a console's untimed lines: it wrote until some time after last_ats).
 WITH per_file AS (
     SELECT host, file_id,
            max(last_line) FILTER (WHERE ts_ok) AS timed_line,
            -- a group of lines with no time at all has no last line (it is found by time): its first stands in
            max(coalesce(last_line, min_line)) FILTER (WHERE NOT ts_ok AND (max_step IS NOT NULL OR kind = 'progress'))
-               AS untimed_step_line
+               AS untimed_step_line,
+           max(coalesce(last_line, min_line)) FILTER (WHERE NOT ts_ok) AS untimed_line
     FROM aligned_groups WHERE host IS NOT NULL
     GROUP BY host, file_id
 ), went_on AS (
-    SELECT host, bool_or(untimed_step_line > coalesce(timed_line, 0)) AS untimed_progress_after
+    SELECT host, bool_or(untimed_step_line > coalesce(timed_line, 0)) AS untimed_progress_after,
+           list({'file_id': file_id, 'line': untimed_line} ORDER BY file_id)
+               FILTER (WHERE untimed_line > coalesce(timed_line, 0)) AS untimed_tails
     FROM per_file GROUP BY host
 )
 SELECT host,
@@ -33,6 +38,7 @@ SELECT host,
                      THEN n ELSE n_teardown_text END) AS BIGINT) AS n_teardown,
        count(DISTINCT rank) AS n_ranks,
        CAST(sum(n) AS BIGINT) AS n,
-       coalesce(any_value(w.untimed_progress_after), false) AS untimed_progress_after
+       coalesce(any_value(w.untimed_progress_after), false) AS untimed_progress_after,
+       any_value(w.untimed_tails) AS untimed_tails
 FROM aligned_groups LEFT JOIN went_on w USING (host) WHERE host IS NOT NULL
 GROUP BY host ORDER BY host

@@ -358,6 +358,33 @@ def _stalled_or_died(con, stop: dt.datetime, since: dt.datetime | None = None) -
          stop - dt.timedelta(seconds=1)]).fetchone()[0])
 
 
+# a rank's report that a collective had been stuck for its whole timeout (a minute or more): the job had
+# stalled that long before the report, which no stop from outside can have caused seconds before it
+STUCK_KINDS = ("collective_timeout", "hang_report")
+
+
+def demote_stops_after_stall(con, findings: list[Finding]) -> int:
+    """Demote, in place, a scheduler's cancel or time limit (OUTSIDE_STOP_FAILURES) written after a rank
+    reported a collective stuck for its timeout (STUCK_KINDS): the job had hung already, and the cancel (a
+    requeue, a user's scancel of a hung job, the time limit it hung into) is the answer to the failure, not
+    its cause. Returns how many."""
+    n = 0
+    for f in findings:
+        if f.kind not in OUTSIDE_STOP_FAILURES or not f.direct or f.time is None:
+            continue
+        stuck = con.execute("SELECT min(first_ats) FROM aligned_groups WHERE kind IN (SELECT unnest(?)) "
+                            "AND first_ats < ?", [list(STUCK_KINDS), f.time]).fetchone()[0]
+        if stuck is None:
+            continue
+        f.direct = False
+        f.score = min(f.score, 0.1)
+        f.extra["after_stall"] = True
+        f.why += (f" — after a rank had reported a collective stuck for its timeout ({stuck:%H:%M:%S}): the "
+                  "scheduler's answer to a job that had hung, not its cause")
+        n += 1
+    return n
+
+
 def _stop_after_untimed_progress(con) -> dt.datetime | None:
     """With no timed progress: the time of an outside stop written in a file right after that file's
     progress lines of no time of their own (rank 0's Lightning bars on a torchrun console, then its

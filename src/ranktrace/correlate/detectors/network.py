@@ -24,25 +24,31 @@ OOB_HOSTS = """
 # IB transport retries a send ~7 times, seconds each, before it completes with an error)
 MAX_LEAD = dt.timedelta(seconds=120)
 
-# the attempt's completion errors: who reported, whom they name, when
-COMPLETIONS = """
-    SELECT e.event_id, e.ats, e.host AS reporter, e.rank, f.peer
-    FROM nccl_ib_completion f JOIN {src} e USING (event_id)
+# the attempt's completion errors: who reported, whom they name, when: at the earliest (`ats`) and at the
+# latest (`latest`: its own time, or for a line that carries none its file's next timed line's,
+# base.NEXT_TIMED_ATS; NULL when none follows). A console whose only timed lines are far apart (a
+# progress bar and NCCL's lines carry no time) holds its completion errors at a time minutes too early.
+COMPLETIONS = f"""
+    SELECT e.event_id, e.ats, CASE WHEN e.ts_ok THEN e.ats ELSE {NEXT_TIMED_ATS} END AS latest,
+           e.host AS reporter, e.rank, f.peer
+    FROM nccl_ib_completion f JOIN {{src}} e USING (event_id)
     WHERE e.ats IS NOT NULL
 """
 
 # the named host's own word: a port error / fatal async event of its IB devices (kind network_error)
 # from when the job stopped training on (a flap it trained past is noise) to the first completion error
-# that named it, and no more than MAX_LEAD before that. A line that carries no time of its own (NCCL's
-# without a launcher's prefix inherit the previous line's) was written after that time and before its
-# file's next timed line: it counts unless that came before the job stopped training on
-# (base.NEXT_TIMED_ATS), and its order against the other hosts' lines is known to MAX_LEAD only
+# that named it, and no more than MAX_LEAD before that. Both ends are intervals where a line carries no
+# time of its own (NCCL's without a launcher's prefix inherit the previous line's: it was written after
+# that time and before its file's next timed line, base.NEXT_TIMED_ATS): a port event counts when it can
+# have come before the first completion error ($first at the earliest, $latest at the latest; NULL: not
+# bounded), and an untimed one unless its file's next timed line came before the job stopped training
+# on; its order against the other hosts' lines is known to MAX_LEAD only
 OWN_EVENTS = f"""
     SELECT event_id, ats, ts_ok, host, rank, local_rank, pid FROM {{src}} e
     WHERE kind = 'network_error' AND host = $host AND ats IS NOT NULL
-      AND CASE WHEN ts_ok THEN ($healthy IS NULL OR ats >= $healthy) AND ats <= $first
+      AND CASE WHEN ts_ok THEN ($healthy IS NULL OR ats >= $healthy) AND ($latest IS NULL OR ats <= $latest)
                                AND ats >= $first - to_seconds($lead)
-               ELSE ats <= $first + to_seconds($lead)
+               ELSE ($latest IS NULL OR ats <= $latest + to_seconds($lead))
                     AND ($healthy IS NULL OR coalesce({NEXT_TIMED_ATS}, TIMESTAMP '9999-12-31') >= $healthy) END
     ORDER BY ats, file, line
 """
@@ -137,9 +143,11 @@ def ib_peers(con) -> list[Finding]:
         peer = hosts.get(r["peer"])
         if peer is None or peer == r["reporter"]:
             continue
-        n = named.setdefault(peer, {"reporters": set(), "first": r["ats"], "events": []})
+        n = named.setdefault(peer, {"reporters": set(), "first": r["ats"], "latest": r["latest"], "events": []})
         n["reporters"].add(r["reporter"])
         n["first"] = min(n["first"], r["ats"])
+        # the first completion error came no later than the earliest of their latest times (NULL: unbounded)
+        n["latest"] = min((t for t in (n["latest"], r["latest"]) if t is not None), default=None)
         n["events"].append(r["event_id"])
     if not named:
         return []
@@ -148,7 +156,8 @@ def ib_peers(con) -> list[Finding]:
 
     def own_events(host: str) -> list[dict]:
         return rows(con, OWN_EVENTS.format(src=src), {"host": host, "healthy": healthy,
-                                                      "first": named[host]["first"], "lead": MAX_LEAD.total_seconds()})
+                                                      "first": named[host]["first"], "latest": named[host]["latest"],
+                                                      "lead": MAX_LEAD.total_seconds()})
 
     recovered = recoveries(con)
     most = max(len(n["reporters"]) for n in named.values())

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+from ..util import table_exists
 from .base import Finding, query
 
 # with no progress to judge by, a host that wrote this long after its last complaint went on past it
@@ -56,7 +57,10 @@ def half_dead_nodes(con) -> list[Finding]:
     end_others = min(h["last_ats"] for h in tearing)
     out = []
     for h in quiet:
-        gap = (end_others - h["last_ats"]).total_seconds()
+        latest = _latest_end(con, h)
+        if latest is None:   # its last lines carry no time and nothing bounds them: when it stopped is not known
+            continue
+        gap = (end_others - latest).total_seconds()
         if gap < 1.0:
             continue
         out.append(Finding(detector="half_dead_nodes", kind="node_failure",
@@ -65,6 +69,27 @@ def half_dead_nodes(con) -> list[Finding]:
                                f"hosts; it wrote no error and its launcher no teardown (frozen or dead node)",
                            host=h["host"], time=h["last_ats"], extra={"silent_for_s": gap}))
     return out
+
+
+# the next line with a time of its own after a line of a file, among the hot lines (base.NEXT_TIMED_ATS)
+NEXT_TIMED = "SELECT arg_min(ats, line) FROM hot_events_all WHERE file_id = ? AND line > ? AND ts_ok"
+
+
+def _latest_end(con, h: dict) -> dt.datetime | None:
+    """The latest time host `h` (a host_activity row) can have written its last line: its last timed line's,
+    or, where a file of its goes on past that with lines that carry no time (a console of several hosts:
+    mpirun's without --timestamp-output, a progress bar), that file's next timed line after them, which
+    they came before (None: none follows, not known). Read as if at its last timed line, a host whose
+    console lines went on to the end with everyone's would read as having stopped minutes early."""
+    latest = h["last_ats"]
+    for tail in h["untimed_tails"] or []:
+        if not table_exists(con, "hot_events_all"):
+            return None
+        nxt = con.execute(NEXT_TIMED, [tail["file_id"], tail["line"]]).fetchone()[0]
+        if nxt is None:
+            return None
+        latest = max(latest, nxt)
+    return latest
 
 
 def node_events(con) -> list[Finding]:
