@@ -500,11 +500,12 @@ def write_class_cuts(con: duckdb.DuckDBPyConnection) -> None:
     (its own host, else the one host its file's lines resolve to: a rank's file names none itself, nor
     a pod's log the ranks of the torchrun it runs), so that queries/align/event_groups.sql splits every
     line by attempt with a comparison of its own time; column untimed: the attempt of its lines with no
-    time (write_untimed_files), else NULL. Column key is NULL on those rows. A class of no host in a
-    console of several hosts (srun's output: the tasks' lines, each written on its task's node) has,
-    besides its row, one row per task (key: srun's label) whose lines all resolve to one host: its cut on
-    that host's clock. On the console's one clock (the job's cut), a task whose node runs minutes
-    ahead would have its last lines of an attempt read as the next one's."""
+    time (write_untimed_files), else NULL. Columns key and rkey are NULL on those rows. A class of no host
+    in a console of several hosts (srun's output: the tasks' lines, each written on its task's node) has,
+    besides its row, one row per task (key: srun's label) and one per rank (rkey: a line's own rank, as
+    DeepSpeed's `[Rank N]` and torch's `[rankN]:` name it) whose lines all resolve to one host: its cut on
+    that host's clock. On the console's one clock (the job's cut), a task or rank whose node runs minutes
+    behind would have its first lines of an attempt read as the last one's."""
     from ..clock_key import FILE_CLOCK
     k = _count(con, "attempt_hosts")
     shift = "to_microseconds(CAST(round(coalesce(o.offset_s, 0.0) * 1e6) AS BIGINT))"
@@ -517,33 +518,43 @@ def write_class_cuts(con: duckdb.DuckDBPyConnection) -> None:
              kh AS (SELECT file_id, task AS key, any_value(host) AS host
                     FROM aligned_groups_all WHERE task IS NOT NULL AND host IS NOT NULL
                     GROUP BY ALL HAVING count(DISTINCT host) = 1),
+             rh AS (SELECT file_id, rank AS rkey, any_value(host) AS host
+                    FROM aligned_groups_all WHERE rank IS NOT NULL AND host IS NOT NULL
+                    GROUP BY ALL HAVING count(DISTINCT host) = 1),
              several AS (SELECT file_id FROM aligned_groups_all GROUP BY file_id HAVING count(DISTINCT host) > 1),
-             t AS (   -- (class, key, host whose cut it takes, clock its lines are logged on)
-                 SELECT c.class_id, c.file_id, CAST(NULL AS INTEGER) AS key, coalesce(c.host, fh.host) AS host,
-                        coalesce(c.host, fh.host, '{FILE_CLOCK}' || c.file) AS clock
+             t AS (   -- (class, key, rkey, host whose cut it takes, clock its lines are logged on)
+                 SELECT c.class_id, c.file_id, CAST(NULL AS INTEGER) AS key, CAST(NULL AS INTEGER) AS rkey,
+                        coalesce(c.host, fh.host) AS host, coalesce(c.host, fh.host, '{FILE_CLOCK}' || c.file) AS clock
                  FROM event_classes c LEFT JOIN fh ON fh.file_id = c.file_id
                  UNION ALL
-                 SELECT c.class_id, c.file_id, kh.key, kh.host, kh.host
+                 SELECT c.class_id, c.file_id, kh.key, NULL, kh.host, kh.host
                  FROM event_classes c JOIN several USING (file_id) JOIN kh USING (file_id)
+                 WHERE c.host IS NULL
+                 UNION ALL
+                 SELECT c.class_id, c.file_id, NULL, rh.rkey, rh.host, rh.host
+                 FROM event_classes c JOIN several USING (file_id) JOIN rh USING (file_id)
                  WHERE c.host IS NULL)
-        SELECT t.class_id, t.key, {cols}, u.attempt AS untimed
+        SELECT t.class_id, t.key, t.rkey, {cols}, u.attempt AS untimed
         FROM t LEFT JOIN attempt_hosts h ON h.host = t.host
         LEFT JOIN clock_offsets o ON o.host = t.clock
         LEFT JOIN untimed_files u ON u.file_id = t.file_id
         CROSS JOIN (SELECT * FROM attempt_hosts WHERE host IS NULL) d
     """)
-    if not con.execute("SELECT count(*) FROM class_cuts WHERE key IS NOT NULL").fetchone()[0]:
-        # no such console: the cuts as a store's before keyed rows (its groups, kept by their stamp, stay good)
-        con.execute("ALTER TABLE class_cuts DROP COLUMN key")
+    # no such console: the cuts as a store's before keyed rows (its groups, kept by their stamp, stay good)
+    for key in ("rkey", "key"):
+        if not con.execute(f"SELECT count(*) FROM class_cuts WHERE {key} IS NOT NULL").fetchone()[0]:
+            con.execute(f"ALTER TABLE class_cuts DROP COLUMN {key}")
 
 
 def cut_exprs(con: duckdb.DuckDBPyConnection) -> list[str]:
     """SQL: the logged time each attempt k > 1 begins for a line (or a part of lines of one key) whose
-    class_cuts rows are joined as cc (the class's) and ck (its key's: see line_attempt)."""
+    class_cuts rows are joined as cc (the class's), ck (its task's) and cr (its rank's: see line_attempt)."""
     if not table_exists(con, "class_cuts"):
         return []
-    keyed = "key" in columns(con, "class_cuts")   # (a store's cuts of session 17 or before: no key)
-    return [f"coalesce(ck.c{i}, cc.c{i})" if keyed else f"cc.c{i}" for i in range(2, _count(con, "class_cuts") + 1)]
+    have = columns(con, "class_cuts")   # (a store's cuts of session 17 or before: no key; of session 19: no rkey)
+    joins = [j for j, col in (("ck", "key"), ("cr", "rkey")) if col in have] + ["cc"]
+    return [f"coalesce({', '.join(f'{j}.c{i}' for j in joins)})" if len(joins) > 1 else f"cc.c{i}"
+            for i in range(2, _count(con, "class_cuts") + 1)]
 
 
 def line_attempt(con: duckdb.DuckDBPyConnection) -> tuple[str, str]:
@@ -555,11 +566,15 @@ def line_attempt(con: duckdb.DuckDBPyConnection) -> tuple[str, str]:
     sane = "r.ts >= TIMESTAMP '1990-01-01' AND r.ts < TIMESTAMP '2100-01-01'"   # as the aligned views' ats
     have = columns(con, "class_cuts")
     untimed = "coalesce(cc.untimed, 0)" if "untimed" in have else "0"
-    join = " LEFT JOIN class_cuts cc ON cc.class_id = r.class_id"
+    keys = [k for k in ("key", "rkey") if k in have]
+    plain = " AND ".join(f"{k} IS NULL" for k in keys) or "true"
+    join = f" LEFT JOIN (SELECT * FROM class_cuts WHERE {plain}) cc ON cc.class_id = r.class_id"
     if "key" in have:
-        join = (" LEFT JOIN (SELECT * FROM class_cuts WHERE key IS NULL) cc ON cc.class_id = r.class_id"
-                " LEFT JOIN (SELECT * FROM class_cuts WHERE key IS NOT NULL) ck"
-                " ON ck.class_id = r.class_id AND ck.key = r.task")
+        join += (" LEFT JOIN (SELECT * FROM class_cuts WHERE key IS NOT NULL) ck"
+                 " ON ck.class_id = r.class_id AND ck.key = r.task")
+    if "rkey" in have:
+        join += (" LEFT JOIN (SELECT * FROM class_cuts WHERE rkey IS NOT NULL) cr"
+                 " ON cr.class_id = r.class_id AND cr.rkey = r.rank")
     return (f"CASE WHEN r.ts IS NULL THEN {untimed} WHEN NOT ({sane}) THEN 0 ELSE greatest(1, {terms}) END",
             join)
 
