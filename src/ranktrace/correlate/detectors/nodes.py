@@ -57,10 +57,7 @@ def half_dead_nodes(con) -> list[Finding]:
     end_others = min(h["last_ats"] for h in tearing)
     out = []
     for h in quiet:
-        latest = _latest_end(con, h)
-        if latest is None:   # its last lines carry no time and nothing bounds them: when it stopped is not known
-            continue
-        gap = (end_others - latest).total_seconds()
+        gap = (end_others - _latest_end(con, h)).total_seconds()
         if gap < 1.0:
             continue
         out.append(Finding(detector="half_dead_nodes", kind="node_failure",
@@ -75,20 +72,20 @@ def half_dead_nodes(con) -> list[Finding]:
 NEXT_TIMED = "SELECT arg_min(ats, line) FROM hot_events_all WHERE file_id = ? AND line > ? AND ts_ok"
 
 
-def _latest_end(con, h: dict) -> dt.datetime | None:
-    """The latest time host `h` (a host_activity row) can have written its last line: its last timed line's,
-    or, where a file of its goes on past that with lines that carry no time (a console of several hosts:
-    mpirun's without --timestamp-output, a progress bar), that file's next timed line after them, which
-    they came before (None: none follows, not known). Read as if at its last timed line, a host whose
-    console lines went on to the end with everyone's would read as having stopped minutes early."""
+def _latest_end(con, h: dict) -> dt.datetime:
+    """The latest time host `h` (a host_activity row) can have written its last line, as far as the files
+    say: its last timed line's, or, where a file of its goes on past that with lines that carry no time
+    (a console of several hosts: mpirun's without --timestamp-output), the next timed line after them in
+    that file, which they came before. Read as if at its last timed line, a host whose console lines went
+    on to the end with everyone's would read as having stopped minutes early. A file that ends with them
+    bounds nothing (a frozen node's own console ends with its last progress bars): its last timed line's."""
     latest = h["last_ats"]
+    if not table_exists(con, "hot_events_all"):
+        return latest
     for tail in h["untimed_tails"] or []:
-        if not table_exists(con, "hot_events_all"):
-            return None
         nxt = con.execute(NEXT_TIMED, [tail["file_id"], tail["line"]]).fetchone()[0]
-        if nxt is None:
-            return None
-        latest = max(latest, nxt)
+        if nxt is not None:
+            latest = max(latest, nxt)
     return latest
 
 
