@@ -367,13 +367,14 @@ def demote_stops_after_stall(con, findings: list[Finding]) -> int:
     """Demote, in place, a scheduler's cancel or time limit (OUTSIDE_STOP_FAILURES) written after a rank
     reported a collective stuck for its timeout (STUCK_KINDS): the job had hung already, and the cancel (a
     requeue, a user's scancel of a hung job, the time limit it hung into) is the answer to the failure, not
-    its cause. Returns how many."""
+    its cause (a report the job trained past, before healthy_until, does not count). Returns how many."""
     n = 0
+    healthy = healthy_until(con) or dt.datetime.min
     for f in findings:
         if f.kind not in OUTSIDE_STOP_FAILURES or not f.direct or f.time is None:
             continue
-        stuck = con.execute("SELECT min(first_ats) FROM aligned_groups WHERE kind IN (SELECT unnest(?)) "
-                            "AND first_ats < ?", [list(STUCK_KINDS), f.time]).fetchone()[0]
+        stuck = con.execute("SELECT min(last_ats) FROM aligned_groups WHERE kind IN (SELECT unnest(?)) "
+                            "AND last_ats >= ? AND first_ats < ?", [list(STUCK_KINDS), healthy, f.time]).fetchone()[0]
         if stuck is None:
             continue
         f.direct = False
