@@ -6,6 +6,8 @@ that error can have been written (its file's next timed line), not at the inheri
 
 from __future__ import annotations
 
+import pytest
+
 from .fixtures import diagnose_files
 
 IP = {"gpu-a018": "10.160.0.10", "gpu-a019": "10.53.0.11"}
@@ -53,14 +55,16 @@ def _bar(step: int, elapsed: int) -> str:
             f"0.26it/s, v_num=0, train_loss=2.3{step % 10}]")
 
 
-def test_a_port_that_blinked_while_the_job_trained_on_is_not_the_link_that_went_down(tmp_path, monkeypatch, catalog):
+@pytest.mark.parametrize("timed_after", [True, False], ids=["bounded", "unbounded"])
+def test_a_port_that_blinked_while_the_job_trained_on_is_not_the_link_that_went_down(tmp_path, monkeypatch, catalog,
+                                                                                     timed_after):
     # gpu-a018 (ranks 0-3): its last timed line is at 10:00:55; rank 2's port blinks (old NCCL's form, no
     # device) at step 30 and the job trains 37 more steps; then its completion error names gpu-a019, and
-    # its watchdog (timed) says when: 10:06:05
+    # its watchdog (timed) says when: 10:06:05 (unbounded: its log ends there, nothing says when)
     a018 = (_agent("gpu-a018", 0, "10:00:55") + _oob("gpu-a018") + [_bar(s, 4 * s) for s in range(1, 31)]
             + [_nccl("gpu-a018", 2, "transport/net_ib.cc:93 NCCL WARN NET/IB : Got async event : port error")]
             + [_bar(s, 4 * s) for s in range(31, 68)] + _completion("gpu-a018", "gpu-a019")
-            + _watchdog(2, "10:06:05"))
+            + (_watchdog(2, "10:06:05") if timed_after else []))
     # gpu-a019 (ranks 4-7): a timed line at 10:04:30, then its port goes down for good: rank 6's next work
     # request fails at once, naming gpu-a018
     a019 = (_agent("gpu-a019", 4, "10:00:57") + _oob("gpu-a019")

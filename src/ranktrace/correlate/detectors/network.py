@@ -46,9 +46,10 @@ COMPLETIONS = f"""
 OWN_EVENTS = f"""
     SELECT event_id, ats, ts_ok, host, rank, local_rank, pid FROM {{src}} e
     WHERE kind = 'network_error' AND host = $host AND ats IS NOT NULL
-      AND CASE WHEN ts_ok THEN ($healthy IS NULL OR ats >= $healthy) AND ($latest IS NULL OR ats <= $latest)
+      AND CASE WHEN ts_ok THEN ($healthy IS NULL OR ats >= $healthy)
+                               AND ($latest IS NULL OR ats <= CAST($latest AS TIMESTAMP))
                                AND ats >= $first - to_seconds($lead)
-               ELSE ($latest IS NULL OR ats <= $latest + to_seconds($lead))
+               ELSE ($latest IS NULL OR ats <= CAST($latest AS TIMESTAMP) + to_seconds($lead))
                     AND ($healthy IS NULL OR coalesce({NEXT_TIMED_ATS}, TIMESTAMP '9999-12-31') >= $healthy) END
     ORDER BY ats, file, line
 """
