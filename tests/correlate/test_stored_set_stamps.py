@@ -111,3 +111,19 @@ def test_made_of_reads_code_not_its_layout():
     assert _tree(a) == _tree(b) != _tree(c)
     assert made_of("SELECT 1") != made_of("SELECT 2")
     assert made_of("a", "b") != made_of("b", "a")
+
+
+def test_made_of_without_source_reads_the_compiled_code(monkeypatch):
+    # a bytecode-only install: no source to read; the stamps come from the compiled code (a stamp, not a crash)
+    import inspect
+
+    from ranktrace.correlate import clock, identity, util
+    monkeypatch.setattr(inspect, "getsource", lambda obj: (_ for _ in ()).throw(OSError("no source")))
+    util._code_text.cache_clear()
+    try:
+        parts = util.with_imports(identity)
+        assert parts == [identity]
+        assert util.made_of(*parts, clock.anchor_views) == util.made_of(identity, clock.anchor_views)
+        assert util.made_of(clock.anchor_views) != util.made_of(clock.anchor_rows)
+    finally:
+        util._code_text.cache_clear()

@@ -178,11 +178,16 @@ def _named_values(fn, tree_src: str) -> list[str]:
 def _code_text(p) -> str:
     """What made_of hashes of a function or module (kept: diagnose stamps three sets with the same code)."""
     import inspect
+    import marshal
     import types
-    if isinstance(p, types.ModuleType):
-        return _tree(inspect.getsource(p))
-    fn = inspect.unwrap(p)
-    src = inspect.getsource(fn)
+    fn = p if isinstance(p, types.ModuleType) else inspect.unwrap(p)
+    try:
+        src = inspect.getsource(fn)
+    except (OSError, TypeError):   # no source shipped (bytecode only): its compiled form, line numbers and all
+        code = fn.__spec__.loader.get_code(fn.__name__) if isinstance(fn, types.ModuleType) else fn.__code__
+        return marshal.dumps(code).hex()
+    if isinstance(fn, types.ModuleType):
+        return _tree(src)
     return f"{fn.__module__}.{fn.__qualname__}\0{_tree(src)}\0" + "\0".join(_named_values(fn, src))
 
 
@@ -213,7 +218,11 @@ def with_imports(module) -> list:
     import importlib
     import inspect
     out: list = [module]
-    for node in ast.walk(ast.parse(inspect.getsource(module))):
+    try:
+        source = inspect.getsource(module)
+    except (OSError, TypeError):   # no source shipped: the module's compiled form alone (made_of)
+        return out
+    for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.ImportFrom) and node.level:
             pkg = module.__name__.rsplit(".", node.level)[0]
             mod = importlib.import_module(f"{pkg}.{node.module}" if node.module else pkg)
