@@ -33,8 +33,9 @@ from ranktrace import store
 IGNORED = {"files": {"ingested_at"}}
 # rows that differ by design: the schema version, the new store's year reference (the old
 # store moved its lines' times instead: store.infer_years) and the stamps of the summaries it keeps (a hash of the SQL and code that made them: any change of
-# either changes them; the summaries themselves are compared)
-IGNORED_ROWS = {"meta": "key NOT IN ('schema_version', 'year_reference') AND NOT ends_with(key, '_stamp')"}
+# either changes them; the summaries themselves are compared) and the marks' spec (marks.spec_json, kept since
+# session 20: a store of an older version has none; the fingerprint row 'marks' is compared)
+IGNORED_ROWS = {"meta": "key NOT IN ('schema_version', 'year_reference', 'marks_spec') AND NOT ends_with(key, '_stamp')"}
 BOOKKEEPING = {"lines_files", "fact_files"}   # where the new store keeps its lines and facts files: nothing of the logs
 
 

@@ -235,9 +235,12 @@ def progress_keys(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def _once(fn):
-    """fn(con), made at most once (kept_rows calls it only when it must read the lines)."""
+    """fn(con), made at most once (kept_rows calls it only when it must read the lines; its stamp names
+    fn, which functools.wraps tells it)."""
+    import functools
     done = []
 
+    @functools.wraps(fn)
     def run(con):
         if not done:
             fn(con)

@@ -580,22 +580,30 @@ def _drop_temp(con: duckdb.DuckDBPyConnection, name: str) -> None:
 # Rows that the attempts read from every line on the aligned clock (ranktrace.correlate.attempts.collect:
 # the seconds in which the job trained, each rank's steps per minute), kept in the store by the ingest that
 # found them, as the line sets are: on a long run they are a pass over every progress line (15 M lines of
-# a 1.5 GB run), for a few thousand rows. Their stamp adds the clock offsets they were read with (a
-# diagnosis with --offset pins reads them anew) and the code of the attempts.
+# a 1.5 GB run), for a few thousand rows. Their stamp adds what they are made of beyond their SQL: the
+# clock offsets and interpolated times they were read with (a diagnosis with --offset pins reads them
+# anew), the code that makes what the SQL reads beside the views (`prepare`) and the identity code that
+# resolves a line's host and rank (identity_code).
 KEPT_ROWS = ("progress_seconds", "step_buckets")
+
+
+def identity_code() -> list:
+    """What made_of is told of the code behind the identity views (events_keyed, events_id and their
+    twins over a subset): identity.py and what it imports of the package, as code (util.made_of)."""
+    from . import identity
+    from .util import with_imports
+    return with_imports(identity)
 
 
 def kept_rows(con: duckdb.DuckDBPyConnection, name: str, sql: str, prepare=None) -> list[dict]:
     """The rows of `sql` (one of KEPT_ROWS, over the aligned views), in its order: from the store when
-    its ingest kept them for the same SQL, events, clock offsets and code, else read now (and their stamp
-    noted for store_line_sets)."""
-    import hashlib
-    from pathlib import Path
-    from . import attempts, identity
+    its ingest kept them for the same SQL, events, clock offsets, interpolated times and code (`prepare`,
+    identity_code), else read now (and their stamp noted for store_line_sets)."""
+    from .identity import interpolated_stamp
+    from .util import made_of
     offsets = con.execute("SELECT * FROM temp.clock_offsets ORDER BY ALL").fetchall()
-    code = hashlib.sha256("\0".join(Path(m.__file__).read_text() for m in (attempts, identity)).encode()
-                          + Path(__file__).read_bytes()).hexdigest()
-    stamp = _line_set_stamp(con, f"{sql}\0{offsets}\0{code}")
+    made = made_of(sql, *([prepare] if prepare is not None else []), *identity_code())
+    stamp = _line_set_stamp(con, f"{made}\0{offsets}\0{interpolated_stamp(con)}")
     if table_exists(con, f"{name}_stored"):
         got = con.execute("SELECT value FROM main.meta WHERE key = ?", [f"{name}_stamp"]).fetchone()
         if got and got[0] == stamp:
@@ -625,17 +633,15 @@ def forget_line_sets(con: duckdb.DuckDBPyConnection) -> None:
 # The anchors of the clock estimate (anchors.sql's rows: per host and key, a few thousand), kept in the
 # store by the ingest that found them: anchor_lines.sql keeps every progress line, and a long run whose
 # every rank prints its steps (15 M lines of 15.4 M in a 1.5 GB run) made them most of `diagnose`
-# (step numbers read from every line, then grouped). The stamp holds what they depend on: the store's
-# events, the two SQL files, view events_keyed and the code that resolves a line's host (this module and
-# identity.py), so that any change of the code reads the lines again. (Not every temporary view: those
-# of the attempts differ between an ingest, which finds the attempts after the clock, and a reader.)
+# (step numbers read from every line, then grouped). The stamp holds what they are made of: the store's
+# events, view events_keyed (what anchor_lines.sql reads), the three SQL files, anchor_views (which makes
+# the tables and views they read, and its constant MAX_STEP_ANCHORS) and the identity code that resolves
+# a line's host (identity_code). (Not every temporary view: those of the attempts differ between an
+# ingest, which finds the attempts after the clock, and a reader.)
 def _anchors_stamp(con: duckdb.DuckDBPyConnection) -> str:
-    import hashlib
-    from pathlib import Path
-    from . import identity
-    code = Path(identity.__file__).read_text() + "\0" + Path(__file__).read_text()
-    sql = sql_file("align/anchor_lines.sql") + "\0" + sql_file("align/anchors.sql")
-    return _line_set_stamp(con, f"{code}\0{sql}")   # (with view events_keyed: what anchor_lines.sql reads)
+    from .util import made_of
+    files = (sql_file(f"align/{f}.sql") for f in ("anchor_ids", "anchor_lines", "anchors"))
+    return _line_set_stamp(con, made_of(*files, anchor_views, *identity_code()))
 
 
 def anchor_rows(con: duckdb.DuckDBPyConnection) -> list[dict]:

@@ -126,3 +126,109 @@ def top_score(doc: dict, own: float) -> float:
     (controlplane.py, stranded.py): its own, or the highest of theirs, so the verdict never ranks below
     a hypothesis listed under it."""
     return max([own] + [h.get("score") or 0.0 for h in doc.get("hypotheses") or []])
+
+
+# What a stored set (clock.line_set, kept_rows, the anchors) is made of, said in its stamp: the SQL texts
+# and the Python that writes its SQL or the tables it reads. A reader takes the store's rows only while
+# these are as they were. The code is compared as its syntax tree, comments and docstrings left out, and
+# only the functions named (with the constants they read): the whole text of clock.py, identity.py and
+# attempts.py, stamped before, made any edit of those modules (a comment, an unrelated function) send
+# every reader after an upgrade back to every line (+2.5 CPU-s of 6 on the 1 GB corpus' store).
+def _tree(source: str) -> str:
+    """The syntax tree of `source` (dedented) with its docstrings dropped: what the code does, not how
+    it is laid out or commented."""
+    import ast
+    import textwrap
+    tree = ast.parse(textwrap.dedent(source))
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body
+                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)):
+            node.body = body[1:] or [ast.Pass()]
+    return ast.dump(tree, include_attributes=False)
+
+
+def _named_values(fn, tree_src: str) -> list[str]:
+    """The values of the plain constants (str, numbers, tuples of them, ...) `fn` reads by name: module
+    globals and names it imports in its body (`from .clock import TIMED`); functions and modules it
+    names are not followed (name them to made_of when their code matters)."""
+    import ast
+    import importlib
+    import textwrap
+    plain = (str, int, float, bool, bytes, tuple, frozenset)
+    out = []
+    tree = ast.parse(textwrap.dedent(tree_src))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            v = fn.__globals__.get(node.id)
+            if node.id in fn.__globals__ and isinstance(v, plain):
+                out.append(f"{node.id}={v!r}")
+        elif isinstance(node, ast.ImportFrom) and node.level:
+            pkg = fn.__module__.rsplit(".", node.level)[0]
+            mod = importlib.import_module(f"{pkg}.{node.module}" if node.module else pkg)
+            for a in node.names:
+                v = getattr(mod, a.name, None)
+                if isinstance(v, plain):
+                    out.append(f"{node.module}.{a.name}={v!r}")
+    return sorted(set(out))
+
+
+@lru_cache(maxsize=None)
+def _code_text(p) -> str:
+    """What made_of hashes of a function or module (kept: diagnose stamps three sets with the same code)."""
+    import inspect
+    import marshal
+    import types
+    fn = p if isinstance(p, types.ModuleType) else inspect.unwrap(p)
+    try:
+        src = inspect.getsource(fn)
+    except (OSError, TypeError):   # no source shipped (bytecode only): its compiled form, line numbers and all
+        code = fn.__spec__.loader.get_code(fn.__name__) if isinstance(fn, types.ModuleType) else fn.__code__
+        return marshal.dumps(code).hex()
+    if isinstance(fn, types.ModuleType):
+        return _tree(src)
+    return f"{fn.__module__}.{fn.__qualname__}\0{_tree(src)}\0" + "\0".join(_named_values(fn, src))
+
+
+def made_of(*parts) -> str:
+    """A digest of what a stored set is made of: each part a text (its SQL, as it runs), a function (its
+    syntax tree and the constants it reads by name; a wrapper of functools.wraps counts as what it
+    wraps) or a module (its syntax tree)."""
+    import hashlib
+    import types
+    h = hashlib.sha256()
+    for p in parts:
+        if isinstance(p, str):
+            text = p
+        elif isinstance(p, types.ModuleType) or callable(p):
+            text = _code_text(p)
+        else:
+            raise TypeError(f"made_of: {p!r} is no SQL text, function or module")
+        h.update(hashlib.sha256(text.encode()).digest())
+    return h.hexdigest()
+
+
+def with_imports(module) -> list:
+    """`module` and what it imports from its own package (the functions, modules and constants named in
+    its `from . import ...` statements, in functions too), one level deep: the parts of made_of that say
+    what code a module's work is made of (identity's maps and views: its own code, and what it calls of
+    attempts, store, hostlist, marks)."""
+    import ast
+    import importlib
+    import inspect
+    out: list = [module]
+    try:
+        source = inspect.getsource(module)
+    except (OSError, TypeError):   # no source shipped: the module's compiled form alone (made_of)
+        return out
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            pkg = module.__name__.rsplit(".", node.level)[0]
+            mod = importlib.import_module(f"{pkg}.{node.module}" if node.module else pkg)
+            for a in node.names:
+                v = getattr(mod, a.name, None)
+                if v is None:   # `from .. import marks`: a module of the package
+                    v = importlib.import_module(f"{mod.__name__}.{a.name}")
+                out.append(v if callable(v) or inspect.ismodule(v) else f"{mod.__name__}.{a.name}={v!r}")
+    return out
