@@ -1,0 +1,43 @@
+"""Whom the text names (issue 28, session 20).
+
+The dev excerpts' misses at the start of session 20, each covered as the family of forms its emitter prints
+(written from the emitter's source, not from the excerpt): Flux's job-exec exceptions that name the node of the
+job shell that failed ('... on broker H (rank N)', '... on H (shell rank N)': the rank is Flux's, one per node)."""
+
+from __future__ import annotations
+
+import pytest
+
+from .fixtures import diagnose_files
+
+
+@pytest.mark.parametrize("line, host", [
+    # flux-core src/cmd/job/attach.c prints the job's exceptions: '%.3fs: job.exception type=%s severity=%d %s'; the
+    # note of job-exec's fatal error (src/modules/job-exec/bulkexec.c): '%s on broker %s (rank %d): %s'
+    ("0.731s: job.exception type=exec severity=0 job shell exec error on broker lassen12 (rank 5): "
+     "No such file or directory", "lassen12"),
+    # the same module when the command could not even be built (exec.c): 'job shell exec error on %s (rank %d)'
+    ("0.219s: job.exception type=exec severity=0 job shell exec error on lassen7 (rank 1)", "lassen7"),
+])
+def test_a_flux_job_shell_exec_error_names_the_brokers_node_not_a_rank(tmp_path, monkeypatch, catalog, line, host):
+    d = diagnose_files(tmp_path, monkeypatch, catalog, {"flux_run.out": (
+        "$ flux run -N8 -n32 python train.py\n"
+        f"{line}\n"
+        "flux-job: task(s) exited with exit code 1\n")})
+    v = d["verdict"]
+    assert v["kind"] == "exception", v
+    assert v["host"] == host, v
+    assert v["rank"] is None, v   # (rank N) is the broker's, not a training rank
+
+
+def test_flux_dmesg_job_exception_is_the_jobs_failure_on_the_named_node(tmp_path, monkeypatch, catalog):
+    # `flux dmesg -H`: the job-exec module's log of the same exception ('job-exec[%d]: job-exception: id=%ju: %s')
+    d = diagnose_files(tmp_path, monkeypatch, catalog, {"dmesg.txt": (
+        "[Mar11 09:02] sched-simple[0]: alloc: 48210391023616: rank6/core[0-3]\n"
+        "[  +0.402118] job-exec[0]: job-exception: id=48210391023616: job shell exec error on broker lassen40 "
+        "(rank 6): Protocol error\n"
+        "[  +0.917334] sched-simple[0]: free: rank6/core[0-3]\n")})
+    v = d["verdict"]
+    assert v["kind"] == "exception", v
+    assert v["host"] == "lassen40", v
+    assert v["rank"] is None, v
