@@ -66,3 +66,34 @@ def test_a_torchrun_summary_behind_a_per_line_launcher_prefix_names_its_root_cau
     assert v["kind"] == "crash", v
     assert (v["rank"], v["local_rank"], v["pid"]) == (12, 0, 7101), v
     assert v["host"] == "trn-b14.cluster.internal", v
+
+
+def test_a_get_pods_row_in_backticks_cut_after_its_status_names_the_pod(tmp_path, monkeypatch, catalog):
+    # 'kubectl get pods -A' (printPod: NAMESPACE NAME READY STATUS RESTARTS AGE) pasted as Markdown inline code and
+    # cut after STATUS
+    d = diagnose_files(tmp_path, monkeypatch, catalog, {"paste.txt": (
+        "`ml-jobs          bert-pretrain-worker-3                                    0/1     OOMKilled`\n")})
+    v = d["verdict"]
+    assert v["kind"] == "oom", v
+    assert v["pod"] == "bert-pretrain-worker-3", v
+
+
+def test_a_get_pods_watch_row_beside_a_split_terminals_pane_names_the_pod(tmp_path, monkeypatch, catalog):
+    # 'kubectl get pods -w' in one pane of a split terminal, the pod's log in the other: every row ends at the border
+    pane = " " * 30 + "│"
+    d = diagnose_files(tmp_path, monkeypatch, catalog, {"panes.txt": (
+        "$ kubectl get pods -w\n"
+        f"infer-worker-6c9d7b5f48-x2kq9   1/1     Running   0             12m{pane}INFO: 2025-03-02 10:41:07 worker - batch 412 done in 0.8 s\n"
+        f"infer-worker-6c9d7b5f48-x2kq9   0/1     Evicted   0             13m{pane}INFO: 2025-03-02 10:41:08 worker - batch 413 done in 0.9 s\n"
+        f"infer-worker-6c9d7b5f48-b7mtn   0/1     Pending   0             0s {pane}WARNING: 2025-03-02 10:41:09 worker - lost the lease, retrying\n")})
+    v = d["verdict"]
+    assert v["kind"] in ("cancelled", "oom"), v
+    assert v["pod"] == "infer-worker-6c9d7b5f48-x2kq9", v
+    assert v["host"] is None, v   # the pane's words are no node
+
+
+def test_a_progress_line_is_no_pod_row(catalog):
+    # the cut form needs a failure's status: 'epoch 1/10 Loss' is a progress line, not 'NAME READY STATUS'
+    from ranktrace.samples import run_text
+    ev = run_text(catalog, "epoch 1/10 Loss 0.318").events
+    assert "kubectl_get.pod_row" not in ev["pattern"].to_list()
