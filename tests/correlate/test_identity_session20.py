@@ -97,3 +97,29 @@ def test_a_progress_line_is_no_pod_row(catalog):
     from ranktrace.samples import run_text
     ev = run_text(catalog, "epoch 1/10 Loss 0.318").events
     assert "kubectl_get.pod_row" not in ev["pattern"].to_list()
+
+
+def _ds_report(kills: list[int], local_rank: int, code: int = 1) -> str:
+    # deepspeed/launcher/launch.py main(): 'for local_proc in range(0, num_local_procs): cmd = [..., f"--local_rank=
+    # {local_proc}", ...]'; sigkill_handler logs 'Killing subprocess {pid}' for every process, then
+    # logger.error(f"{cmd} exits with return code = {last_return_code}"): `cmd` is the loop's last, not the failed one's
+    lines = [f"[2024-05-02 11:20:0{i},114] [INFO] [launch.py:315:sigkill_handler] Killing subprocess {p}"
+             for i, p in enumerate(kills)]
+    lines.append(f"[2024-05-02 11:20:09,361] [ERROR] [launch.py:321:sigkill_handler] ['/usr/bin/python', '-u', "
+                 f"'train.py', '--local_rank={local_rank}', '--deepspeed', 'ds.json'] exits with return code = {code}")
+    return "\n".join(lines) + "\n"
+
+
+def test_a_deepspeed_report_showing_one_kill_of_several_processes_names_no_local_rank(tmp_path, monkeypatch, catalog):
+    # '--local_rank=3' says four processes were spawned; a paste showing one kill lost the others: the killed pid
+    # shown and the last-spawned command are not the failed process
+    d = diagnose_files(tmp_path, monkeypatch, catalog, {"ds.log": _ds_report([48217], 3)})
+    v = d["verdict"]
+    assert v["kind"] == "exception", v
+    assert v["local_rank"] is None and v["pid"] is None, v
+
+
+def test_a_deepspeed_report_of_its_only_process_names_it(tmp_path, monkeypatch, catalog):
+    d = diagnose_files(tmp_path, monkeypatch, catalog, {"ds.log": _ds_report([48217], 0, code=-9)})
+    v = d["verdict"]
+    assert (v["local_rank"], v["pid"]) == (0, 48217), v
