@@ -123,3 +123,21 @@ def test_a_deepspeed_report_of_its_only_process_names_it(tmp_path, monkeypatch, 
     d = diagnose_files(tmp_path, monkeypatch, catalog, {"ds.log": _ds_report([48217], 0, code=-9)})
     v = d["verdict"]
     assert (v["local_rank"], v["pid"]) == (0, 48217), v
+
+
+def test_torch_c10d_lines_in_plain_glog_form_are_read_with_their_rank_and_time(tmp_path, monkeypatch, catalog):
+    # torch logging through glog (c10/util/Logging.cpp with C10_USE_GLOG; ROCm builds): glog's own header
+    # 'Lmmdd hh:mm:ss.uuuuuu threadid file:line] ' (src/logging.cc), no brackets, before ProcessGroupNCCL's messages
+    # (createLogPrefix '[PG 0 (default_pg) Rank 2] ', checkTimeout '[Rank 1] Watchdog caught ...')
+    d = diagnose_files(tmp_path, monkeypatch, catalog, {"train.log": (
+        "I0714 09:12:03.118204 30211 ProcessGroupNCCL.cpp:869] [PG 0 Rank 2] ProcessGroupNCCL initialization options: "
+        "size: 4, global rank: 2, TIMEOUT(ms): 600000\n"
+        "E0714 09:31:47.552310 30290 ProcessGroupNCCL.cpp:1595] [PG 0 (default_pg) Rank 2] Process group watchdog thread "
+        "terminated with exception: CUDA error: an illegal memory access was encountered\n"
+        "E0714 09:41:48.001233  4288 ProcessGroupNCCL.cpp:607] [Rank 1] Watchdog caught collective operation timeout: "
+        "WorkNCCL(SeqNum=5120, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600049 milliseconds "
+        "before timing out.\n")})
+    v = d["verdict"]
+    assert v["kind"] == "cuda_error", v
+    assert v["rank"] == 2, v
+    assert v["time"] is not None and v["time"][5:19] == "07-14T09:31:47", v
