@@ -141,3 +141,19 @@ def test_torch_c10d_lines_in_plain_glog_form_are_read_with_their_rank_and_time(t
     assert v["kind"] == "cuda_error", v
     assert v["rank"] == 2, v
     assert v["time"] is not None and v["time"][5:19] == "07-14T09:31:47", v
+
+
+def test_an_nccl_connect_failure_names_the_process_that_could_not_connect(tmp_path, monkeypatch, catalog):
+    # src/misc/socket.cc: the process whose connect failed WARNs 'socketStartConnect: Connect to %s failed : %s' (any
+    # errno: here ECONNABORTED), the others of its node only unwind ('NCCL INFO <file>:<line> -> 2')
+    d = diagnose_files(tmp_path, monkeypatch, catalog, {"nccl.log": (
+        "gx-b3:7730:7801 [2] NCCL INFO bootstrap.cc:270 -> 2\n"
+        "gx-b3:7730:7801 [2] NCCL INFO init.cc:1350 -> 2\n"
+        "gx-b3:7728:7799 [0] NCCL INFO bootstrap.cc:270 -> 2\n"
+        "\n"
+        "gx-b3:7731:7803 [3] misc/socket.cc:483 NCCL WARN socketStartConnect: Connect to 10.8.1.4<40319> failed : "
+        "Software caused connection abort\n"
+        "gx-b3:7731:7803 [3] NCCL INFO misc/socket.cc:564 -> 2\n")})
+    v = d["verdict"]
+    assert v["kind"] == "network_error", v
+    assert (v["host"], v["pid"]) == ("gx-b3", 7731), v
