@@ -9,7 +9,8 @@
 --   deepspeed/launcher/launch.py sigkill_handler: it prints 'Killing subprocess {pid}' for every
 --   subprocess, then the command of the LAST one it spawned, whichever failed: the line names no
 --   local rank, and a pid only when one subprocess was killed, and then the command's --local_rank
---   is that process's own; a report cut before its return code has code NULL); Ray's raylet on a worker it lost
+--   is that process's own, 0: a higher one says the paste lost the other kills; a report cut before its return
+--   code has code NULL); Ray's raylet on a worker it lost
 --   (source 'ray'; src/ray/raylet/node_manager.cc: '... Worker IP address: {ip} Worker port: {port}
 --   Worker PID: {pid} Worker exit type: {type} ...': the host is the worker's IP, the exit type is
 --   in the text; or ActorDiedError's cause line with the pid and ip ray.toml carried to it); paddle's launcher
@@ -39,20 +40,27 @@ WITH agent AS (
     SELECT file_id, line, host, TRY_CAST(regexp_extract(raw, 'Killing subprocess (\d+)', 1) AS BIGINT) AS kpid
     FROM aligned_events
     WHERE raw LIKE '%sigkill_handler] Killing subprocess %'
-), launcher AS (
+), launcher_kills AS (
     SELECT d.event_id, any_value(d.ats) AS ats,
            coalesce(any_value(d.host),
                     CASE WHEN count(DISTINCT lower(k.host)) = 1 AND count(k.host) = count(k.kpid)
                          THEN any_value(k.host) END) AS host,
            any_value(d.code) AS code,
            any_value(d.file) AS file, any_value(d.line) AS line, any_value(d.message) AS text,
-           CASE WHEN count(DISTINCT k.kpid) = 1 THEN any_value(k.kpid) END AS pid,
-           -- one subprocess killed: the command printed is that process's own (the spawn loop's last is its only)
-           CASE WHEN count(DISTINCT k.kpid) = 1
-                THEN TRY_CAST(nullif(regexp_extract(any_value(d.message), '--local_rank=(\d+)', 1), '') AS INTEGER) END AS lrank
+           count(DISTINCT k.kpid) AS kills, any_value(k.kpid) AS kpid,
+           TRY_CAST(nullif(regexp_extract(any_value(d.message), '--local_rank=(\d+)', 1), '') AS INTEGER) AS cmd_lrank
     FROM ds d LEFT JOIN ds_kill k ON k.file_id = d.file_id AND k.line < d.line AND k.line >= d.line - 64
                                   AND k.line > coalesce(d.prev_line, 0)
     GROUP BY d.event_id
+), launcher AS (
+    -- one subprocess killed: the command printed is that process's own (the spawn loop's last is its only), and
+    -- then its --local_rank is 0 (launch.py numbers its processes from 0: 'for local_proc in range(0,
+    -- num_local_procs)'); a command with --local_rank=K > 0 says K + 1 processes were spawned, so a report
+    -- showing one kill is a paste cut above its other kills: neither that pid nor the command's rank is the failed one's
+    SELECT event_id, ats, host, code, file, line, text,
+           CASE WHEN kills = 1 AND coalesce(cmd_lrank, 0) = 0 THEN kpid END AS pid,
+           CASE WHEN kills = 1 AND cmd_lrank = 0 THEN 0 END AS lrank
+    FROM launcher_kills
 ), ray AS (
     SELECT event_id, ats, file, line, message AS text,
            regexp_extract(message, 'Worker IP address: (\S*) Worker port: \d+ Worker PID: (\d+)', ['ip', 'pid']) AS m
@@ -90,8 +98,10 @@ WITH agent AS (
 ), entries AS (
     SELECT event_id, file, line, raw, ats,
            CASE WHEN strpos(raw, 'Root Cause') > 0 THEN strpos(raw, 'Root Cause') ELSE 1000000000 END AS rc_pos,
+           -- between fields: white space, or a line end and the next line's prefix (a launcher's that wrote every line
+           -- of the summary, SkyPilot's '(worker1, rank=1, pid=P, ip=A) ', pdsh's 'host: ')
            unnest(regexp_extract_all(raw,
-             '\[\d+\]:\s+time\s*:\s*\S+\s+host\s*:\s*\S+\s+rank\s*:\s*\d+\s*\(local_rank:\s*\d+\)\s+exitcode\s*:\s*-?\d+\s*\(pid:\s*\d+\)')) AS s
+             '\[\d+\]:(?:\s+|[^\n]*\n[^\n]*?)time\s*:\s*\S+(?:\s+|[^\n]*\n[^\n]*?)host\s*:\s*\S+(?:\s+|[^\n]*\n[^\n]*?)rank\s*:\s*\d+\s*\(local_rank:\s*\d+\)(?:\s+|[^\n]*\n[^\n]*?)exitcode\s*:\s*-?\d+\s*\(pid:\s*\d+\)')) AS s
     FROM aligned_events
     WHERE raw LIKE '%exitcode%' AND raw LIKE '%local_rank%' AND raw LIKE '%host%' AND raw LIKE '%time%'
 ), lines AS (   -- the same entries when each line is its own event
@@ -123,7 +133,7 @@ WITH agent AS (
 ), entries2 AS (
     SELECT event_id, file, line, s,
            CASE WHEN strpos(raw, s) > rc_pos THEN 'root_cause' ELSE 'failures' END AS source,
-           regexp_extract(s, 'time\s*:\s*(\S+)\s+host\s*:\s*(\S+)\s+rank\s*:\s*(\d+)\s*\(local_rank:\s*(\d+)\)\s+exitcode\s*:\s*(-?\d+)\s*\(pid:\s*(\d+)\)',
+           regexp_extract(s, 'time\s*:\s*(\S+)(?:\s+|[^\n]*\n[^\n]*?)host\s*:\s*(\S+)(?:\s+|[^\n]*\n[^\n]*?)rank\s*:\s*(\d+)\s*\(local_rank:\s*(\d+)\)(?:\s+|[^\n]*\n[^\n]*?)exitcode\s*:\s*(-?\d+)\s*\(pid:\s*(\d+)\)',
                           ['time', 'host', 'rank', 'local_rank', 'exitcode', 'pid']) AS m
     FROM entries
 ), exits AS (

@@ -133,6 +133,23 @@ def said_words(got: dict[str, str]) -> str:
     return ", ".join(f"{LABEL[c]} {val}" for c, val in got.items())
 
 
+def linked_host(con, v: dict, cause_ids: list[int]) -> dict[str, str]:
+    """The node the identity layer read on the verdict's own cause lines (fact table identity_found), when they
+    name one: a token of parsers/identity.toml whose host is a link (another machine than the one that wrote the
+    line: srun's 'srun: error: NODE: task N: ...', Flux's '... on broker NODE (rank N)', Open MPI's '... on node
+    NODE exited on signal') names the node of the process the line says failed. Fills v's host; returns it."""
+    from .util import table_exists
+    if not table_exists(con, "identity_found"):
+        return {}
+    hosts = {h for (h,) in con.execute("SELECT DISTINCT host FROM identity_found WHERE event_id IN (SELECT unnest(?)) "
+                                       "AND host IS NOT NULL", [list(cause_ids)]).fetchall()}
+    hosts = {h for h in hosts if not rules().words_reject.match(h)}
+    if len(hosts) != 1:
+        return {}
+    v["host"] = hosts.pop()
+    return {"host": v["host"]}
+
+
 def from_words(con, v: dict, cause_ids: list[int], missing: list[str]) -> dict[str, str]:
     """Fill the columns `v` left empty from the words of its own cause lines (words_named), for the
     kinds verdict_naming.toml [words] lists; a pid or rank read so is joined to the rest of its
@@ -145,7 +162,8 @@ def from_words(con, v: dict, cause_ids: list[int], missing: list[str]) -> dict[s
         return {}
     texts = [t for (t,) in con.execute("SELECT raw FROM events WHERE event_id IN (SELECT unnest(?)) ORDER BY event_id",
                                         [list(cause_ids)]).fetchall() if t]
-    got = put_words(v, texts, cols)
+    got = linked_host(con, v, cause_ids) if "host" in cols else {}
+    got.update(put_words(v, texts, tuple(c for c in cols if c not in got)))
     if not got:
         return {}
     from . import identity as ident
