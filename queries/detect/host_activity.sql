@@ -17,7 +17,8 @@ WITH per_file AS (
            -- a group of lines with no time at all has no last line (it is found by time): its first stands in
            max(coalesce(last_line, min_line)) FILTER (WHERE NOT ts_ok AND (max_step IS NOT NULL OR kind = 'progress'))
                AS untimed_step_line,
-           max(coalesce(last_line, min_line)) FILTER (WHERE NOT ts_ok) AS untimed_line
+           -- (lines with an inherited time: a group with none at all has no last line, and no time to bound)
+           max(last_line) FILTER (WHERE NOT ts_ok) AS untimed_line
     FROM aligned_groups WHERE host IS NOT NULL
     GROUP BY host, file_id
 ), went_on AS (

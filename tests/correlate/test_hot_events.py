@@ -42,11 +42,14 @@ PER_LINE = {
         FROM ev GROUP BY host, rank ORDER BY rank, host""",
     "host_activity": """
         WITH per_file AS (
-            SELECT host, file, max(line) FILTER (WHERE ts_ok) AS timed_line,
-                   max(line) FILTER (WHERE NOT ts_ok AND (step IS NOT NULL OR kind = 'progress')) AS untimed_step_line
-            FROM aligned_events WHERE host IS NOT NULL GROUP BY host, file
+            SELECT host, file_id, max(line) FILTER (WHERE ts_ok) AS timed_line,
+                   max(line) FILTER (WHERE NOT ts_ok AND (step IS NOT NULL OR kind = 'progress')) AS untimed_step_line,
+                   max(line) FILTER (WHERE NOT ts_ok AND ats IS NOT NULL) AS untimed_line
+            FROM aligned_events WHERE host IS NOT NULL GROUP BY host, file_id
         ), went_on AS (
-            SELECT host, bool_or(untimed_step_line > coalesce(timed_line, 0)) AS untimed_progress_after
+            SELECT host, bool_or(untimed_step_line > coalesce(timed_line, 0)) AS untimed_progress_after,
+                   list({'file_id': file_id, 'line': untimed_line} ORDER BY file_id)
+                       FILTER (WHERE untimed_line > coalesce(timed_line, 0)) AS untimed_tails
             FROM per_file GROUP BY host
         )
         SELECT host, min(ats) FILTER (WHERE ts_ok) AS first_ats, max(ats) FILTER (WHERE ts_ok) AS last_ats,
@@ -56,7 +59,8 @@ PER_LINE = {
                count(*) FILTER (WHERE kind IN ('worker_failed', 'failure_summary', 'sigterm_sent', 'task_exit', 'signal_received')
                                   OR message LIKE '%failed (exitcode:%' OR message LIKE '%closing signal SIGTERM%') AS n_teardown,
                count(DISTINCT rank) AS n_ranks, count(*) AS n,
-               coalesce(any_value(w.untimed_progress_after), false) AS untimed_progress_after
+               coalesce(any_value(w.untimed_progress_after), false) AS untimed_progress_after,
+               any_value(w.untimed_tails) AS untimed_tails
         FROM aligned_events LEFT JOIN went_on w USING (host) WHERE host IS NOT NULL GROUP BY host ORDER BY host""",
     "progress_spans": """
         SELECT host, rank, count(*) AS n, min(ats) AS first_ats, max(ats) AS last_ats FROM aligned_events
