@@ -98,10 +98,8 @@ WITH agent AS (
 ), entries AS (
     SELECT event_id, file, line, raw, ats,
            CASE WHEN strpos(raw, 'Root Cause') > 0 THEN strpos(raw, 'Root Cause') ELSE 1000000000 END AS rc_pos,
-           -- between fields: white space, or a line end and the next line's prefix (a launcher's that wrote every line
-           -- of the summary, SkyPilot's '(worker1, rank=1, pid=P, ip=A) ', pdsh's 'host: ')
            unnest(regexp_extract_all(raw,
-             '\[\d+\]:(?:\s+|[^\n]*\n[^\n]*?)time\s*:\s*\S+(?:\s+|[^\n]*\n[^\n]*?)host\s*:\s*\S+(?:\s+|[^\n]*\n[^\n]*?)rank\s*:\s*\d+\s*\(local_rank:\s*\d+\)(?:\s+|[^\n]*\n[^\n]*?)exitcode\s*:\s*-?\d+\s*\(pid:\s*\d+\)')) AS s
+             '\[\d+\]:\s+time\s*:\s*\S+\s+host\s*:\s*\S+\s+rank\s*:\s*\d+\s*\(local_rank:\s*\d+\)\s+exitcode\s*:\s*-?\d+\s*\(pid:\s*\d+\)')) AS s
     FROM aligned_events
     WHERE raw LIKE '%exitcode%' AND raw LIKE '%local_rank%' AND raw LIKE '%host%' AND raw LIKE '%time%'
 ), lines AS (   -- the same entries when each line is its own event
@@ -133,7 +131,7 @@ WITH agent AS (
 ), entries2 AS (
     SELECT event_id, file, line, s,
            CASE WHEN strpos(raw, s) > rc_pos THEN 'root_cause' ELSE 'failures' END AS source,
-           regexp_extract(s, 'time\s*:\s*(\S+)(?:\s+|[^\n]*\n[^\n]*?)host\s*:\s*(\S+)(?:\s+|[^\n]*\n[^\n]*?)rank\s*:\s*(\d+)\s*\(local_rank:\s*(\d+)\)(?:\s+|[^\n]*\n[^\n]*?)exitcode\s*:\s*(-?\d+)\s*\(pid:\s*(\d+)\)',
+           regexp_extract(s, 'time\s*:\s*(\S+)\s+host\s*:\s*(\S+)\s+rank\s*:\s*(\d+)\s*\(local_rank:\s*(\d+)\)\s+exitcode\s*:\s*(-?\d+)\s*\(pid:\s*(\d+)\)',
                           ['time', 'host', 'rank', 'local_rank', 'exitcode', 'pid']) AS m
     FROM entries
 ), exits AS (

@@ -43,31 +43,6 @@ def test_flux_dmesg_job_exception_is_the_jobs_failure_on_the_named_node(tmp_path
     assert v["rank"] is None, v
 
 
-def _summary(prefix: str) -> str:
-    # torch/distributed/elastic/multiprocessing/errors/__init__.py ChildFailedError.format_msg: the summary block,
-    # every line of it written behind the prefix of the launcher that relays the agent's stderr
-    body = ["train.py FAILED", "-" * 60, "Failures:", "[1]:", "  time      : 2025-02-11_04:19:33",
-            "  host      : trn-b14.cluster.internal", "  rank      : 13 (local_rank: 1)", "  exitcode  : 1 (pid: 7102)",
-            "  error_file: <N/A>", "  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html",
-            "-" * 60, "Root Cause (first observed failure):", "[0]:", "  time      : 2025-02-11_04:19:31",
-            "  host      : trn-b14.cluster.internal", "  rank      : 12 (local_rank: 0)", "  exitcode  : -6 (pid: 7101)",
-            "  error_file: <N/A>", "  traceback : Signal 6 (SIGABRT) received by PID 7101", "=" * 60]
-    return "".join(f"{prefix}{b}\n" for b in body)
-
-
-@pytest.mark.parametrize("prefix", [
-    "trn-b14: ",                                        # pdsh (src/pdsh/dsh.c: '%s: %s'), the DeepSpeed multi-node runner
-    "(worker1, rank=1, pid=6990, ip=10.31.4.18) ",      # a node launcher's process prefix (SkyPilot's, Ray's form)
-])
-def test_a_torchrun_summary_behind_a_per_line_launcher_prefix_names_its_root_cause(tmp_path, monkeypatch, catalog,
-                                                                                   prefix):
-    d = diagnose_files(tmp_path, monkeypatch, catalog, {"run.out": _summary(prefix)})
-    v = d["verdict"]
-    assert v["kind"] == "crash", v
-    assert (v["rank"], v["local_rank"], v["pid"]) == (12, 0, 7101), v
-    assert v["host"] == "trn-b14.cluster.internal", v
-
-
 def test_a_get_pods_row_in_backticks_cut_after_its_status_names_the_pod(tmp_path, monkeypatch, catalog):
     # 'kubectl get pods -A' (printPod: NAMESPACE NAME READY STATUS RESTARTS AGE) pasted as Markdown inline code and
     # cut after STATUS

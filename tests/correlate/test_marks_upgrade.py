@@ -15,6 +15,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from ranktrace import marks
 from ranktrace.correlate import diagnose
 from ranktrace.store import open_readonly
@@ -37,6 +39,17 @@ def _older_version(root: Path) -> Path:
         assert text.count(old) == 1, rel
         (root / rel).write_text(text.replace(old, ""))
     return root / "src"
+
+
+@pytest.fixture(autouse=True)
+def _marks_caches_cleared():
+    """The marks' cached reads (load, fingerprint, ...) made while a test patched them would outlive the patch and
+    serve every later test of the process the fake marks (report goldens and determinism failed after this file
+    in the parallel suite)."""
+    yield
+    for f in vars(marks).values():
+        if hasattr(f, "cache_clear"):
+            f.cache_clear()
 
 
 def test_a_store_of_marks_that_gained_a_literal_is_read_mark_by_mark(tmp_path, monkeypatch):
@@ -64,10 +77,12 @@ def test_a_store_of_marks_that_gained_a_literal_is_read_mark_by_mark(tmp_path, m
                            ).fetchone()[0] == 1
         v = diagnose(con)["verdict"]
         assert (v["kind"], v["host"]) == ("node_failure", "tioga27"), v
-        # the test can fail: trusting the bits whole (as if they were this version's) loses the line
+        # the test can fail: trusting the bits whole (as if they were this version's) loses the line (since
+        # session 20 the verdict names tioga27 without it too: Flux's format and identity token read the node)
         monkeypatch.setattr(marks, "fingerprint", lambda: stored)
-        v = diagnose(con)["verdict"]
-        assert v["host"] != "tioga27", v
+        marks.define(con)
+        assert con.execute("SELECT count(*) FROM event_lines WHERE has_mark(marks, 'hot') AND raw LIKE '%lost contact%'"
+                           ).fetchone()[0] == 0
     finally:
         con.close()
 
