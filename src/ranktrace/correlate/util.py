@@ -154,7 +154,6 @@ def _named_values(fn, tree_src: str) -> list[str]:
     globals and names it imports in its body (`from .clock import TIMED`); functions and modules it
     names are not followed (name them to made_of when their code matters)."""
     import ast
-    import importlib
     import textwrap
     plain = (str, int, float, bool, bytes, tuple, frozenset)
     out = []
@@ -165,13 +164,19 @@ def _named_values(fn, tree_src: str) -> list[str]:
             if node.id in fn.__globals__ and isinstance(v, plain):
                 out.append(f"{node.id}={v!r}")
         elif isinstance(node, ast.ImportFrom) and node.level:
-            pkg = fn.__module__.rsplit(".", node.level)[0]
-            mod = importlib.import_module(f"{pkg}.{node.module}" if node.module else pkg)
+            mod = _imported_from(fn.__module__, node)
             for a in node.names:
                 v = getattr(mod, a.name, None)
                 if isinstance(v, plain):
                     out.append(f"{node.module}.{a.name}={v!r}")
     return sorted(set(out))
+
+
+def _imported_from(module_name: str, node):
+    """The module a relative `from . import ...` (an ast.ImportFrom) in module `module_name` imports from."""
+    import importlib
+    pkg = module_name.rsplit(".", node.level)[0]
+    return importlib.import_module(f"{pkg}.{node.module}" if node.module else pkg)
 
 
 @lru_cache(maxsize=None)
@@ -224,8 +229,7 @@ def with_imports(module) -> list:
         return out
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.ImportFrom) and node.level:
-            pkg = module.__name__.rsplit(".", node.level)[0]
-            mod = importlib.import_module(f"{pkg}.{node.module}" if node.module else pkg)
+            mod = _imported_from(module.__name__, node)
             for a in node.names:
                 v = getattr(mod, a.name, None)
                 if v is None:   # `from .. import marks`: a module of the package
