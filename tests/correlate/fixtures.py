@@ -111,10 +111,9 @@ def diagnose_files(tmp_path, monkeypatch, catalog, files: dict[str, str]) -> dic
 
 
 
-def generated_run(out, story: str, seed: int, layout: str, catalog):
-    """A run of benchmarks/gen_longrun.py written under `out` and ingested beside it: (its truth, a read-only
-    connection to its store; the caller closes it)."""
-    import json
+def generated_run(out, story: str, seed: int, layout: str, catalog, *, read_only: bool = True, **kw):
+    """A run of benchmarks/gen_longrun.py written under `out` (`kw`: its other arguments, as `mechanism`) and
+    ingested beside it, without its truth.json: (its truth, a connection to its store; the caller closes it)."""
     import sys
     from pathlib import Path
 
@@ -126,7 +125,22 @@ def generated_run(out, story: str, seed: int, layout: str, catalog):
     finally:
         sys.path.remove(str(bench))
     run = Path(out) / "run"
-    gen_longrun.generate(run, story, seed, layout=layout)
-    files = sorted(str(p) for p in run.rglob("*") if p.is_file() and p.name != "truth.json")
-    ingest(files, str(Path(out) / "db"), catalog)
-    return json.loads((run / "truth.json").read_text()), store_connect(str(Path(out) / "db"), read_only=True)
+    truth = gen_longrun.generate(run, story, seed, layout=layout, **kw)
+    (run / "truth.json").unlink()   # the answer never reaches the store
+    ingest([str(run)], str(Path(out) / "db"), catalog)
+    return truth, store_connect(str(Path(out) / "db"), read_only=read_only)
+
+
+def generated_attempts(out, story: str, seed: int, layout: str, catalog, **kw) -> tuple[list[dict], list[dict]]:
+    """A generated run diagnosed: (its truth's attempts, the attempts the diagnosis found)."""
+    from ranktrace.correlate import diagnose
+    truth, con = generated_run(out, story, seed, layout, catalog, **kw)
+    try:
+        return truth["attempts"], diagnose(con)["attempts"]
+    finally:
+        con.close()
+
+
+def who(verdict: dict, *fields: str) -> tuple:
+    """A verdict's (kind, host) or the fields asked for: what a generated-run test compares."""
+    return tuple(verdict[f] for f in (fields or ("kind", "host")))

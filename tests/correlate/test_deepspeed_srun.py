@@ -7,39 +7,9 @@ these runs were the misses of a fresh set, session 15)."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-from ranktrace.correlate import diagnose
-from ranktrace.ingest.pipeline import ingest
-from ranktrace.store import open_readonly
-
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-
-
-def _generate(out: Path, story: str, seed: int, **kw) -> dict:
-    sys.path.insert(0, str(BENCH))
-    try:
-        import gen_longrun
-    finally:
-        sys.path.remove(str(BENCH))
-    return gen_longrun.generate(out, story, seed, layout=kw.pop("layout", "deepspeed_srun"), **kw)
-
-
-def _attempts(tmp_path, catalog, story: str, seed: int, **kw) -> tuple[dict, list[dict]]:
-    run = tmp_path / "run"
-    truth = _generate(run, story, seed, **kw)
-    (run / "truth.json").unlink()   # the answer never reaches the store
-    db = str(tmp_path / "db")
-    ingest([str(run)], db, catalog)
-    con = open_readonly(db)
-    try:
-        doc = diagnose(con)
-    finally:
-        con.close()
-    return truth, doc["attempts"]
+from .fixtures import generated_attempts, who
 
 
 @pytest.mark.parametrize("story, seed, attempt, kind, host, rank", [
@@ -61,11 +31,11 @@ def _attempts(tmp_path, catalog, story: str, seed: int, **kw) -> tuple[dict, lis
     ("gpu_fault", 5, 4, "exception", "trn-node28", 1),
 ])
 def test_each_failed_attempt_names_its_culprit(tmp_path, catalog, story, seed, attempt, kind, host, rank):
-    truth, attempts = _attempts(tmp_path, catalog, story, seed)
-    want = next(a for a in truth["attempts"] if a["id"] == attempt)["verdict"]
-    assert (want["kind"], want["host"]) == (kind, host)   # the generator's story, as this test reads it
+    truth, attempts = generated_attempts(tmp_path, story, seed, "deepspeed_srun", catalog)
+    want = next(a for a in truth if a["id"] == attempt)["verdict"]
+    assert who(want) == (kind, host)   # the generator's story, as this test reads it
     got = next(a for a in attempts if a["id"] == attempt)["verdict"]
-    assert (got["kind"], got["host"]) == (kind, host), got.get("summary")
+    assert who(got) == (kind, host), got.get("summary")
     if rank is not None:
         assert got["rank"] == rank
 
@@ -75,7 +45,7 @@ def test_a_requeue_onto_another_node_gives_the_srun_label_that_node_in_the_new_s
     # first lines (before its NCCL lines) must not take trn-node21 from the task's lines of the step before
     # (the stream's carried host, srun's report of task 0): on trn-node21's clock the new launch looked like
     # an attempt of its own, a few seconds long (a fresh requeue set of session 16: seed 27 of 15)
-    truth, attempts = _attempts(tmp_path, catalog, "node_freeze", 27, mechanism="requeue")
-    assert [a["outcome"] for a in truth["attempts"]] == ["failed", "completed"]   # the story, as read here
+    truth, attempts = generated_attempts(tmp_path, "node_freeze", 27, "deepspeed_srun", catalog, mechanism="requeue")
+    assert [a["outcome"] for a in truth] == ["failed", "completed"]   # the story, as read here
     assert [a["outcome"] for a in attempts] == ["failed", "completed"]
-    assert (attempts[0]["verdict"]["kind"], attempts[0]["verdict"]["host"]) == ("node_failure", "trn-node21")
+    assert who(attempts[0]["verdict"]) == ("node_failure", "trn-node21")

@@ -8,15 +8,12 @@ while rank 7's own hypothesis lost (its last progress line is stamped after the 
 
 from __future__ import annotations
 
-from ranktrace.correlate import diagnose
-
-from .fixtures import generated_run
+from .fixtures import generated_attempts, who
 
 
 def test_the_reports_first_line_names_the_victim_its_kill_line_names(tmp_path, catalog):
-    truth, con = generated_run(tmp_path, "host_oom", 2, "mpirun_slurm", catalog)
-    want = truth["attempts"][2]["verdict"]
-    assert (want["kind"], want["rank"], want["host"]) == ("oom", 7, "cn0037")
-    v = diagnose(con)["attempts"][2]["verdict"]
-    con.close()
-    assert (v["kind"], v["rank"], v["host"], v["pid"]) == ("oom", 7, "cn0037", want["pid"]), v
+    truth, found = generated_attempts(tmp_path, "host_oom", 2, "mpirun_slurm", catalog)
+    want = truth[2]["verdict"]
+    assert who(want, "kind", "rank", "host") == ("oom", 7, "cn0037")
+    v = found[2]["verdict"]
+    assert who(v, "kind", "rank", "host", "pid") == ("oom", 7, "cn0037", want["pid"]), v

@@ -6,17 +6,11 @@ cut of a rank's lines is its node's (attempts.write_class_cuts, rkey), as srun's
 
 from __future__ import annotations
 
-from ranktrace.correlate import diagnose
-
-from .fixtures import generated_run
+from .fixtures import generated_attempts, who
 
 
 def test_a_ranks_lines_are_cut_on_its_nodes_clock(tmp_path, catalog):
-    truth, con = generated_run(tmp_path, "exception", 27, "deepspeed_srun", catalog)
-    want = truth["attempts"][0]["verdict"]
-    assert (want["kind"], want["rank"], want["host"]) == ("exception", 2, "dgx-h100-025")
-    got = diagnose(con)["attempts"]
-    con.close()
+    truth, got = generated_attempts(tmp_path, "exception", 27, "deepspeed_srun", catalog)
+    assert who(truth[0]["verdict"], "kind", "rank", "host") == ("exception", 2, "dgx-h100-025")
     assert [a["outcome"] for a in got] == ["failed", "failed"], got
-    v = got[0]["verdict"]
-    assert (v["kind"], v["rank"], v["host"]) == ("exception", 2, "dgx-h100-025"), v
+    assert who(got[0]["verdict"], "kind", "rank", "host") == ("exception", 2, "dgx-h100-025"), got[0]["verdict"]

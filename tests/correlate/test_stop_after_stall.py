@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from ranktrace.correlate import diagnose
-
-from .fixtures import diagnose_files, generated_run
+from .fixtures import diagnose_files, generated_attempts, who
 
 NODES = {"gpu-a034": (0, 1), "gpu-a035": (2, 3), "gpu-a036": (4, 5)}
 TIMEOUT = ("Watchdog caught collective operation timeout: WorkNCCL(SeqNum=165, OpType=ALLREDUCE, NumelIn=195004416, "
@@ -53,9 +51,6 @@ def test_a_requeue_of_a_training_job_is_the_stop(tmp_path, monkeypatch, catalog,
 def test_a_requeued_hang_on_three_clocks_names_the_rank_the_others_waited_for(tmp_path, catalog):
     # DeepSpeed under srun, three nodes minutes apart: the third attempt's requeue came a second after the
     # tasks exited; it was chosen over the rank missing from the timed-out collective (a tie, 0.22 each)
-    truth, con = generated_run(tmp_path, "hang", 27, "deepspeed_srun", catalog)
-    want = truth["attempts"][2]["verdict"]
-    assert (want["kind"], want["rank"], want["host"]) == ("hang", 3, "gpu-a035")
-    v = diagnose(con)["attempts"][2]["verdict"]
-    con.close()
-    assert (v["kind"], v["rank"], v["host"]) == ("hang", 3, "gpu-a035"), v
+    truth, found = generated_attempts(tmp_path, "hang", 27, "deepspeed_srun", catalog)
+    assert who(truth[2]["verdict"], "kind", "rank", "host") == ("hang", 3, "gpu-a035")
+    assert who(found[2]["verdict"], "kind", "rank", "host") == ("hang", 3, "gpu-a035"), found[2]["verdict"]

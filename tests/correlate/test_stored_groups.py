@@ -15,6 +15,7 @@ from ranktrace.ingest.pipeline import ingest
 
 from rt_testlib import halved_copy
 
+from .fixtures import generated_run
 from .test_sample_bundles import BUNDLES, _files
 from ranktrace.store import connect as store_connect
 
@@ -151,22 +152,8 @@ def test_groups_of_lines_told_on_another_hosts_clock_are_those_of_the_lines(tmp_
     """An untagged console that every node writes to (DeepSpeed under srun, clocks a minute apart): its lines
     that name no host are told on the clock that fits the file's order (clock.hostless_clocks), and the groups
     the ingest keeps are made again for their classes too, not only for the classes of interpolated times."""
-    import sys
-    from pathlib import Path
-
     from ranktrace.correlate.identity import _stored_stamp
-    bench = Path(__file__).resolve().parents[2] / "benchmarks"
-    sys.path.insert(0, str(bench))
-    try:
-        import gen_longrun
-    finally:
-        sys.path.remove(str(bench))
-    run = tmp_path / "run"
-    gen_longrun.generate(run, "exception", 16, layout="deepspeed_srun")
-    files = sorted(str(p) for p in run.rglob("*") if p.is_file() and p.name != "truth.json")
-    db = str(tmp_path / "db")
-    ingest(files, db, catalog)
-    con = store_connect(db, read_only=False)
+    _, con = generated_run(tmp_path, "exception", 16, "deepspeed_srun", catalog, read_only=False)
     timed = con.execute("SELECT count(*) FROM interpolated_times JOIN events USING (event_id) "
                         "WHERE ts_kind <> 'interpolated'").fetchone()[0]
     assert timed > 0   # lines of no host, retold
