@@ -31,6 +31,7 @@ from .impact import impact as _impact
 from .choose import calibrated, features, load_weights, rank
 from .naming import from_words as _from_words, review as _review_names, who as _who
 from .stranded import apply as _stranded
+from .detectors.causes import rescore_after_demotions
 from .detectors.network import uncorroborated_port_errors
 from .survival import (OUTSIDE_STOP_FAILURES, complaints_survived_until, demote_stops_after_stall, demote_survived,
                        healthy_until, own_window_s, progress_spans, trained_to_the_end, window_s)
@@ -461,6 +462,7 @@ def diagnose_scope(con: duckdb.DuckDBPyConnection, clock: list[dict]) -> dict:
                           " (the job assembled after it: a retry the rendezvous got past)")
     uncorroborated_port_errors(con, findings)   # a port error no failed work request followed (network.py)
     demote_stops_after_stall(con, findings)   # a cancel of a job that had hung is its answer (survival.py)
+    rescore_after_demotions(findings)   # the first cause line that stands is the earliest (causes.py)
     cands = _group(_outside_stop_only(con, findings) or findings)
     node_failed = {f.host for f in findings if f.kind == "node_failure" and f.host}
     # a job that ended normally everywhere did not fail: what it logged on the way was survived, unless

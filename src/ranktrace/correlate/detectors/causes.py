@@ -70,7 +70,7 @@ def first_cause(con) -> list[Finding]:
         if w is None and past(r):
             score = DIRECT * 0.35
         elif w is None:
-            score = DIRECT if n_direct == 0 else (DIRECT * 0.8 if lag is not None and lag <= 1.0 else DIRECT * 0.35)
+            score = _direct_score(n_direct, lag)
             n_direct += 1
         else:
             score = 0.2
@@ -91,8 +91,36 @@ def first_cause(con) -> list[Finding]:
                 f"{r['kind']} ({(r['message'] or '').strip()[:120]})" + (f" — weak: {w}" if w else ""),
             **ident, time=r["ats"], evidence=[r["event_id"]], direct=w is None,
             extra={"order": i, "lag_s": lag, "event_kind": r["kind"], "ts_ok": r["ts_ok"], "n_causes": r["n_causes"],
-                   "reported": r["reported"]}))
+                   "reported": r["reported"], "past": past(r), "first": first}))
     return out
+
+
+def _direct_score(n_direct: int, lag: float | None) -> float:
+    """The score of the n-th direct cause line that the job did not train past (0: the first), `lag` s after
+    the first: within the clock's grain of it, nearly as strong; later, a probable consequence."""
+    if n_direct == 0:
+        return DIRECT
+    return DIRECT * 0.8 if lag is not None and lag <= 1.0 else DIRECT * 0.35
+
+
+def rescore_after_demotions(findings: list[Finding]) -> int:
+    """When the line first_cause took for the first failure was demoted since (its rank trained on after
+    it: survival.demote_survived; a port that blinked: network.uncorroborated_port_errors), the direct
+    cause lines that stand are scored, in place, as first_cause would have scored them without it: the
+    first of them is the earliest, the others' lag counts from it. Returns how many were scored again."""
+    fc = [f for f in findings if f.detector == "first_cause"]
+    if not any(f.extra.get("first") and not f.direct for f in fc):
+        return 0
+    live = sorted((f for f in fc if f.direct and not f.extra.get("past")), key=lambda f: f.extra["order"])
+    t0 = next((f.time for f in live if f.time is not None), None)
+    for n, f in enumerate(live):
+        lag = (f.time - t0).total_seconds() if f.time is not None and t0 is not None else None
+        f.score = _direct_score(n, lag) * (1.0 if f.extra["ts_ok"] else 0.9)
+        f.extra["lag_s"] = lag
+        if n == 0:
+            f.extra["first"] = True
+            f.why = "earliest" + f.why.removeprefix("a")
+    return len(live)
 
 
 SCHEDULER_PROGRAMS = ("slurmctld", "slurmd", "slurmstepd", "srun", "sbatch", "sacct", "scontrol", "kubelet",
