@@ -22,8 +22,9 @@ The features are pure functions of the candidates and the clock (no SQL here), e
   explains   the share of the attempt's complaining ranks that complained after it failed
   victim     it complained itself (a collective timeout, a closed peer) before it failed: it waited on
              someone else, and its death (a watchdog's abort) is the cascade's; not when it died of its
-             own memory or instruction fault (SIGSEGV, SIGBUS, SIGILL, SIGFPE: no cascade dies of those)
-             or of its own exception (a traceback whose text is not about a lost peer: first_cause
+             own memory or instruction fault (SIGSEGV, SIGBUS, SIGILL, SIGFPE: no cascade dies of those),
+             when its node's own kernel reported a CPU stuck (a soft lockup: no waiting peer's is), or of
+             its own exception (a traceback whose text is not about a lost peer: first_cause
              keeps one that is as weak evidence), nor when it is the one rank missing from a collective
              every other rank timed out on (it never reached it: what it complained of before, it did
              not wait on)
@@ -41,7 +42,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from .detectors.base import SELF_FAULT_SIGNALS, SELF_FAULT_STATES, SPECIFICITY
+from .detectors.base import OWN_NODE_KINDS, SELF_FAULT_SIGNALS, SELF_FAULT_STATES, SPECIFICITY
 from .util import data_dir
 
 FEATURES = ("evidence", "direct", "first", "lag", "specific", "absent", "survived", "support", "nobody",
@@ -175,6 +176,7 @@ def features(cands: list, node_failed: set[str], unc: dict[str | None, float],
                                   or x.extra.get("state") in SELF_FAULT_STATES
                                   or (x.detector == "watchdog" and x.extra.get("sole"))
                                   or (x.detector == "first_cause" and x.direct and x.kind == "exception")
+                                  or x.extra.get("event_kind") in OWN_NODE_KINDS
                                   for x in fs if not x.extra.get("survived"))
         if mine and t_fail is not None and min(mine) < t_fail + slack and not own_fault:
             f["victim"] = 1.0

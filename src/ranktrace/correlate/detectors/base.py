@@ -29,6 +29,9 @@ CRASH_SIGNALS = {4, 6, 7, 8, 11}
 # SIGABRT, a teardown's SIGTERM or SIGKILL); srun writes them as task states
 SELF_FAULT_SIGNALS = {4, 7, 8, 11}
 SELF_FAULT_STATES = ("Segmentation fault", "Bus error", "Illegal instruction", "Floating point exception")
+# node failures the node's own kernel reports (a CPU stuck in the kernel: 'watchdog: BUG: soft lockup'): the
+# line's host is the node, and no cascade makes a kernel's CPU stuck (a peer waiting on a collective sleeps)
+OWN_NODE_KINDS = ("kernel_lockup",)
 
 
 def signal_kind(sig: int | None) -> str | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from ..util import rows, table_exists
-from .base import Finding, query
+from .base import OWN_NODE_KINDS, Finding, query
 
 DIRECT = 0.85
 
@@ -44,10 +44,6 @@ _MPIRUN_BROUGHT_DOWN = re.compile(r"exited on signal (?:6|15) ")
 # format's rules said (a safety net against a confident wrong blame).
 _SYMPTOM_TEXT = re.compile(r"(?i)connection (?:closed|reset|refused)|closed by peer|reset by peer|broken pipe|"
                            r"timed out|timeout|watchdog|socket.*(?:closed|error)|ncclRemoteError|remote process exited")
-
-
-# node failures the node's own kernel reports (a CPU stuck in the kernel): the line's host is the node
-OWN_NODE_KINDS = ("kernel_lockup",)
 
 
 def first_cause(con) -> list[Finding]:
