@@ -59,22 +59,3 @@ def test_a_summary_in_a_cri_pod_log_names_no_node_of_the_pods_hostname(tmp_path,
                        {_POD_LOG: _summary("2025-02-11T04:19:33.412000000Z stderr F ", "trainer-worker-1")})
     assert "trainer-worker-1" not in _hosts(d), d["verdict"]
 
-
-@pytest.mark.parametrize("wrapper", [
-    "",                                                  # Ray's driver: ray.get() re-raises the task's error
-    "jax._src.traceback_util.UnfilteredStackTrace: ",    # the same behind JAX's api_boundary re-raise
-])
-def test_a_raytaskerror_of_a_cause_class_names_the_actor_that_raised(tmp_path, monkeypatch, catalog, wrapper):
-    # python/ray/exceptions.py RayTaskError.as_instanceof_cause names the class 'RayTaskError(<cause class>)';
-    # jax/_src/traceback_util.py re-raises as UnfilteredStackTrace(format_exception_only(e))
-    # a paste of the traceback's tail (no 'Traceback' header: the exception line is read on its own)
-    text = ('  File "/opt/conda/lib/python3.8/site-packages/ray/_private/worker.py", line 2289, in get\n'
-            "    raise value.as_instanceof_cause()\n"
-            f"{wrapper}ray.exceptions.RayTaskError(NcclError): ray::MeshHostWorker.init_p2p_communicator() "
-            "(pid=40213, ip=10.7.3.18, repr=<alpa.device_mesh.MeshHostWorker object at 0x7f9ab240f460>)\n"
-            '  File "/opt/app/alpa/device_mesh.py", line 391, in init_p2p_communicator\n'
-            "    g.create_p2p_communicator(my_gpu_idx, peer_rank, peer_gpu_idx, nccl_uid)\n")
-    d = diagnose_files(tmp_path, monkeypatch, catalog, {"driver.log": text})
-    v = d["verdict"]
-    assert (v["pid"], v["host"]) == (40213, "10.7.3.18"), v
-    assert v["kind"] != "unknown", v
