@@ -96,14 +96,27 @@ WITH agent AS (
     FROM aligned_events
     WHERE message LIKE '%Container rank % status failed cmd %'
 ), entries AS (
-    SELECT event_id, file, line, raw, ats,
+    -- between fields: white space, or (outside a pod's log) a line end and the next line's prefix: a launcher's that
+    -- wrote every line of the summary, SkyPilot's '(worker1, rank=1, pid=P, ip=A) ', pdsh's 'host: '. In a pod's own
+    -- log every line has the runtime's prefix (CRI '<time> stderr F '), and the summary's 'host' is the POD's hostname
+    -- (see exits): its entries are read there only where white space alone parts the fields, as before
+    SELECT event_id, file, line, raw, ats, host AS ev_host, pod AS ev_pod,
+           CASE WHEN strpos(raw, 'Root Cause') > 0 THEN strpos(raw, 'Root Cause') ELSE 1000000000 END AS rc_pos,
+           unnest(regexp_extract_all(raw,
+             '\[\d+\]:(?:\s+|[^\n]*\n[^\n]*?)time\s*:\s*\S+(?:\s+|[^\n]*\n[^\n]*?)host\s*:\s*\S+(?:\s+|[^\n]*\n[^\n]*?)rank\s*:\s*\d+\s*\(local_rank:\s*\d+\)(?:\s+|[^\n]*\n[^\n]*?)exitcode\s*:\s*-?\d+\s*\(pid:\s*\d+\)')) AS s
+    FROM aligned_events
+    WHERE raw LIKE '%exitcode%' AND raw LIKE '%local_rank%' AND raw LIKE '%host%' AND raw LIKE '%time%'
+      AND pod IS NULL
+    UNION ALL
+    SELECT event_id, file, line, raw, ats, host AS ev_host, pod AS ev_pod,
            CASE WHEN strpos(raw, 'Root Cause') > 0 THEN strpos(raw, 'Root Cause') ELSE 1000000000 END AS rc_pos,
            unnest(regexp_extract_all(raw,
              '\[\d+\]:\s+time\s*:\s*\S+\s+host\s*:\s*\S+\s+rank\s*:\s*\d+\s*\(local_rank:\s*\d+\)\s+exitcode\s*:\s*-?\d+\s*\(pid:\s*\d+\)')) AS s
     FROM aligned_events
     WHERE raw LIKE '%exitcode%' AND raw LIKE '%local_rank%' AND raw LIKE '%host%' AND raw LIKE '%time%'
+      AND pod IS NOT NULL
 ), lines AS (   -- the same entries when each line is its own event
-    SELECT event_id, file_id, file, line, ats,
+    SELECT event_id, file_id, file, line, ats, host AS ev_host, pod AS ev_pod,
            CASE WHEN regexp_matches(raw, 'Root Cause \(first observed failure\)') THEN 'root_cause'
                 WHEN regexp_matches(raw, '^\s*Failures:\s*$') THEN 'failures' END AS hdr,
            nullif(regexp_extract(raw, '^\s*time\s*:\s*(\S+)', 1), '') AS t,
@@ -129,9 +142,9 @@ WITH agent AS (
                                                  ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS section
     FROM w
 ), entries2 AS (
-    SELECT event_id, file, line, s,
+    SELECT event_id, file, line, s, ev_host, ev_pod,
            CASE WHEN strpos(raw, s) > rc_pos THEN 'root_cause' ELSE 'failures' END AS source,
-           regexp_extract(s, 'time\s*:\s*(\S+)\s+host\s*:\s*(\S+)\s+rank\s*:\s*(\d+)\s*\(local_rank:\s*(\d+)\)\s+exitcode\s*:\s*(-?\d+)\s*\(pid:\s*(\d+)\)',
+           regexp_extract(s, 'time\s*:\s*(\S+)(?:\s+|[^\n]*\n[^\n]*?)host\s*:\s*(\S+)(?:\s+|[^\n]*\n[^\n]*?)rank\s*:\s*(\d+)\s*\(local_rank:\s*(\d+)\)(?:\s+|[^\n]*\n[^\n]*?)exitcode\s*:\s*(-?\d+)\s*\(pid:\s*(\d+)\)',
                           ['time', 'host', 'rank', 'local_rank', 'exitcode', 'pid']) AS m
     FROM entries
 ), exits AS (
@@ -157,13 +170,22 @@ WITH agent AS (
            file, line, text
     FROM vllm WHERE rank IS NOT NULL OR pid IS NOT NULL
     UNION ALL
-    SELECT event_id, source, try_strptime(m.time, '%Y-%m-%d_%H:%M:%S') AS ats, m.host,
+    -- the agent writes its own socket.getfqdn() (torch/distributed/elastic/multiprocessing/errors/__init__.py
+    -- ChildFailedError._format_failure: 'hostname=socket.getfqdn()'): inside a pod that is the POD's hostname (its name, or '<name>.<subdomain>...'), not a
+    -- node: a summary in a pod's own log names the node its pod ran on (the event's host, NULL when the bundle does
+    -- not say), never a node of the pod's name beside it (a hostNetwork pod's hostname is its node's: kept)
+    SELECT event_id, source, try_strptime(m.time, '%Y-%m-%d_%H:%M:%S') AS ats,
+           CASE WHEN ev_pod IS NOT NULL
+                 AND lower(split_part(m.host, '.', 1)) = lower(regexp_replace(ev_pod, '^.*/', ''))
+                THEN ev_host ELSE m.host END,
            CAST(m.rank AS INTEGER), CAST(m.local_rank AS INTEGER), CAST(m.pid AS BIGINT),
            CAST(m.exitcode AS INTEGER),
            file, line, s
     FROM entries2 WHERE m.pid <> ''
     UNION ALL
-    SELECT event_id, coalesce(section, 'failures'), try_strptime(t2, '%Y-%m-%d_%H:%M:%S'), h2,
+    SELECT event_id, coalesce(section, 'failures'), try_strptime(t2, '%Y-%m-%d_%H:%M:%S'),
+           CASE WHEN ev_pod IS NOT NULL AND lower(split_part(h2, '.', 1)) = lower(regexp_replace(ev_pod, '^.*/', ''))
+                THEN ev_host ELSE h2 END,   -- the pod's hostname, as above
            CAST(rk2 AS INTEGER), CAST(lr2 AS INTEGER), CAST(epid AS BIGINT), CAST(code AS INTEGER),
            file, line, raw
     FROM w2 WHERE code IS NOT NULL AND epid IS NOT NULL

@@ -62,9 +62,15 @@ def link_sources(con: duckdb.DuckDBPyConnection) -> list[str]:
               f" FROM (SELECT host, regexp_extract(message, '{AGENT_FAILED_RE}', ['exitcode','local_rank','pid']) AS m"
               " FROM events_base WHERE host IS NOT NULL AND has_mark(marks, 'hot') AND (message LIKE '%failed (exitcode:%local_rank:%'))"
               " WHERE m.pid <> ''")
-    # Root Cause / Failures entries (block events keep the whole entry in raw)
-    qs.append(_sel("root_cause", host="m.host", rank="m.rank", local_rank="m.local_rank", pid="m.pid") +
-              f" FROM (SELECT unnest(regexp_extract_all(raw, '{ENTRY_RE.replace(chr(39), chr(39)*2)}')) AS s"
+    # Root Cause / Failures entries (block events keep the whole entry in raw). The agent writes its own
+    # socket.getfqdn() as 'host' (torch/distributed/elastic/multiprocessing/errors/__init__.py,
+    # ChildFailedError._format_failure): in a pod's log that is the POD's hostname (its name, or
+    # '<name>.<subdomain>...'): the entry links its rank to that pod (whose node pod_host gives), not to a node
+    # of the pod's name
+    own = "(pod IS NOT NULL AND lower(split_part(m.host, '.', 1)) = lower(regexp_replace(pod, '^.*/', '')))"
+    qs.append(_sel("root_cause", host=f"CASE WHEN {own} THEN NULL ELSE m.host END", pod=f"CASE WHEN {own} THEN pod END",
+                   rank="m.rank", local_rank="m.local_rank", pid="m.pid") +
+              f" FROM (SELECT pod, unnest(regexp_extract_all(raw, '{ENTRY_RE.replace(chr(39), chr(39)*2)}')) AS s"
               " FROM events_base WHERE has_mark(marks, 'hot') AND (raw LIKE '%exitcode%' AND raw LIKE '%local_rank%' AND raw LIKE '%host%')) x,"
               f" LATERAL (SELECT regexp_extract(s, '{ENTRY_RE}', ['host','rank','local_rank','exitcode','pid']) AS m)")
     # NCCL comm init: rank + cuda device / bus id, host and pid from the event; the world's
