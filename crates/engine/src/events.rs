@@ -189,25 +189,6 @@ fn typed_id(cat: &Catalog, c: usize, raw: &str, v: Id) -> Id {
 /// already deferred the lines of a block left open).
 pub fn build<'a>(cat: &Catalog, lines: &[Peeled<'a>], block: &[u32], start_of: &[usize],
                  hints: &[Id], tz: &Zoner) -> Vec<Event<'a>> {
-    build_into(cat, lines, block, start_of, hints, tz, Vec::new())
-}
-
-/// An empty Vec of events whose allocation is kept for the events of another batch (the
-/// events of a batch borrow its text: another lifetime). A batch's events are ~0.5 KB each,
-/// ~30 MB for 64 k lines: allocated anew for every batch, its pages were faulted in and cleared
-/// again by the kernel as `build` wrote them (~2% of the engine's samples on the corpus node
-/// log, perf, session 21). The elements are dropped here, as dropping the Vec would; the
-/// collect is std's in-place one (same size and alignment: no new allocation, the capacity
-/// kept; `recycled_events_keep_their_allocation` checks it).
-pub fn recycle<'b>(mut v: Vec<Event<'_>>) -> Vec<Event<'b>> {
-    v.clear();
-    v.into_iter().map(|_| -> Event<'b> { unreachable!("cleared") }).collect()
-}
-
-/// `build`, into `out` (empty: a recycled Vec whose capacity is reused).
-pub fn build_into<'a>(cat: &Catalog, lines: &[Peeled<'a>], block: &[u32], start_of: &[usize],
-                      hints: &[Id], tz: &Zoner, mut out: Vec<Event<'a>>) -> Vec<Event<'a>> {
-    debug_assert!(out.is_empty());
     let nid = cat.identity.len();
     // The shared texts that lines take (path hints, patterns' programs) are
     // copied once a batch, so that the Arcs its lines clone are this
@@ -215,7 +196,7 @@ pub fn build_into<'a>(cat: &Catalog, lines: &[Peeled<'a>], block: &[u32], start_
     // cache line bounce between the cores (a third of build()).
     let hints: Vec<Id> = hints.iter().map(Id::own_copy).collect();
     let mut programs: Vec<Option<Shared>> = vec![None; cat.patterns.len()];
-    out.reserve(lines.len());
+    let mut out: Vec<Event> = Vec::with_capacity(lines.len());
     // Blocks: one event per (block, start, envelope identity), in order of first line.
     let mut groups: Vec<(usize, Vec<usize>)> = Vec::new(); // (first line index, members)
     {
@@ -526,25 +507,6 @@ pub fn times(events: &mut [Event], mut prev: Option<i64>, implausible: &mut u64)
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A recycled Vec of events is empty and keeps its allocation: no new one per batch.
-    #[test]
-    fn recycled_events_keep_their_allocation() {
-        let text = String::from("x");
-        let mut v: Vec<Event> = Vec::with_capacity(1000);
-        let ev = |raw: &str| -> Event { Event {
-            line: 1, end_line: 1, offset: 0, raw: Cow::Owned(raw.to_string()), ascii: true, message: (0, 1),
-            src: Src::Raw, level: None, ts: None, ts_kind: None, ts_text: None, env_ts: None, env_ts_kind: None,
-            env_ts_text: None, envelopes: Default::default(), ids: Default::default(), kept: vec![(0, (0, 1))],
-            marks: None, hinted: 0, stream_src: 0, stream_via: 0, stream_key: 0, hits: [None, None], blocked: 0,
-        } };
-        v.push(ev(&text));
-        v.push(ev(&text));
-        let (at, cap) = (v.as_ptr() as usize, v.capacity());
-        let w: Vec<Event<'static>> = recycle(v);
-        assert!(w.is_empty());
-        assert_eq!((w.as_ptr() as usize, w.capacity()), (at, cap));
-    }
 
     #[test]
     fn an_id_is_two_words() {

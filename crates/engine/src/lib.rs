@@ -85,9 +85,6 @@ pub struct FileParser {
     shapes: Vec<classify::Shapes>,
     /// whether lines of a shape met before take its structure (RANKTRACE_ENGINE_MEMO=0: no; tests)
     memo: bool,
-    /// the events' Vecs of the last batch, emptied, their allocations kept for the next
-    /// batch's (events::recycle); given back at the file's end
-    spare: Vec<Vec<events::Event<'static>>>,
     /// the classes of the file's lines numbered so far
     classes: classes::FileClasses,
     /// events per format so far (the catalog's order; the last: no format, 'raw')
@@ -124,7 +121,6 @@ impl FileParser {
             memos: Vec::new(),
             shapes: Vec::new(),
             memo: std::env::var("RANKTRACE_ENGINE_MEMO").map_or(true, |v| v != "0"),
-            spare: Vec::new(),
             classes: Default::default(),
             per_format: vec![0; n_formats + 1],
             eof: false,
@@ -286,13 +282,10 @@ impl FileParser {
             }
         }
         let cut = par::cuts(&block[..keep], &start_of[..keep], threads);
-        let mut spare = std::mem::take(&mut self.spare);
-        let bufs: Vec<Vec<events::Event>> = cut.windows(2).map(|_| spare.pop().map_or_else(Vec::new, events::recycle)).collect();
-        drop(spare);
         let mut events: Vec<Vec<events::Event>> = par::map(
-            par::split_mut(&mut peeled, &cut).into_iter().zip(cut.windows(2)).zip(bufs).collect(),
-            |((lines, r), buf): ((&mut [Peeled], &[usize]), Vec<events::Event>)| {
-                events::build_into(cat, lines, &block[r[0]..r[1]], &start_of[r[0]..r[1]], hints, tz, buf)
+            par::split_mut(&mut peeled, &cut).into_iter().zip(cut.windows(2)).collect(),
+            |(lines, r): (&mut [Peeled], &[usize])| {
+                events::build(cat, lines, &block[r[0]..r[1]], &start_of[r[0]..r[1]], hints, tz)
             },
         );
         drop(peeled);
@@ -345,10 +338,6 @@ impl FileParser {
             })
             .collect();
         lap("classify+facts+arrow");
-        if !last {
-            // the events are written out: their Vecs serve the next batch (none after the last)
-            self.spare = events.into_iter().map(events::recycle).collect();
-        }
         if prof {
             eprintln!("message shapes read: {}", self.shapes.iter().map(|s| s.read).sum::<u64>());
         }
