@@ -246,7 +246,7 @@ pub struct Catalog {
     pub carry: HashMap<String, (Vec<usize>, Vec<usize>)>,
     /// `carry` by pattern index (`carry.get(&patterns[p].key)`): events::carry asks it of every
     /// event of every batch, and a string hash and lookup a line was ~2% of the engine's samples
-    /// on the corpus node log, whose patterns carry nothing (perf, session 21)
+    /// on the corpus node log, none of whose lines' patterns carries (perf, session 21)
     pub carry_of: Vec<Option<(Vec<usize>, Vec<usize>)>>,
     pub marker: Rx,
     /// index of the `program` identity column
