@@ -419,12 +419,13 @@ pub fn carry(cat: &Catalog, events: &mut [Event], st: &mut Carried) {
         st.value = vec![Id::None; nid];
         st.live = vec![None; nid];
     }
-    let key = |e: &Event| match e.src {
-        Src::Pattern(p) => Some(cat.patterns[p as usize].key.as_str()),
+    // what the event's pattern carries and ends: `cat.carry` by its key, looked up by index
+    let of = |e: &Event| match e.src {
+        Src::Pattern(p) => cat.carry_of[p as usize].as_ref(),
         _ => None,
     };
     let open = st.value.iter().any(|v| !v.is_none()) || st.live.iter().any(|l| l.is_some());
-    if !open && !events.iter().any(|e| key(e).map_or(false, |k| cat.carry.get(k).map_or(false, |(c, _)| !c.is_empty()))) {
+    if !open && !events.iter().any(|e| of(e).map_or(false, |(c, _)| !c.is_empty())) {
         return;
     }
     let carried_cols: Vec<usize> = (0..nid)
@@ -438,7 +439,7 @@ pub fn carry(cat: &Catalog, events: &mut [Event], st: &mut Carried) {
             live.iter_mut().for_each(|v| *v = None);
         }
         *prev_end = e.end_line;
-        let k = key(e).and_then(|k| cat.carry.get(k));
+        let k = of(e);
         for &c in &carried_cols {
             let carries = k.map_or(false, |(cs, _)| cs.contains(&c));
             let ends = k.map_or(false, |(_, es)| es.contains(&c));

@@ -91,9 +91,17 @@ const BUCKET_EVENTS: usize = 8;
 pub fn event_rows(cat: &Catalog, file_id: i64, events: &[Event], classes: &[Class], facts: &[summary::Facts],
                   rows: &[FactRow]) -> (Vec<ArrayRef>, classes::Local) {
     // A few distinct envelope chains per file: each joined once.
+    // A line's chain is most often the line before's: compared first, not hashed (the lookup a
+    // line was ~1.3% of the engine's samples on the corpus node log, perf, session 21).
     let mut joined: rustc_hash::FxHashMap<&[u16], String> = Default::default();
+    let mut before: &[u16] = &[];
     for e in events {
-        if !e.envelopes.is_empty() && !joined.contains_key(e.envelopes.as_slice()) {
+        let chain = e.envelopes.as_slice();
+        if chain.is_empty() || chain == before {
+            continue;
+        }
+        before = chain;
+        if !joined.contains_key(chain) {
             let names: Vec<&str> = e.envelopes.as_slice().iter().map(|&i| cat.envelopes[i as usize].name.as_str()).collect();
             joined.insert(e.envelopes.as_slice(), names.join(">"));
         }
