@@ -300,6 +300,34 @@ def test_a_console_whose_bars_run_until_its_agents_death_signal_was_stopped_from
     assert trained_to_the_end(con) is None
 
 
+def test_bars_after_a_timed_progress_line_still_run_until_the_death_signal():
+    # a resumed run's first step has a time of its own (t=20); rank 0's HF Trainer dicts after it carry none
+    # (the last timed line's, a checkpoint save at t=100: a lower bound), then the agent is SIGTERMed at 221.
+    # The timed step came before the bars: it says nothing against the file's order (a fresh generated run,
+    # node_freeze/torchrun_node seed 31: its cancelled attempt was called failed on a port that blinked)
+    start = ev(0.0, "[default] Starting worker group", kind="worker_start", host="n1", pid=100, file="n1.log", line=1)
+    first = ev(20.0, "[rank0] step 17 loss 2.9", kind="progress", host="n1", rank=0, file="n1.log", step=17, line=3)
+    save = ev(100.0, "Saving model checkpoint to /ckpt/checkpoint-54", kind="checkpoint_save", host="n1", rank=0,
+              file="n1.log", line=4)
+    dicts = [ev(100.0, f"{{'loss': 2.9, 'grad_norm': 1.0, 'learning_rate': 3e-04, 'epoch': 0.0{k // 40}}}",
+                kind="progress", host="n1", rank=0, file="n1.log", ts_kind="interpolated", line=10 + k)
+             for k in range(1, 74)]
+    stop = ev(221.0, "Received 15 death signal, shutting down workers", kind="signal_received", host="n1",
+              pid=100, file="n1.log", line=90, role="symptom", severity="warning")
+
+    def end(evs):
+        con = store(evs)
+        align(con)
+        find_attempts(con)
+        scope(con, 1)
+        return trained_to_the_end(con)
+    assert end([start, first, save] + dicts + [stop]) == "stopped from outside"
+    # a timed step later than the bars can be (their lower bound): its time says when training stopped
+    stalled = ev(150.0, "[rank0] step 90 loss 2.9", kind="progress", host="n1", rank=0, file="n2.log", step=90,
+                 line=3)
+    assert end([start, first, save] + dicts + [stalled, stop]) is None
+
+
 def test_a_checkpoint_save_after_the_last_step_is_training_when_the_logs_end_on_it():
     # the logs end on rank 0's checkpoint save, 40 s after the last step (a save takes seconds to
     # minutes); a closed socket between the last step and the save is noise the job trained past

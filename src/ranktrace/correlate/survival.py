@@ -387,22 +387,25 @@ def demote_stops_after_stall(con, findings: list[Finding]) -> int:
 
 
 def _stop_after_untimed_progress(con) -> dt.datetime | None:
-    """With no timed progress: the time of an outside stop written in a file right after that file's
-    progress lines of no time of their own (rank 0's Lightning bars on a torchrun console, then its
-    agent's 'Received 15 death signal'), with no complaint between them in the file: the job trained
-    until it was stopped. None otherwise, and whenever some progress line has a time of its own (its
-    time, not a file's order, says when training stopped)."""
+    """The time of an outside stop written in a file right after that file's progress lines of no time
+    of their own (rank 0's Lightning bars or HF Trainer dicts on a torchrun console, then its agent's
+    'Received 15 death signal'), with no complaint between them in the file: the job trained until it was
+    stopped. None otherwise, and whenever a progress line with a time of its own is later than those bars
+    can be (their time, the last timed line's before them, is a lower bound): its time, not a file's
+    order, says when training stopped. A timed progress line before them (a resumed run's first step)
+    says nothing against them."""
     return con.execute(f"""
         WITH stop AS (
             SELECT file_id, min(min_line) AS line, min(first_ats) AS at FROM aligned_groups
             WHERE ts_ok AND {_STOP_KIND} GROUP BY file_id
         ), bars AS (
-            SELECT file_id, max(coalesce(last_line, min_line)) AS line FROM aligned_groups
+            SELECT file_id, max(coalesce(last_line, min_line)) AS line, max(last_ats) AS lo FROM aligned_groups
             WHERE NOT ts_ok AND (max_step IS NOT NULL OR kind = 'progress') GROUP BY file_id
         )
         SELECT min(s.at) FROM stop s JOIN bars b USING (file_id)
         WHERE b.line < s.line
-          AND NOT EXISTS (SELECT 1 FROM aligned_groups WHERE ts_ok AND (max_step IS NOT NULL OR kind = 'progress'))
+          AND NOT EXISTS (SELECT 1 FROM aligned_groups WHERE ts_ok AND (max_step IS NOT NULL OR kind = 'progress')
+                          AND (b.lo IS NULL OR last_ats > b.lo))
           AND NOT EXISTS (
             SELECT 1 FROM aligned_groups g
             WHERE g.file_id = s.file_id AND g.role IN ('cause', 'symptom') AND NOT {_STOP_KIND}
