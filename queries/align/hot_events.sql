@@ -86,4 +86,4 @@ WHERE role IN ('cause', 'symptom')                          -- first_cause, firs
       OR ((raw ILIKE '%ucceeded%' OR raw ILIKE '%exit code:%' OR raw ILIKE '%exited with %'
            OR raw ILIKE '%completed%' OR raw ILIKE '%training %')
           AND regexp_matches(raw, '(?i)\bSucceeded\b|JobSucceeded|\bExit Code:\s+0\s*$|exited with (?:exit )?code 0\b|'
-                                  || '\bCOMPLETED\b|completed successfully|training (?:is )?(?:done|finished|complete)\b'))))
+                                  || '(?-i:\bCOMPLETED\b)|completed successfully|training (?:is )?(?:done|finished|complete)\b'))))

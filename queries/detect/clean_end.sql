@@ -8,12 +8,13 @@
 --   launcher's own "exited with code 0", the framework's own end (Lightning `Trainer.fit` stopped, HF
 --   Trainer 'Training completed.': kind training_done). Columns: event_id, ats, host, rank, kind, file, line, message.
 --   A `step_end` line that reports a non-zero job_rc is not a clean end, nor Open MPI's 'Local abort ... completed
---   successfully'.
+--   successfully'. COMPLETED is a scheduler's state, upper case only: the watchdog's own report of a hung
+--   collective says '... last enqueued NCCL work: N, last completed NCCL work: M.' (ProcessGroupNCCL.cpp).
 SELECT event_id, ats, host, rank, kind, file, line, message
 FROM aligned_events
 WHERE (kind IN ('worker_group_done', 'step_end', 'training_done')
        OR regexp_matches(raw, '(?i)\bSucceeded\b|JobSucceeded|\bExit Code:\s+0\s*$|exited with (?:exit )?code 0\b|'
-                              || '\bCOMPLETED\b|completed successfully|training (?:is )?(?:done|finished|complete)\b'))
+                              || '(?-i:\bCOMPLETED\b)|completed successfully|training (?:is )?(?:done|finished|complete)\b'))
   -- Open MPI's ompi_mpi_abort (ompi/runtime/ompi_mpi_abort.c) 'Local abort %s completed successfully, but am not
   -- able to aggregate error messages ...': the abort of a process completed, not the job
   AND NOT regexp_matches(raw, '(?i)not completed|\bfailed\b|exit code [1-9]|exitcode[=: ]+-?[1-9]|WTERMSIG|signal \d|'

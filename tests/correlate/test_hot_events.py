@@ -199,21 +199,27 @@ def test_summaries_from_groups_equal_the_summaries_line_by_line(con, name):
     assert _rows(con, FROM_GROUPS[name]) == _rows(con, PER_LINE[name])
 
 
-# Lines of every alternative of clean_end.sql's regexp (any case), and some that look alike but are not ends.
+# Lines of every alternative of clean_end.sql's regexp (any case but a scheduler's state, upper case only), and
+# some that look alike but are not ends: the watchdog's report of a hung collective names the last work that
+# completed.
 CLEAN_ENDS = ["[default] worker group SUCCEEDED", "Type: JobSucceeded", "    Exit Code:    0",
               "launcher: process 12 exited with code 0", "srun: task 3 exited with exit code 0",
-              "JobId=88 JobState=COMPLETED Reason=None", "all steps completed successfully",
-              "Training is done.", "TRAINING FINISHED", "training complete"]
-NOT_ENDS = ["step 10 loss 1.2", "training resumed from step 10", "the task was not completed", "exit code: 1"]
+              "all steps completed successfully", "Training is done.", "TRAINING FINISHED", "training complete"]
+STATES = ["JobId=88 JobState=COMPLETED Reason=None"]
+NOT_ENDS = ["step 10 loss 1.2", "training resumed from step 10", "the task was not completed", "exit code: 1",
+            "jobid=88 jobstate=completed reason=none",
+            "[PG ID 0 PG GUID 0(default_pg) Rank 0] Exception (either an error or timeout) detected by watchdog at "
+            "work: 1237, last enqueued NCCL work: 1240, last completed NCCL work: 1236."]
 
 
 def test_the_lines_of_a_normal_end_are_hot_lines(tmp_path, catalog):
     """clean_end.sql runs over hot_events (a running attempt's end is not looked for in every line):
-    each alternative of its regexp, in any case, passes the hot filter, and it finds there what it
+    each alternative of its regexp, in any case (a scheduler's COMPLETED in upper case), passes the hot filter, and it finds there what it
     finds in every line."""
     log = tmp_path / "job.log"
     log.write_text("".join(f"2026-03-02 01:00:{i:02d},000 - INFO - train - {t}\n"
-                           for i, t in enumerate([*CLEAN_ENDS, *(t.swapcase() for t in CLEAN_ENDS), *NOT_ENDS])))
+                           for i, t in enumerate([*CLEAN_ENDS, *(t.swapcase() for t in CLEAN_ENDS), *STATES,
+                                                  *NOT_ENDS])))
     db = str(tmp_path / "s.store")
     ingest([str(log)], db, catalog)
     c = store_connect(db)
@@ -221,6 +227,6 @@ def test_the_lines_of_a_normal_end_are_hot_lines(tmp_path, catalog):
     align(c)
     text = sql_file("detect/clean_end.sql")
     every = sorted(map(repr, c.execute(text).fetchall()))
-    assert len(every) == 2 * len(CLEAN_ENDS)
+    assert len(every) == 2 * len(CLEAN_ENDS) + len(STATES)
     assert sorted(map(repr, (tuple(r.values()) for r in query(c, "clean_end")))) == every
     c.close()
