@@ -12,8 +12,15 @@
 //! parses to does not depend on how it was chunked. A stream whose lines
 //! name two values for a column (a console of several hosts) stops carrying
 //! it; when its head names both, none of the head's lines takes either (they
-//! are named only once the whole head is read). The line that first names a stream's value gets a row in the found
-//! table (token `stream:<pattern or token>`): the basis of the carried value.
+//! are named only once the whole head is read). One envelope's stream (a
+//! rank's `[1,0]<stdout>:` tag, `[rank3]:`) that names a second value past the
+//! head has moved: its process runs elsewhere now (a requeue placed the job
+//! on other nodes, and mpirun or srun tags rank 0 as before), so the new value
+//! is carried from its line on; a stream that moves more than MAX_MOVES times
+//! is a console of several emitters under one tag and stops carrying. The line
+//! that first names a stream's value (or the value it moved to) gets a row in
+//! the found table (token `stream:<pattern or token>`): the basis of the
+//! carried value.
 
 use crate::classify::{FactRow, Val};
 use crate::compile::Catalog;
@@ -23,6 +30,11 @@ use rustc_hash::FxHashMap;
 
 /// Streams a file keeps in mind (bounded: a file of endless distinct prefixes stops carrying).
 pub const MAX_STREAMS: usize = 4096;
+/// Moves of one envelope's stream to another value (its restarts elsewhere) before it is taken for a
+/// console of several emitters: Slurm requeues a job at most 5 times by default (MaxBatchRequeue), a
+/// long run's restarts from checkpoint are a few dozen at most; a console that alternates hosts under
+/// one tag moves on nearly every line that names one.
+pub const MAX_MOVES: u16 = 16;
 
 #[derive(Default)]
 struct State {
@@ -33,6 +45,8 @@ struct State {
     conflict: u16,
     /// ... of which the file's head named two (its lines are not named, whatever came first)
     head_conflict: u16,
+    /// times an envelope's stream named a value other than the one it carried, past the head
+    moves: u16,
     /// head lines (part, index) that lacked a stream column when read
     pending: Vec<(usize, usize)>,
 }
@@ -96,10 +110,22 @@ pub fn carry(cat: &Catalog, parts: &mut [Vec<Event>], rows: &mut [Vec<FactRow>],
                     let s = &mut st.states[si];
                     if s.known & bit(c) != 0 {
                         if !same_as_own(&s.value[c], &e.ids[c], &e.raw) {
-                            s.conflict |= bit(c);
-                            if e.line <= st.head_end {
-                                s.head_conflict |= bit(c);
+                            let moved = e.stream_key != 0 && e.line > st.head_end && s.conflict & bit(c) == 0
+                                && s.moves < MAX_MOVES;
+                            if !moved {
+                                s.conflict |= bit(c);
+                                if e.line <= st.head_end {
+                                    s.head_conflict |= bit(c);
+                                }
+                                continue;
                             }
+                            let value = e.ids[c].detached(&e.raw);
+                            let row = basis(cat, e, i, c, &value);
+                            // the head's lines still waiting take the value the stream had before it moved
+                            name_pending(parts, s, c);
+                            s.moves += 1;
+                            s.value[c] = value;
+                            rows[pi].extend(row);
                         }
                         continue;
                     }
@@ -131,16 +157,25 @@ pub fn carry(cat: &Catalog, parts: &mut [Vec<Event>], rows: &mut [Vec<FactRow>],
     // two (a console of several hosts: whichever host spoke first is not the head's); what is still
     // pending then stays unnamed
     for s in st.states.iter_mut() {
-        for c in (0..nid).filter(|&c| cols & bit(c) != 0 && s.known & bit(c) != 0 && s.head_conflict & bit(c) == 0) {
-            for &(pj, j) in &s.pending {
-                let p = &mut parts[pj][j];
-                if p.ids[c].is_none() || p.hinted & bit(c) != 0 {
-                    p.ids[c] = s.value[c].clone();
-                    p.hinted &= !bit(c);
-                }
-            }
+        for c in (0..nid).filter(|&c| cols & bit(c) != 0) {
+            name_pending(parts, s, c);
         }
         s.pending = Vec::new();
+    }
+}
+
+/// The head's pending lines of a stream take its value of column `c`, unless the head named two or
+/// the line has a value of its own.
+fn name_pending(parts: &mut [Vec<Event>], s: &State, c: usize) {
+    if s.known & bit(c) == 0 || s.head_conflict & bit(c) != 0 {
+        return;
+    }
+    for &(pj, j) in &s.pending {
+        let p = &mut parts[pj][j];
+        if p.ids[c].is_none() || p.hinted & bit(c) != 0 {
+            p.ids[c] = s.value[c].clone();
+            p.hinted &= !bit(c);
+        }
     }
 }
 
@@ -289,6 +324,36 @@ mod tests {
             // the basis: one row per stream that named its host (the file's own stream too)
             assert_eq!(rows.iter().filter(|r| format!("{:?}", r.values).contains("stream:f.nccl")).count(), 3, "cut at {cut}");
         }
+    }
+
+    /// One envelope's stream that names another host past the head has moved (a requeue on other nodes):
+    /// its lines take the new host from there on, the head's waiting lines the host named first; the
+    /// file's own stream (no envelope) that names two still stops carrying; a stream that moves more than
+    /// MAX_MOVES times stops too.
+    #[test]
+    fn an_envelopes_stream_moves_to_its_new_host() {
+        let cat = catalog();
+        let s = |v: &str| Some(v.to_string());
+        let lines = [
+            "[rank0]:spawned", "[rank0]:node1:10 NCCL init", "[rank0]:step 1", "[rank0]:requeued", "[rank0]:node2:10 NCCL init",
+            "[rank0]:step 1 again", "node3:30 NCCL x", "node4:40 NCCL y", "plain",
+        ];
+        for cut in [1, 3, 5, 8] {
+            let (evs, rows) = run(&cat, &lines, cut, 2);
+            let hosts: Vec<Option<String>> = evs.iter().map(|e| col(e, 0)).collect();
+            assert_eq!(
+                hosts,
+                vec![s("node1"), s("node1"), s("node1"), s("node1"), s("node2"), s("node2"), s("node3"), s("node4"), None],
+                "cut at {cut}"
+            );
+            // the basis of each value: rank 0's two hosts and the file's first
+            assert_eq!(rows.iter().filter(|r| format!("{:?}", r.values).contains("stream:f.nccl")).count(), 3, "cut at {cut}");
+        }
+        let mut flips: Vec<String> = (0..=MAX_MOVES + 1).map(|k| format!("[rank0]:node{}:10 NCCL x", k % 2 + 1)).collect();
+        flips.push("[rank0]:after".into());
+        let flips: Vec<&str> = flips.iter().map(String::as_str).collect();
+        let (evs, _) = run(&cat, &flips, 3, 0);
+        assert_eq!(col(evs.last().unwrap(), 0), None);
     }
 
     /// ... nor on the lines between the first host named and the second: until the whole head is read, a
