@@ -76,6 +76,10 @@ pub struct Structure {
     pub body: Span,
     pub strong: [Option<Span>; MAX_ID],
     pub weak: [Option<Span>; MAX_ID],
+    /// which of `strong` and `weak` are set (bits by column), made once by `peel`: the stream
+    /// key of every line asks it (events.rs), and folding both arrays per line was ~90
+    /// instructions of a line's ~270 there (callgrind, session 22)
+    pub id_masks: (u64, u64),
     pub envelopes: Chain,
     pub kept: Vec<(usize, Span)>,
     /// the first pattern (in precedence order) that matches the body
@@ -211,6 +215,7 @@ pub fn peel(cat: &Catalog, envs: &[usize], locs: &mut [Locs], raw: &str, ascii: 
         body: (0, raw.len() as u32),
         strong: [None; MAX_ID],
         weak: [None; MAX_ID],
+        id_masks: (0, 0),
         envelopes: Chain::default(),
         kept: Vec::new(),
         claim: None,
@@ -219,6 +224,8 @@ pub fn peel(cat: &Catalog, envs: &[usize], locs: &mut [Locs], raw: &str, ascii: 
     let mut times = EnvTimes::default();
     if !envs.is_empty() {
         peel_into(cat, envs, locs, raw, &mut p, &mut times, tr);
+        let mask = |spans: &[Option<Span>]| spans.iter().enumerate().fold(0u64, |m, (c, v)| m | ((v.is_some() as u64) << c));
+        p.id_masks = (mask(&p.strong), mask(&p.weak));
     }
     (p, times)
 }
