@@ -305,6 +305,49 @@ mod tests {
         assert_eq!(values(&key).collect::<Vec<_>>(), vec![Some("exact"), None, Some(""), Some("naïve>x")]);
     }
 
+    /// `eq_bytes` is `==` at every length it splits on (0, 1-7, 8-16, longer), wherever
+    /// two texts differ; `same_text` and `same_str` answer as comparing `Id::bytes` and the
+    /// texts do, for every pair of values (a span, a shared text, none, an integer).
+    #[test]
+    fn short_compares_are_equality() {
+        let mut texts: Vec<Vec<u8>> = vec![];
+        for n in [0usize, 1, 3, 7, 8, 9, 15, 16, 17, 40] {
+            let base: Vec<u8> = (0..n).map(|i| b'a' + (i % 26) as u8).collect();
+            texts.push(base.clone());
+            for i in 0..n {
+                let mut t = base.clone();
+                t[i] = b'#';
+                texts.push(t);
+            }
+        }
+        for a in &texts {
+            for b in &texts {
+                assert_eq!(eq_bytes(a, b), a == b, "{a:?} {b:?}");
+            }
+        }
+        let raw = "node07 node07 node0700000000000 x";
+        let raw2 = "xx node07 node0700000000000";
+        let text = |t: &str| Id::Text(crate::events::shared(t));
+        let shared = crate::events::shared("node07");
+        let ids = [Id::None, Id::Int(7), Id::Span(0, 6), Id::Span(7, 13), Id::Span(14, 31), Id::Span(0, 0), Id::Span(32, 33),
+                   text("node07"), text("node0700000000000"), text(""), Id::Text(shared.clone()), Id::Text(shared)];
+        for x in &ids {
+            for y in &ids {
+                for (rx, ry) in [(raw, raw), (raw, raw2)] {
+                    if [x, y].iter().zip([rx, ry]).any(|(v, r)| matches!(v, Id::Span(_, b) if *b as usize > r.len())) {
+                        continue;
+                    }
+                    let want = x.bytes(rx) == y.bytes(ry);
+                    assert_eq!(same_text(x, rx.as_bytes(), y, ry.as_bytes()), want, "{x:?} in {rx:?}, {y:?} in {ry:?}");
+                }
+            }
+        }
+        let info = String::from("info");
+        for (a, b) in [("info", "info"), ("info", info.as_str()), ("info", "cause"), ("", ""), ("victim", "victin")] {
+            assert_eq!(same_str(a, b), a == b);
+        }
+    }
+
     #[test]
     fn local_numbers_first_seen_first() {
         let mut l = Local::default();
