@@ -275,8 +275,8 @@ fn line_event<'a>(cat: &Catalog, p: &Peeled<'a>, hints: &[Id], programs: &mut [O
     // The columns some candidate below has a value for: the envelopes' (the line's shape
     // decides them, `Structure::id_masks`), the pattern's, the program's and the hints'. The
     // others take none whichever way: the loop below visits only these (a line has values in
-    // ~5 of the catalog's 13 columns; visiting every column, its five candidates tested, was
-    // ~240 instructions a line on the corpus node log, callgrind, session 22).
+    // ~5 of the catalog's 13 columns; visiting every column, its five candidates tested, cost
+    // 223 instructions a line more on the corpus node log, callgrind, session 22).
     let mut cols = p.id_masks.0 | p.id_masks.1 | hint_cols;
     let mut line_program = None;
     if let Some(claim) = &p.claim {
