@@ -221,6 +221,9 @@ pub struct Format {
 pub struct Catalog {
     pub identity: Vec<String>,
     pub int_identity: Vec<bool>,
+    /// the identity columns that are not integers, in order: those of a line's class
+    /// (classes.rs), which compares and hashes them for most lines
+    pub text_identity: Vec<usize>,
     pub severities: Vec<String>,
     pub envelopes: Vec<Envelope>,
     pub kept_cols: Vec<String>,
@@ -483,7 +486,8 @@ impl Catalog {
                 identity,
             });
         }
-        let int_identity = spec.identity.iter().map(|c| spec.int_identity.contains(c)).collect();
+        let int_identity: Vec<bool> = spec.identity.iter().map(|c| spec.int_identity.contains(c)).collect();
+        let text_identity = (0..int_identity.len()).filter(|&c| !int_identity[c]).collect();
         let tokens = crate::identity::Tokens::compile(spec, &tables)?;
         let stream_cols = tokens.list.iter().map(|t| t.stream).chain(patterns.iter().map(|p| p.stream)).fold(0, |a, b| a | b);
         let start_words = blocks.len().div_ceil(64).max(1);
@@ -491,6 +495,7 @@ impl Catalog {
         let mut cat = Catalog {
             identity: spec.identity.clone(),
             int_identity,
+            text_identity,
             severities,
             envelopes,
             kept_cols,

@@ -102,8 +102,8 @@ pub fn event_rows(cat: &Catalog, file_id: i64, events: &[Event], classes: &[Clas
         }
         before = chain;
         if !joined.contains_key(chain) {
-            let names: Vec<&str> = e.envelopes.as_slice().iter().map(|&i| cat.envelopes[i as usize].name.as_str()).collect();
-            joined.insert(e.envelopes.as_slice(), names.join(">"));
+            let names: Vec<&str> = chain.iter().map(|&i| cat.envelopes[i as usize].name.as_str()).collect();
+            joined.insert(chain, names.join(">"));
         }
     }
     let mut local = classes::Local::with_capacity(events.len());
