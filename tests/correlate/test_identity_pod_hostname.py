@@ -75,3 +75,12 @@ def test_both_readers_take_the_rule_from_the_one_macro(tmp_path, monkeypatch, ca
     assert exits == {"trainer-worker-1.trainer.ml.svc.cluster.local"}, exits
     assert "trainer-worker-1.trainer.ml.svc.cluster.local" in links, links
 
+
+@pytest.mark.parametrize("host", ["trainer-worker-1", "trainer-worker-1.trainer.ml.svc.cluster.local"])
+def test_a_summary_in_a_pods_own_log_names_the_pod_in_the_verdict(tmp_path, monkeypatch, catalog, host):
+    # the summary's rank is linked to the pod (its host is the pod's own hostname) and to no node: the verdict
+    # that names the rank names its pod (a global rank is one process, in one pod)
+    from .fixtures import diagnose_files
+    v = diagnose_files(tmp_path, monkeypatch, catalog, {_POD_LOG: _summary("", host)})["verdict"]
+    assert (v["rank"], v["pid"]) == (12, 7101), v
+    assert v["pod"] == "trainer-worker-1", v

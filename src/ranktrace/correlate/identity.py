@@ -826,6 +826,10 @@ class LinkMaps:
         self._rank = {r: (h, lr) for r, h, lr in q("SELECT rank, host, local_rank FROM id_rank")}
         self._pod_host = ({p: (h,) for p, h in q("SELECT pod, host FROM pod_host")}
                           if table_exists(con, "pod_host") else {})
+        # a global rank's pod, when every link naming both agrees (one process runs in one pod): a torchrun
+        # summary in a pod's own log links its ranks to the pod and to no host (link_sources, is_pod_hostname)
+        self._rank_pod = {r: p for r, p in q("SELECT rank, any_value(pod) FROM identity WHERE rank IS NOT NULL "
+                                             "AND pod IS NOT NULL GROUP BY rank HAVING count(DISTINCT pod) = 1")}
         self._links: dict = {}
         for h, r, lr, p, pod, g in q("SELECT host, rank, local_rank, pid, pod, gpu FROM identity WHERE host IS NOT NULL"):
             self._links.setdefault(h.lower(), []).append({"rank": r, "local_rank": lr, "pid": p, "pod": pod, "gpu": g})
@@ -869,6 +873,9 @@ class LinkMaps:
 
     def pod_host(self, pod):
         return self._pod_host.get(self._text(pod))
+
+    def rank_pod(self, rank):
+        return self._rank_pod.get(self._int(rank))
 
     @staticmethod
     def _one(values: set):
@@ -927,8 +934,10 @@ def _lookup(m: LinkMaps, *, host=None, pid=None, rank=None, local_rank=None, pod
         got = m.only_pid(out["host"], out["rank"], out["local_rank"])
         if got is not None:
             out["pid"] = got
-    if out["host"] is None and pod is not None:
-        r = m.pod_host(pod)
+    if out["pod"] is None and out["rank"] is not None:
+        out["pod"] = m.rank_pod(out["rank"])
+    if out["host"] is None and out["pod"] is not None:
+        r = m.pod_host(out["pod"])
         if r:
             out["host"] = r[0]
     if out["host"] is not None:
