@@ -1,6 +1,6 @@
 -- name: worker_exits
 -- kind: detector
--- params: none (reads temp view aligned_events)
+-- params: none (reads temp view aligned_events; macro is_pod_hostname, correlate/identity.py define_macros)
 -- returns: one row per worker exit stated by a launcher: torchrun agent lines
 --   `failed (exitcode: N) local_rank: L (pid: P)` (source 'agent', host from the event, aligned
 --   time) and Root Cause / Failures entries (source 'root_cause' / 'failures', 1 s resolution,
@@ -163,21 +163,19 @@ WITH agent AS (
     FROM vllm WHERE rank IS NOT NULL OR pid IS NOT NULL
     UNION ALL
     -- the agent writes its own socket.getfqdn() (torch/distributed/elastic/multiprocessing/errors/__init__.py
-    -- ChildFailedError._format_failure: 'hostname=socket.getfqdn()'): inside a pod that is the POD's hostname (its name, or '<name>.<subdomain>...'), not a
-    -- node: a summary in a pod's own log names the node its pod ran on (the event's host, NULL when the bundle does
-    -- not say), never a node of the pod's name beside it (a hostNetwork pod's hostname is its node's: kept)
+    -- ChildFailedError._format_failure: 'hostname=socket.getfqdn()'): inside a pod that is the POD's hostname
+    -- (macro is_pod_hostname, correlate/identity.py define_macros), not a node: a summary in a pod's own log names
+    -- the node its pod ran on (the event's host, NULL when the bundle does not say), never a node of the pod's name
+    -- beside it (a hostNetwork pod's hostname is its node's: kept)
     SELECT event_id, source, try_strptime(m.time, '%Y-%m-%d_%H:%M:%S') AS ats,
-           CASE WHEN ev_pod IS NOT NULL
-                 AND lower(split_part(m.host, '.', 1)) = lower(regexp_replace(ev_pod, '^.*/', ''))
-                THEN ev_host ELSE m.host END,
+           CASE WHEN is_pod_hostname(m.host, ev_pod) THEN ev_host ELSE m.host END,
            CAST(m.rank AS INTEGER), CAST(m.local_rank AS INTEGER), CAST(m.pid AS BIGINT),
            CAST(m.exitcode AS INTEGER),
            file, line, s
     FROM entries2 WHERE m.pid <> ''
     UNION ALL
     SELECT event_id, coalesce(section, 'failures'), try_strptime(t2, '%Y-%m-%d_%H:%M:%S'),
-           CASE WHEN ev_pod IS NOT NULL AND lower(split_part(h2, '.', 1)) = lower(regexp_replace(ev_pod, '^.*/', ''))
-                THEN ev_host ELSE h2 END,   -- the pod's hostname, as above
+           CASE WHEN is_pod_hostname(h2, ev_pod) THEN ev_host ELSE h2 END,   -- the pod's hostname, as above
            CAST(rk2 AS INTEGER), CAST(lr2 AS INTEGER), CAST(epid AS BIGINT), CAST(code AS INTEGER),
            file, line, raw
     FROM w2 WHERE code IS NOT NULL AND epid IS NOT NULL

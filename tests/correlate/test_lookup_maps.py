@@ -51,6 +51,10 @@ class QueryOracle:
     def pod_host(self, pod):
         return self._one("SELECT host FROM pod_host WHERE pod = ?", [pod])
 
+    def rank_pod(self, rank):
+        return self._one("SELECT CASE WHEN count(DISTINCT pod) = 1 THEN any_value(pod) END FROM identity "
+                         "WHERE rank = ? AND pod IS NOT NULL", [rank])[0]
+
     def only(self, col, host, rank):
         return self._one(f"SELECT CASE WHEN count(DISTINCT {col}) = 1 THEN any_value({col}) END FROM identity "
                          f"WHERE host = ? AND rank IS NOT DISTINCT FROM ? AND {col} IS NOT NULL", [host, rank])[0]

@@ -40,6 +40,20 @@ ENTRY_RE = (r"host\s*:\s*(?P<host>\S+)\s+rank\s*:\s*(?P<rank>\d+)\s*\(local_rank
             r"\s+exitcode\s*:\s*(?P<exitcode>-?\d+)\s*\(pid:\s*(?P<pid>\d+)\)")
 AGENT_FAILED_RE = r"failed \(exitcode: (?P<exitcode>-?\d+)\) local_rank: (?P<local_rank>\d+) \(pid: (?P<pid>\d+)\)"
 
+# A torchrun agent writes its own socket.getfqdn() as each failure entry's 'host'
+# (torch/distributed/elastic/multiprocessing/errors/__init__.py, ChildFailedError._format_failure): inside a pod
+# that is the POD's hostname (its name, or '<name>.<subdomain>...'), not a node. is_pod_hostname(h, pod): whether
+# host h is pod `pod`'s own hostname (pod as 'ns/name' or 'name'; NULL pod: no). The one place the rule is
+# written: worker_exits.sql and link_sources read it (a hostNetwork pod's hostname is its node's: not matched,
+# kept as a node). A temp macro, made known to a connection by define_macros (as marks.define does has_mark).
+POD_HOSTNAME_MACRO = ("CREATE OR REPLACE TEMP MACRO is_pod_hostname(h, pod) AS "
+                      "(pod IS NOT NULL AND lower(split_part(h, '.', 1)) = lower(regexp_replace(pod, '^.*/', '')))")
+
+
+def define_macros(con: duckdb.DuckDBPyConnection) -> None:
+    """Make the identity macros (is_pod_hostname) known to connection `con`."""
+    con.execute(POD_HOSTNAME_MACRO)
+
 
 def _sel(src: str, source_sql: str | None = None, **cols) -> str:
     """SELECT of ID_COLS (typed) and `source`: the literal `src`, or the SQL `source_sql`."""
@@ -62,12 +76,10 @@ def link_sources(con: duckdb.DuckDBPyConnection) -> list[str]:
               f" FROM (SELECT host, regexp_extract(message, '{AGENT_FAILED_RE}', ['exitcode','local_rank','pid']) AS m"
               " FROM events_base WHERE host IS NOT NULL AND has_mark(marks, 'hot') AND (message LIKE '%failed (exitcode:%local_rank:%'))"
               " WHERE m.pid <> ''")
-    # Root Cause / Failures entries (block events keep the whole entry in raw). The agent writes its own
-    # socket.getfqdn() as 'host' (torch/distributed/elastic/multiprocessing/errors/__init__.py,
-    # ChildFailedError._format_failure): in a pod's log that is the POD's hostname (its name, or
-    # '<name>.<subdomain>...'): the entry links its rank to that pod (whose node pod_host gives), not to a node
-    # of the pod's name
-    own = "(pod IS NOT NULL AND lower(split_part(m.host, '.', 1)) = lower(regexp_replace(pod, '^.*/', '')))"
+    # Root Cause / Failures entries (block events keep the whole entry in raw). An entry whose host is the pod's
+    # own hostname (is_pod_hostname) links its rank to that pod (whose node pod_host gives), not to a node of the
+    # pod's name
+    own = "is_pod_hostname(m.host, pod)"
     qs.append(_sel("root_cause", host=f"CASE WHEN {own} THEN NULL ELSE m.host END", pod=f"CASE WHEN {own} THEN pod END",
                    rank="m.rank", local_rank="m.local_rank", pid="m.pid") +
               f" FROM (SELECT pod, unnest(regexp_extract_all(raw, '{ENTRY_RE.replace(chr(39), chr(39)*2)}')) AS s"
@@ -420,6 +432,7 @@ def build_base(con: duckdb.DuckDBPyConnection) -> None:
     view `events_base_g`."""
     from .. import marks
     marks.define(con)   # the queries below, event_groups.sql and every view made on these test has_mark()
+    define_macros(con)   # link_sources and worker_exits.sql read is_pod_hostname()
     con.execute("CREATE OR REPLACE TEMP TABLE srun_label_host (task INTEGER, host VARCHAR)")
     con.execute("CREATE OR REPLACE TEMP TABLE srun_step_host (file_id INTEGER, task INTEGER, lo BIGINT, hi BIGINT, "
                 "host VARCHAR)")
@@ -813,6 +826,10 @@ class LinkMaps:
         self._rank = {r: (h, lr) for r, h, lr in q("SELECT rank, host, local_rank FROM id_rank")}
         self._pod_host = ({p: (h,) for p, h in q("SELECT pod, host FROM pod_host")}
                           if table_exists(con, "pod_host") else {})
+        # a global rank's pod, when every link naming both agrees (one process runs in one pod): a torchrun
+        # summary in a pod's own log links its ranks to the pod and to no host (link_sources, is_pod_hostname)
+        self._rank_pod = {r: p for r, p in q("SELECT rank, any_value(pod) FROM identity WHERE rank IS NOT NULL "
+                                             "AND pod IS NOT NULL GROUP BY rank HAVING count(DISTINCT pod) = 1")}
         self._links: dict = {}
         for h, r, lr, p, pod, g in q("SELECT host, rank, local_rank, pid, pod, gpu FROM identity WHERE host IS NOT NULL"):
             self._links.setdefault(h.lower(), []).append({"rank": r, "local_rank": lr, "pid": p, "pod": pod, "gpu": g})
@@ -856,6 +873,9 @@ class LinkMaps:
 
     def pod_host(self, pod):
         return self._pod_host.get(self._text(pod))
+
+    def rank_pod(self, rank):
+        return self._rank_pod.get(self._int(rank))
 
     @staticmethod
     def _one(values: set):
@@ -914,8 +934,10 @@ def _lookup(m: LinkMaps, *, host=None, pid=None, rank=None, local_rank=None, pod
         got = m.only_pid(out["host"], out["rank"], out["local_rank"])
         if got is not None:
             out["pid"] = got
-    if out["host"] is None and pod is not None:
-        r = m.pod_host(pod)
+    if out["pod"] is None and out["rank"] is not None:
+        out["pod"] = m.rank_pod(out["rank"])
+    if out["host"] is None and out["pod"] is not None:
+        r = m.pod_host(out["pod"])
         if r:
             out["host"] = r[0]
     if out["host"] is not None:
