@@ -89,21 +89,27 @@ def steps(hosts_ranks: dict[str, list[int]], n: int, step_time: float = 0.5, ske
     return out
 
 
-def diagnose_files(tmp_path, monkeypatch, catalog, files: dict[str, str]) -> dict:
-    """The diagnosis of a bundle of `files` (relative path -> text), ingested as a user would (from its
-    parent directory) into a store under tmp_path."""
+def bundle_store(tmp_path, monkeypatch, catalog, files: dict[str, str]):
+    """A bundle of `files` (relative path -> text) ingested as a user would (from its parent directory) into a
+    store under tmp_path: a read-only connection to it (the caller closes it)."""
     from pathlib import Path
 
-    from ranktrace.correlate import diagnose
     from ranktrace.ingest.pipeline import ingest
     from ranktrace.store import open_readonly
+    tmp_path.mkdir(parents=True, exist_ok=True)
     monkeypatch.chdir(tmp_path)
     for rel, text in files.items():
         p = tmp_path / "bundle" / rel
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(text)
     ingest([str(Path("bundle"))], str(tmp_path / "s.duckdb"), catalog)
-    con = open_readonly(str(tmp_path / "s.duckdb"))
+    return open_readonly(str(tmp_path / "s.duckdb"))
+
+
+def diagnose_files(tmp_path, monkeypatch, catalog, files: dict[str, str]) -> dict:
+    """The diagnosis of a bundle of `files` (bundle_store)."""
+    from ranktrace.correlate import diagnose
+    con = bundle_store(tmp_path, monkeypatch, catalog, files)
     try:
         return diagnose(con)
     finally:

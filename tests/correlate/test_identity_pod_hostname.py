@@ -8,13 +8,12 @@ multiprocessing/errors/__init__.py, ChildFailedError._format_failure): inside a 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import duckdb
 import pytest
 
 from ranktrace.correlate import identity
 
+from .fixtures import bundle_store
 from .test_identity_session21 import _POD_LOG, _summary
 
 
@@ -34,16 +33,7 @@ def test_is_pod_hostname(host, pod, want):
 
 def _store(tmp_path, monkeypatch, catalog, files):
     from ranktrace.correlate.clock import align
-    from ranktrace.ingest.pipeline import ingest
-    from ranktrace.store import open_readonly
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    monkeypatch.chdir(tmp_path)
-    for rel, text in files.items():
-        p = tmp_path / "bundle" / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text)
-    ingest([str(Path("bundle"))], str(tmp_path / "s.duckdb"), catalog)
-    con = open_readonly(str(tmp_path / "s.duckdb"))
+    con = bundle_store(tmp_path, monkeypatch, catalog, files)
     align(con)
     return con
 
