@@ -65,23 +65,23 @@ WITH l AS NOT MATERIALIZED (   -- (read twice below: DuckDB would otherwise keep
     -- the collector's clock within those bounds (and its clock's uncertainty); the bounds of every such line together
     -- (late by the delivery, ~ms). Bounds that cross (buffered output, a minute-resolution stamp) or stay wide
     -- tell nothing.
-    SELECT r.file_id, (max(epoch(r.after) - a.t - a.unc) + min(epoch(r.before) - a.t + a.unc)) / 2 AS offset_s
-    FROM received r
-    JOIN (SELECT c.event_id, epoch(c.ts) - coalesce(o.offset_s, 0.0) AS t, coalesce(o.uncertainty_s, 0.0) AS unc
-          FROM clocks c LEFT JOIN clock_offsets o ON o.host = c.clock
-          WHERE c.clock NOT LIKE '@%') a USING (event_id)   -- (a line of no host: on which clock?)
-    GROUP BY r.file_id
-    HAVING count(*) >= 3 AND max(epoch(r.after) - a.t - a.unc) <= min(epoch(r.before) - a.t + a.unc)
-       AND min(epoch(r.before) - a.t + a.unc) - max(epoch(r.after) - a.t - a.unc) <= 4.0
+    SELECT file_id, (max(lo) + min(hi)) / 2 AS offset_s
+    FROM (SELECT r.file_id, epoch(r.after) - a.t - a.unc AS lo, epoch(r.before) - a.t + a.unc AS hi
+          FROM received r
+          JOIN (SELECT c.event_id, epoch(c.ts) - coalesce(o.offset_s, 0.0) AS t, coalesce(o.uncertainty_s, 0.0) AS unc
+                FROM clocks c LEFT JOIN clock_offsets o ON o.host = c.clock
+                WHERE c.clock NOT LIKE '@%') a USING (event_id))   -- (a line of no host: on which clock?)
+    GROUP BY file_id
+    HAVING count(*) >= 3 AND max(lo) <= min(hi) AND min(hi) - max(lo) <= 4.0
 )
 -- A collector's line (mpirun --timestamp-output) is told the time the collector received it, on the line's own
 -- clock, when the collector's clock is known (collector_clocks); else it takes the moment of the line before it,
--- as an untimed one does
+-- as an untimed one does. Each: a moment (its own time, or its source line's) moved from the clock it was read on
+-- (the collector's, or the source line's) to the line's own
 SELECT p.event_id,
-       CASE WHEN i.ts_kind = 'collector' AND cc.offset_s IS NOT NULL
-                 THEN i.ts + to_microseconds(CAST(round((coalesce(own.offset_s, 0.0) - cc.offset_s) * 1e6) AS BIGINT))
-            WHEN i.ts_kind = 'collector' THEN t.ts + to_microseconds(CAST(round((coalesce(own.offset_s, 0.0) - coalesce(src.offset_s, 0.0)) * 1e6) AS BIGINT))
-            ELSE i.ts + to_microseconds(CAST(round((coalesce(own.offset_s, 0.0) - coalesce(src.offset_s, 0.0)) * 1e6) AS BIGINT)) END
+       CASE WHEN i.ts_kind = 'collector' AND cc.offset_s IS NULL THEN t.ts ELSE i.ts END
+           + to_microseconds(CAST(round((coalesce(own.offset_s, 0.0)
+                 - coalesce(CASE WHEN i.ts_kind = 'collector' THEN cc.offset_s END, src.offset_s, 0.0)) * 1e6) AS BIGINT))
            AS ts
 FROM pairs p JOIN clocks i ON i.event_id = p.event_id JOIN clocks t ON t.event_id = p.src_id
 LEFT JOIN clock_offsets src ON src.host = t.clock

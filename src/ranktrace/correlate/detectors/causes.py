@@ -13,6 +13,8 @@ from ..util import rows, table_exists
 from .base import OWN_NODE_KINDS, Finding, query
 
 DIRECT = 0.85
+# a cause line whose time it inherited from a neighbouring line: its order among the others is less sure
+INHERITED_TIME = 0.9
 
 
 def _weak_reason(r: dict) -> str | None:
@@ -71,7 +73,7 @@ def first_cause(con) -> list[Finding]:
         else:
             score = 0.2
         if not r["ts_ok"]:
-            score *= 0.9   # time inherited from a neighbouring line
+            score *= INHERITED_TIME
         ident = dict(rank=r["rank"], local_rank=r["local_rank"], host=r["host"], pid=r["pid"], pod=r["pod"],
                      gpu=r["gpu"])
         if r["failure"] == "node_failure" and r["kind"] not in OWN_NODE_KINDS:
@@ -111,7 +113,7 @@ def rescore_after_demotions(findings: list[Finding]) -> int:
     t0 = next((f.time for f in live if f.time is not None), None)
     for n, f in enumerate(live):
         lag = (f.time - t0).total_seconds() if f.time is not None and t0 is not None else None
-        f.score = _direct_score(n, lag) * (1.0 if f.extra["ts_ok"] else 0.9)
+        f.score = _direct_score(n, lag) * (1.0 if f.extra["ts_ok"] else INHERITED_TIME)
         f.extra["lag_s"] = lag
         if n == 0:
             f.extra["first"] = True
