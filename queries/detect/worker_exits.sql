@@ -102,9 +102,9 @@ WITH agent AS (
     -- (see exits): its entries are read there only where white space alone parts the fields, as before
     SELECT event_id, file, line, raw, ats, host AS ev_host, pod AS ev_pod,
            CASE WHEN strpos(raw, 'Root Cause') > 0 THEN strpos(raw, 'Root Cause') ELSE 1000000000 END AS rc_pos,
-           unnest(regexp_extract_all(raw, CASE WHEN pod IS NULL
-             THEN '\[\d+\]:(?:\s+|[^\n]*\n[^\n]*?)time\s*:\s*\S+(?:\s+|[^\n]*\n[^\n]*?)host\s*:\s*\S+(?:\s+|[^\n]*\n[^\n]*?)rank\s*:\s*\d+\s*\(local_rank:\s*\d+\)(?:\s+|[^\n]*\n[^\n]*?)exitcode\s*:\s*-?\d+\s*\(pid:\s*\d+\)'
-             ELSE '\[\d+\]:\s+time\s*:\s*\S+\s+host\s*:\s*\S+\s+rank\s*:\s*\d+\s*\(local_rank:\s*\d+\)\s+exitcode\s*:\s*-?\d+\s*\(pid:\s*\d+\)' END)) AS s
+           unnest(regexp_extract_all(raw, replace(
+             '\[\d+\]:SEPtime\s*:\s*\S+SEPhost\s*:\s*\S+SEPrank\s*:\s*\d+\s*\(local_rank:\s*\d+\)SEPexitcode\s*:\s*-?\d+\s*\(pid:\s*\d+\)',
+             'SEP', CASE WHEN pod IS NULL THEN '(?:\s+|[^\n]*\n[^\n]*?)' ELSE '\s+' END))) AS s
     FROM aligned_events
     WHERE raw LIKE '%exitcode%' AND raw LIKE '%local_rank%' AND raw LIKE '%host%' AND raw LIKE '%time%'
 ), lines AS (   -- the same entries when each line is its own event
