@@ -312,6 +312,11 @@ STALL_KINDS = ("collective_timeout", "watchdog_abort", "hang_report")
 # the stop: the stop is the scheduler's answer to that death (a requeue, the step's teardown), not what
 # ended a healthy job. A second of slack: the stop line's time is cut to the second
 OWN_DEATH_FAILURES = ("crash", "oom", "gpu_oom", "cuda_error", "gpu_fault")
+# what the teardown of a stop writes, whatever ended the step: srun's 'Job step aborted: Waiting up to 32
+# seconds for job step to finish.' comes before or after slurmstepd's '*** STEP ... CANCELLED AT ... DUE TO
+# PREEMPTION ***' (src/srun: the step is being signalled), so between a file's last progress and its stop it
+# is no complaint of the job's own
+STOP_TEARDOWN_KINDS = ("step_cancelled",)
 
 
 def _trained_to_the_end(con, spans: list[dict]) -> str | None:
@@ -409,8 +414,9 @@ def _stop_after_untimed_progress(con) -> dt.datetime | None:
           AND NOT EXISTS (
             SELECT 1 FROM aligned_groups g
             WHERE g.file_id = s.file_id AND g.role IN ('cause', 'symptom') AND NOT {_STOP_KIND}
+              AND g.kind NOT IN (SELECT unnest($teardown))
               AND g.min_line < s.line AND coalesce(g.last_line, g.min_line) > b.line)
-    """, _STOP_PARAMS).fetchone()[0]
+    """, {**_STOP_PARAMS, "teardown": list(STOP_TEARDOWN_KINDS)}).fetchone()[0]
 
 
 def _alive_until(con, last: dt.datetime, slack: dt.timedelta) -> dt.datetime:
