@@ -118,6 +118,9 @@ pub struct Event<'a> {
     pub stream_via: u16,
     /// the line's stream within its file: a hash of its envelopes' identity (0: none)
     pub stream_key: u64,
+    /// the stream of its outermost identity envelope alone (`Structure::outer_masks`): `stream_key` when
+    /// that envelope is the only one
+    pub outer_key: u64,
     /// the identity tokens found on its line(s): (where the body starts in `raw`, the hits), in
     /// order: a line has one body, a block two (its first line's and its message line's);
     /// applied after its facts (classify.rs), then emptied. Held inline, not in a Vec: a Vec of
@@ -136,9 +139,20 @@ pub struct Event<'a> {
 /// key's equality matters (stream.rs; 0 = none), and equal spans give equal masks
 /// and bytes.
 fn stream_key(p: &Peeled, raw: &str) -> u64 {
+    key_of(&p.s, p.s.id_masks, raw)
+}
+
+/// The stream of peeled line `p`'s outermost identity envelope: the key a line with that envelope alone
+/// (and the same values) has.
+fn outer_key(p: &Peeled, raw: &str) -> u64 {
+    if p.s.outer_masks == p.s.id_masks {
+        return stream_key(p, raw);
+    }
+    key_of(&p.s, p.s.outer_masks, raw)
+}
+
+fn key_of(s: &crate::peel::Structure, (ms, mw): (u64, u64), raw: &str) -> u64 {
     use std::hash::Hasher;
-    let s: &crate::peel::Structure = &p.s;
-    let (ms, mw) = s.id_masks;
     if ms | mw == 0 {
         return 0;
     }
@@ -264,6 +278,7 @@ fn line_event<'a>(cat: &Catalog, p: &Peeled<'a>, hints: &[Id], programs: &mut [O
         stream_src: 0,
         stream_via: 0,
         stream_key: stream_key(p, &raw),
+        outer_key: outer_key(p, &raw),
         hits: [p.hits.as_ref().map(|h| (b0 as u32, h.clone())), None],
         blocked: 0,
     });
@@ -398,6 +413,7 @@ fn block_event<'a>(cat: &Catalog, lines: &[Peeled<'a>], members: &[usize], bi: u
         stream_src: 0,
         stream_via: 0,
         stream_key: stream_key(first, first.raw),
+        outer_key: outer_key(first, first.raw),
         // the tokens of its first line and of its message's line (where the block's raw has them)
         hits: {
             let of = |m: usize| lines[members[m]].hits.as_ref().map(|h| (at[m] + lines[members[m]].body.0, h.clone()));

@@ -81,6 +81,11 @@ pub struct Structure {
     /// where folding both arrays per line was 183 of the stream key's 270 instructions a line
     /// on the corpus node log (callgrind, session 22)
     pub id_masks: (u64, u64),
+    /// the same masks of the outermost envelope that set an identity column (a launcher's tag: an srun
+    /// label, an mpirun or tee tag, a kubectl pod prefix), whose spans `strong` and `weak` keep (the outer
+    /// envelope's value wins a column): the stream a nested prefix's lines (`5: [rank5]: ...`) belong to
+    /// when their own names no value (stream.rs). (0, 0): no envelope set one
+    pub outer_masks: (u64, u64),
     pub envelopes: Chain,
     pub kept: Vec<(usize, Span)>,
     /// the first pattern (in precedence order) that matches the body
@@ -217,6 +222,7 @@ pub fn peel(cat: &Catalog, envs: &[usize], locs: &mut [Locs], raw: &str, ascii: 
         strong: [None; MAX_ID],
         weak: [None; MAX_ID],
         id_masks: (0, 0),
+        outer_masks: (0, 0),
         envelopes: Chain::default(),
         kept: Vec::new(),
         claim: None,
@@ -270,11 +276,16 @@ fn peel_into(cat: &Catalog, envs: &[usize], locs: &mut [Locs], raw: &str, p: &mu
                 None => continue,
             };
             let sp = |m: (usize, usize)| (base + m.0 as u32, base + m.1 as u32);
+            let outer = p.outer_masks == (0, 0);
             for &(gi, col, weak) in &env.ids {
                 if let Some(m) = get(gi) {
                     let slot = if weak { &mut p.weak[col] } else { &mut p.strong[col] };
                     if slot.is_none() {
                         *slot = Some(sp(m));
+                    }
+                    if outer {
+                        let mask = if weak { &mut p.outer_masks.1 } else { &mut p.outer_masks.0 };
+                        *mask |= 1u64 << col;
                     }
                 }
             }

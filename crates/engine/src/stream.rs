@@ -49,6 +49,8 @@ struct State {
     moves: u16,
     /// head lines (part, index) that lacked a stream column when read
     pending: Vec<(usize, usize)>,
+    /// the stream of its outermost envelope alone, when it has a nested one (`5: [rank5]:` in task 5's)
+    outer: Option<usize>,
 }
 
 /// What the carry knows of a file's streams, from one batch to the next.
@@ -102,7 +104,11 @@ pub fn carry(cat: &Catalog, parts: &mut [Vec<Event>], rows: &mut [Vec<FactRow>],
             if !st.known_any && e.stream_src == 0 && e.line > st.head_end {
                 continue; // nothing named yet, nothing to name, past the head
             }
+            let oi = if e.outer_key != e.stream_key { st.state(e.outer_key, nid) } else { None };
             let Some(si) = st.state(e.stream_key, nid) else { continue };
+            if st.states[si].outer.is_none() {
+                st.states[si].outer = oi;
+            }
             for c in (0..nid).filter(|&c| cols & bit(c) != 0) {
                 let e = &parts[pi][i];
                 let own = !e.ids[c].is_none() && e.hinted & bit(c) == 0;
@@ -121,8 +127,15 @@ pub fn carry(cat: &Catalog, parts: &mut [Vec<Event>], rows: &mut [Vec<FactRow>],
                             }
                             let value = e.ids[c].detached(&e.raw);
                             let row = basis(cat, e, i, c, &value);
-                            // the head's lines still waiting take the value the stream had before it moved
-                            name_pending(parts, s, c);
+                            // the head's lines still waiting (its nested streams' that named none, too)
+                            // take the value the stream had before it moved
+                            name_pending(parts, &st.states[si], c);
+                            for n in (0..st.states.len()).filter(|&n| st.states[n].outer == Some(si)) {
+                                if st.states[n].known & bit(c) == 0 {
+                                    name_lines(parts, &st.states[n].pending, &st.states[si], c);
+                                }
+                            }
+                            let s = &mut st.states[si];
                             s.moves += 1;
                             s.value[c] = value;
                             rows[pi].extend(row);
@@ -144,9 +157,10 @@ pub fn carry(cat: &Catalog, parts: &mut [Vec<Event>], rows: &mut [Vec<FactRow>],
                         if s.conflict & bit(c) == 0 && s.pending.last() != Some(&(pi, i)) {
                             s.pending.push((pi, i));
                         }
-                    } else if s.known & bit(c) != 0 && s.conflict & bit(c) == 0 {
+                    } else if let Some(v) = carried(&st.states, si, c) {
+                        let v = v.clone();
                         let e = &mut parts[pi][i];
-                        e.ids[c] = s.value[c].clone();
+                        e.ids[c] = v;
                         e.hinted &= !bit(c);
                     }
                 }
@@ -156,21 +170,45 @@ pub fn carry(cat: &Catalog, parts: &mut [Vec<Event>], rows: &mut [Vec<FactRow>],
     // the head is in the first batch: its lines take the value named first, unless the head itself named
     // two (a console of several hosts: whichever host spoke first is not the head's); what is still
     // pending then stays unnamed
-    for s in st.states.iter_mut() {
+    for si in 0..st.states.len() {
         for c in (0..nid).filter(|&c| cols & bit(c) != 0) {
-            name_pending(parts, s, c);
+            let s = &st.states[si];
+            // a nested stream that never named the column takes its outer stream's (head and all)
+            let from = match s.outer {
+                Some(o) if s.known & bit(c) == 0 => &st.states[o],
+                _ => s,
+            };
+            name_lines(parts, &s.pending, from, c);
         }
-        s.pending = Vec::new();
+        st.states[si].pending = Vec::new();
     }
+}
+
+/// The value of column `c` a line of stream `si` takes: its stream's, unless two conflict; or, when its
+/// stream never named one, the stream of its outermost envelope's (task 5's host for `5: [rank5]:`
+/// lines: the srun task, mpirun rank or pod runs where its processes run, and their own prefix names no
+/// host).
+fn carried(states: &[State], si: usize, c: usize) -> Option<&Id> {
+    let s = &states[si];
+    let s = match s.outer {
+        Some(o) if s.known & bit(c) == 0 => &states[o],
+        _ => s,
+    };
+    (s.known & bit(c) != 0 && s.conflict & bit(c) == 0).then(|| &s.value[c])
 }
 
 /// The head's pending lines of a stream take its value of column `c`, unless the head named two or
 /// the line has a value of its own.
 fn name_pending(parts: &mut [Vec<Event>], s: &State, c: usize) {
+    name_lines(parts, &s.pending, s, c);
+}
+
+/// Head lines `pending` take stream `s`'s value of column `c` (see name_pending).
+fn name_lines(parts: &mut [Vec<Event>], pending: &[(usize, usize)], s: &State, c: usize) {
     if s.known & bit(c) == 0 || s.head_conflict & bit(c) != 0 {
         return;
     }
-    for &(pj, j) in &s.pending {
+    for &(pj, j) in pending {
         let p = &mut parts[pj][j];
         if p.ids[c].is_none() || p.hinted & bit(c) != 0 {
             p.ids[c] = s.value[c].clone();
@@ -259,9 +297,13 @@ mod tests {
 
     /// The lines as one file's parts (split at `cut`), read, classified (tokens applied), carried.
     fn run<'a>(cat: &Catalog, lines: &[&'a str], cut: usize, head_end: i64) -> (Vec<Event<'a>>, Vec<FactRow>) {
+        run_with(cat, &[0], lines, cut, head_end)
+    }
+
+    /// `run` with envelopes `envs` of the catalog.
+    fn run_with<'a>(cat: &Catalog, envs: &[usize], lines: &[&'a str], cut: usize, head_end: i64) -> (Vec<Event<'a>>, Vec<FactRow>) {
         let tz = crate::timefmt::Zoner::new("UTC").unwrap();
-        let envs = [0usize];
-        let mut r = crate::shape::Reader::new(cat, &envs, &tz, true);
+        let mut r = crate::shape::Reader::new(cat, envs, &tz, true);
         let mut memo = crate::shape::Memo::default();
         let mut parts = Vec::new();
         let mut rows = Vec::new();
@@ -269,7 +311,8 @@ mod tests {
             let mut peeled: Vec<_> =
                 chunk.iter().enumerate().map(|(i, l)| r.read(&mut memo, (k * cut + i + 1) as i64, 0, l, &mut [0])).collect();
             let n = peeled.len();
-            let mut evs = crate::events::build(cat, &mut peeled, &vec![NO_BLOCK; n], &vec![usize::MAX; n], &vec![Id::None; 4], &tz);
+            let mut evs = crate::events::build(cat, &mut peeled, &vec![NO_BLOCK; n], &vec![usize::MAX; n],
+                                               &vec![Id::None; cat.identity.len()], &tz);
             let (_, found, _) = crate::classify::read(cat, &mut evs, true);
             parts.push(evs);
             rows.push(found);
@@ -354,6 +397,46 @@ mod tests {
         let flips: Vec<&str> = flips.iter().map(String::as_str).collect();
         let (evs, _) = run(&cat, &flips, 3, 0);
         assert_eq!(col(evs.last().unwrap(), 0), None);
+    }
+
+    /// A nested prefix's stream (`5: [rank5]:`, a watchdog line of task 5's rank) that names no host takes
+    /// its outer envelope's (task 5's, named by its NCCL lines), as it moves (a requeue onto another node),
+    /// in the head and past it; one that names a host of its own keeps it; a task whose own lines never
+    /// named one names nothing, whatever its nested streams said.
+    #[test]
+    fn a_nested_prefix_takes_its_outer_envelopes_host() {
+        let spec = r#"{"identity": ["host", "rank", "task", "pid", "program"], "int_identity": ["rank", "task", "pid"],
+            "severities": ["debug", "info"],
+            "envelopes": [{"name": "label", "regex": "^(?P<task>(?P<rank>\\d+)): (?P<rest>.*)$", "scope": "line", "ts": null,
+                           "first": null, "literals": null, "split": null, "weak": ["rank"]},
+                          {"name": "r", "regex": "^\\[rank(?P<rank>\\d+)\\]:(?P<rest>.*)$", "scope": "line", "ts": null,
+                           "first": null, "literals": null, "split": null}],
+            "patterns": [
+              {"key": "f.nccl", "format": "f", "regex": "^(?P<host>[a-z]+\\d):(?P<pid>\\d+) NCCL (?P<message>.*)$", "first": null,
+               "literals": null, "ts": null, "kind": null, "program": null, "split": null, "stream": ["host"]},
+              {"key": "f.any", "format": "f", "regex": "^(?P<message>.*)$", "first": null, "literals": null, "ts": null,
+               "kind": null, "program": null, "split": null}],
+            "blocks": [], "rules": [], "facts": [],
+            "fact_tables": {"found": [["token", "str"], ["stream", "str"], ["host", "str"], ["rank", "int"], ["task", "int"], ["pid", "int"]]},
+            "kinds": {}, "levels": {}, "tokens": [], "rejects": [], "found_table": "found"}"#;
+        let cat = Catalog::compile(&crate::CatalogSpec::from_json(spec).unwrap()).unwrap();
+        let s = |v: &str| Some(v.to_string());
+        let lines = [
+            "5: [rank5]:c10d up", "5: node1:10 NCCL init", "5: [rank5]:watchdog timeout", "6: [rank6]:watchdog timeout",
+            "5: requeued", "5: node2:10 NCCL init", "5: [rank5]:watchdog again",
+            "7: [rank7]:node3:30 NCCL init", "7: [rank7]:watchdog", "7: plain",
+        ];
+        for (cut, head_end) in [(1, 1), (3, 2), (5, 3), (9, 0)] {
+            let (evs, _) = run_with(&cat, &[0, 1], &lines, cut, head_end);
+            let hosts: Vec<Option<String>> = evs.iter().map(|e| col(e, 0)).collect();
+            // (past the head, a line before the first value named is named by nothing)
+            let first = if head_end >= 1 { s("node1") } else { None };
+            assert_eq!(
+                hosts,
+                vec![first, s("node1"), s("node1"), None, s("node1"), s("node2"), s("node2"), s("node3"), s("node3"), None],
+                "cut at {cut}, head to {head_end}"
+            );
+        }
     }
 
     /// ... nor on the lines between the first host named and the second: until the whole head is read, a
