@@ -17,7 +17,11 @@
 //! head has moved: its process runs elsewhere now (a requeue placed the job
 //! on other nodes, and mpirun or srun tags rank 0 as before), so the new value
 //! is carried from its line on; a stream that moves more than MAX_MOVES times
-//! is a console of several emitters under one tag and stops carrying. The line
+//! is a console of several emitters under one tag and stops carrying. A nested
+//! prefix (`5: [rank5]:`, torch's own inside an srun label) is a stream of its
+//! own; where it names no value, its lines take the one its outermost envelope's
+//! stream carries (`5: `, named by task 5's NCCL lines): a launcher's tag is a
+//! placement, and the processes inside it run where it runs. The line
 //! that first names a stream's value (or the value it moved to) gets a row in
 //! the found table (token `stream:<pattern or token>`): the basis of the
 //! carried value.
