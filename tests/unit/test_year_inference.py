@@ -87,6 +87,34 @@ def _placed(con, ref: float):
     con.execute(f"CREATE OR REPLACE TABLE t AS SELECT {_year_ts(ref)} AS ts, year_placeholder, ts_logged FROM t")
 
 
+def test_the_placed_year_is_the_exact_rule_on_every_span():
+    """store._year_ts (a constant shift per span of the placeholder year, added to the line's
+    microseconds) places every year-less time where the exact rule (_year_exact: three calendar shifts
+    and distances) does, at each span's edges too, and leaves a dated time as it is."""
+    import duckdb
+    from datetime import datetime, timezone
+    from ranktrace.store import _year_exact, _year_segments, _year_ts
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    us = lambda *a: int(datetime(*a, tzinfo=timezone.utc).timestamp()) * 1_000_000   # noqa: E731
+    for ref_day in ((2026, 7, 1), (2026, 1, 2), (2028, 3, 1), (2026, 3, 4, 15, 8, 17)):
+        ref = us(*ref_day) / 1e6 + 0.9355
+        edges = sorted({e + d for lo, hi, _ in _year_segments(ref) for e in (lo, hi) for d in (-1, 0, 1)})
+        assert len(edges) >= 6
+        con.execute("""CREATE OR REPLACE TABLE t AS
+            SELECT range AS ts, true AS year_placeholder
+            FROM range(TIMESTAMP '1999-12-30', TIMESTAMP '2001-01-03', INTERVAL 37 MINUTE)
+            UNION ALL SELECT make_timestamp(e), true FROM unnest(?::BIGINT[]) AS u(e)
+            UNION ALL SELECT range, false FROM range(TIMESTAMP '2023-01-01', TIMESTAMP '2029-01-01', INTERVAL 1 DAY)
+            UNION ALL SELECT NULL, true""", [edges])
+        n, moved, wrong = con.execute(
+            f"SELECT count(*), count(*) FILTER (WHERE year_placeholder AND placed <> ts), count(*) FILTER "
+            f"(WHERE placed IS DISTINCT FROM CASE WHEN year_placeholder THEN {_year_exact(ref)} ELSE ts END) "
+            f"FROM (SELECT *, {_year_ts(ref)} AS placed FROM t)").fetchone()
+        assert n > 16_000 and moved > 14_000, (ref_day, n, moved)
+        assert wrong == 0, (ref_day, wrong)
+
+
 def test_a_window_on_the_logged_time_keeps_every_line_the_placed_time_puts_in_it():
     """store.logged_window is what readers filter on (the files' statistics answer it): every line whose
     placed time is in the window passes it, and a year-less line passes only from the window's spans of

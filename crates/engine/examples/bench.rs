@@ -3,6 +3,7 @@
 //! With RANKTRACE_BENCH_PARQUET=CODEC (zstd, lz4, snappy, none) the lines are
 //! also written as the store's Parquet (lines_parquet.rs) into a temp file:
 //! the engine and the writer, nothing else.
+//! RANKTRACE_BENCH_CHUNK=BYTES feeds chunks of that size (4 MB; ingest feeds 1 MB).
 //! Prints MB/s over the process CPU time of the parse (compile excluded):
 //! wall time is noise on a shared machine.
 use ranktrace_engine::lines_parquet::LinesWriter;
@@ -19,12 +20,14 @@ fn main() {
     let codec = std::env::var("RANKTRACE_BENCH_PARQUET").ok();
     let target = std::env::temp_dir().join(format!("rt-bench-{}.parquet", std::process::id()));
     let mut sink = codec.as_deref().map(|c| LinesWriter::create(&target, out::event_schema(&cat), Some(c)).expect("parquet"));
+    // The chunk fed at a time (RANKTRACE_BENCH_CHUNK, bytes; 4 MB): a batch is a chunk's lines.
+    let chunk: usize = std::env::var("RANKTRACE_BENCH_CHUNK").map_or(4 << 20, |v| v.parse().expect("RANKTRACE_BENCH_CHUNK"));
     let (t, cpu) = (Instant::now(), cpu_seconds());
     let (mut bytes, mut rows, mut lines) = (0usize, 0usize, 0u64);
     for (f, data) in &files {
         bytes += data.len();
         let mut p = FileParser::new(cat.clone(), 1, f.clone(), &[], "UTC", Envelopes::Sniff, 1 << 20).unwrap();
-        let chunks: Vec<&[u8]> = data.chunks(4 << 20).collect();
+        let chunks: Vec<&[u8]> = data.chunks(chunk).collect();
         for (i, c) in chunks.iter().enumerate() {
             p.feed(c, i + 1 == chunks.len());
             while let Some(o) = p.next_batch() {

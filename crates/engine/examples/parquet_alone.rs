@@ -31,28 +31,95 @@ fn main() {
     let default_props = parquet::file::properties::WriterProperties::builder()
         .set_compression(parquet::basic::Compression::ZSTD(Default::default()))
         .build();
-    let settings: Vec<(&str, parquet::file::properties::WriterProperties)> = vec![
+    // Variants of the store's settings, one knob each (session 23), chosen by RANKTRACE_PQ_VARIANTS
+    // (comma-separated: v2, batch=N, rows=N, page=N, lz4_text_only); the store's is always first.
+    use parquet::basic::{Compression, Encoding};
+    use parquet::file::properties::{WriterProperties, WriterVersion};
+    use parquet::schema::types::ColumnPath;
+    let variants = std::env::var("RANKTRACE_PQ_VARIANTS").unwrap_or_default();
+    let store = || lines_parquet::properties(None).unwrap().into_builder();
+    let mut extra: Vec<(&str, WriterProperties)> = vec![];
+    for v in variants.split(',').filter(|v| !v.is_empty()) {
+        let props = match v {
+            "v2" => {
+                let mut b = store().set_writer_version(WriterVersion::PARQUET_2_0);
+                for c in ["ts", "ts_text", "raw", "message_at"] {
+                    b = b.set_column_encoding(ColumnPath::from(c), Encoding::PLAIN);
+                }
+                b.build()
+            }
+            v if v.starts_with("batch=") => store().set_write_batch_size(v[6..].parse().expect("batch=N")).build(),
+            v if v.starts_with("rows=") => store().set_data_page_row_count_limit(v[5..].parse().expect("rows=N")).build(),
+            v if v.starts_with("page=") => store().set_data_page_size_limit(v[5..].parse().expect("page=N")).build(),
+            "lz4_text_only" => {
+                let mut b = store().set_compression(Compression::UNCOMPRESSED);
+                for c in ["ts_text", "raw"] {
+                    b = b.set_column_compression(ColumnPath::from(c), Compression::LZ4_RAW);
+                }
+                b.build()
+            }
+            other => panic!("unknown variant {other}"),
+        };
+        extra.push((Box::leak(v.to_string().into_boxed_str()), props));
+    }
+    let only_extra = std::env::var_os("RANKTRACE_PQ_ONLY_VARIANTS").is_some();
+    let mut settings: Vec<(&str, parquet::file::properties::WriterProperties)> = vec![
         ("store (lz4)", lines_parquet::properties(None).unwrap()),
         ("zstd", lines_parquet::properties(Some("zstd")).unwrap()),
         ("snappy", lines_parquet::properties(Some("snappy")).unwrap()),
         ("none", lines_parquet::properties(Some("none")).unwrap()),
         ("zstd, arrow-rs defaults", default_props),
     ];
-    for (name, props) in settings {
-        let cpu = cpu_seconds();
-        let mut size = 0;
-        for _ in 0..n {
+    if only_extra {
+        settings.truncate(1);
+    }
+    settings.extend(extra);
+    // The settings alternate within each of the N rounds (a shared machine's load moves).
+    let mut cpus = vec![0f64; settings.len()];
+    let mut sizes = vec![0u64; settings.len()];
+    for _ in 0..n {
+        for (i, (_, props)) in settings.iter().enumerate() {
+            let cpu = cpu_seconds();
             let file = std::fs::File::create(&target).unwrap();
             let mut w = ArrowWriter::try_new(file, batches[0].schema(), Some(props.clone())).unwrap();
             for b in &batches {
                 w.write(b).unwrap();
             }
             w.close().unwrap();
-            size = std::fs::metadata(&target).unwrap().len();
+            cpus[i] += cpu_seconds() - cpu;
+            sizes[i] = std::fs::metadata(&target).unwrap().len();
         }
-        let dc = (cpu_seconds() - cpu) / n as f64;
+    }
+    for (i, (name, _)) in settings.iter().enumerate() {
+        let (dc, size) = (cpus[i] / n as f64, sizes[i]);
         eprintln!("{name}: {:.3} CPU-s per pass of {:.1} MB ({rows} lines): {:.0} MB/CPU-s, {:.2} us a line; {:.1} MB written",
                   dc, bytes as f64 / 1e6, bytes as f64 / 1e6 / dc, dc * 1e6 / rows as f64, size as f64 / 1e6);
+    }
+    // Each column written alone with the store's settings (RANKTRACE_PQ_PER_COLUMN): where the writer's
+    // CPU goes, column by column (the columns' sum exceeds the whole by the per-file and per-row-group costs).
+    if std::env::var_os("RANKTRACE_PQ_PER_COLUMN").is_some() {
+        let schema = batches[0].schema();
+        let props = lines_parquet::properties(None).unwrap();
+        let mut cpus = vec![0f64; schema.fields().len()];
+        let mut sizes = vec![0u64; schema.fields().len()];
+        for _ in 0..n {
+            for (c, cpu_c) in cpus.iter_mut().enumerate() {
+                let one: Vec<RecordBatch> = batches.iter().map(|b| b.project(&[c]).unwrap()).collect();
+                let cpu = cpu_seconds();
+                let file = std::fs::File::create(&target).unwrap();
+                let mut w = ArrowWriter::try_new(file, one[0].schema(), Some(props.clone())).unwrap();
+                for b in &one {
+                    w.write(b).unwrap();
+                }
+                w.close().unwrap();
+                *cpu_c += cpu_seconds() - cpu;
+                sizes[c] = std::fs::metadata(&target).unwrap().len();
+            }
+        }
+        for (c, f) in schema.fields().iter().enumerate() {
+            eprintln!("  {:<18} {:.4} CPU-s a pass, {:.1} ns a line; {:.2} MB", f.name(), cpus[c] / n as f64,
+                      cpus[c] / n as f64 * 1e9 / rows as f64, sizes[c] as f64 / 1e6);
+        }
     }
     std::fs::remove_file(&target).ok();
 }

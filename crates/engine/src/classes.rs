@@ -105,17 +105,7 @@ fn same_text(x: &Id, x_raw: &[u8], y: &Id, y_raw: &[u8]) -> bool {
         (Id::None, Id::None) => true,
         (Id::Span(a, b), Id::Span(c, d)) => eq_bytes(span_bytes(x_raw, (*a, *b)), span_bytes(y_raw, (*c, *d))),
         (Id::Text(p), Id::Text(q)) => Arc::ptr_eq(p, q) || eq_bytes(p.as_bytes(), q.as_bytes()),
-        _ => id_bytes(x, x_raw) == id_bytes(y, y_raw),
-    }
-}
-
-/// `Id::bytes` of a value of an event whose raw text is `raw`.
-#[inline(always)]
-fn id_bytes<'a>(v: &'a Id, raw: &'a [u8]) -> Option<&'a [u8]> {
-    match v {
-        Id::Span(a, b) => Some(span_bytes(raw, (*a, *b))),
-        Id::Text(t) => Some(t.as_bytes()),
-        _ => None,
+        _ => x.bytes(x_raw) == y.bytes(y_raw),
     }
 }
 
@@ -151,7 +141,7 @@ pub fn key_hash(cat: &Catalog, e: &Event, class: &Class) -> u64 {
     (e.src, e.ts_kind, e.envelopes, class.severity, class.kind, class.role).hash(&mut h);
     e.level.map(|s| span_bytes(raw, s)).hash(&mut h);
     for &c in &cat.text_identity {
-        id_bytes(&e.ids[c], raw).hash(&mut h);
+        e.ids[c].bytes(raw).hash(&mut h);
     }
     h.finish()
 }
@@ -337,7 +327,7 @@ mod tests {
                     if [x, y].iter().zip([rx, ry]).any(|(v, r)| matches!(v, Id::Span(_, b) if *b as usize > r.len())) {
                         continue;
                     }
-                    let want = x.bytes(rx) == y.bytes(ry);
+                    let want = x.bytes(rx.as_bytes()) == y.bytes(ry.as_bytes());
                     assert_eq!(same_text(x, rx.as_bytes(), y, ry.as_bytes()), want, "{x:?} in {rx:?}, {y:?} in {ry:?}");
                 }
             }

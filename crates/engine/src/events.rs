@@ -47,11 +47,12 @@ impl Id {
             _ => None,
         }
     }
-    /// `text` as bytes (no char-boundary checks: for comparing).
-    #[inline]
-    pub fn bytes<'a>(&'a self, raw: &'a str) -> Option<&'a [u8]> {
+    /// `text` as bytes, of the event's raw text as bytes (no char-boundary
+    /// checks: for comparing and hashing; classes.rs' class key).
+    #[inline(always)]
+    pub fn bytes<'a>(&'a self, raw: &'a [u8]) -> Option<&'a [u8]> {
         match self {
-            Id::Span(a, b) => Some(&raw.as_bytes()[*a as usize..*b as usize]),
+            Id::Span(a, b) => Some(&raw[*a as usize..*b as usize]),
             Id::Text(t) => Some(t.as_bytes()),
             _ => None,
         }

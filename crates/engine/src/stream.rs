@@ -89,7 +89,7 @@ impl Streams {
 fn same_as_own(a: &Id, b: &Id, raw: &str) -> bool {
     match (a, b) {
         (Id::Int(x), Id::Int(y)) => x == y,
-        (Id::Text(x), Id::Span(..) | Id::Text(_)) => b.bytes(raw) == Some(x.as_bytes()),
+        (Id::Text(x), Id::Span(..) | Id::Text(_)) => b.bytes(raw.as_bytes()) == Some(x.as_bytes()),
         _ => false,
     }
 }
