@@ -121,7 +121,7 @@ def rescore_after_demotions(findings: list[Finding]) -> int:
     return len(live)
 
 
-SCHEDULER_PROGRAMS = ("slurmctld", "slurmd", "slurmstepd", "srun", "sbatch", "sacct", "scontrol", "kubelet",
+SCHEDULER_PROGRAMS = ("slurmctld", "slurmd", "slurmstepd", "srun", "sbatch", "sacct", "scontrol", "pbs_server", "kubelet",
                       "kubectl", "kube-scheduler")
 
 
