@@ -4,7 +4,8 @@
 -- returns: what the logs say about pods restarting (a broken gang: one worker pod restarted
 --   alone while its peers wait), one row per statement: what, pod, value, ats, host, file, line:
 --   restart_count  kubectl describe pod 'Restart Count: N' (pod carried from the describe header)
---   get_restarts   kubectl get pods RESTARTS column ('1 (10m ago)')
+--   get_restarts   kubectl get pods RESTARTS column ('1 (10m ago)'), with or without -A's NAMESPACE column first
+--                  (printers.go printPod: NAME READY STATUS RESTARTS AGE; -A puts NAMESPACE before NAME)
 --   backoff        kubelet 'Back-off restarting failed container <c> in pod <pod>_<ns>(<uid>)' (event
 --                  or describe) and its klog 'back-off 10s restarting failed container=<c> pod=<pod>_<ns>'
 --   operator       training operator '<Kind> <name> is restarting because N <type> replica(s) failed.'
@@ -13,15 +14,16 @@
 WITH s AS (
     SELECT event_id, ats, host, pod, file, line, message FROM aligned_events
     WHERE message LIKE '%Restart Count:%' OR message ILIKE '%back-off%restarting failed container%'
-       OR message LIKE '%is restarting because%' OR regexp_matches(message, '^[a-z0-9][a-z0-9.-]*\s+\d+/\d+\s+\S+\s+\d+')
+       OR message LIKE '%is restarting because%' OR regexp_matches(message, '^(?:[a-z0-9][-a-z0-9]*\s+)?[a-z0-9][a-z0-9.-]*\s+\d+/\d+\s+\S+\s+\d+')
 )
 SELECT 'restart_count' AS what, pod, TRY_CAST(regexp_extract(message, '^\s*Restart Count:\s+(\d+)', 1) AS INTEGER) AS value,
        ats, host, file, line
 FROM s WHERE regexp_matches(message, '^\s*Restart Count:\s+\d+')
 UNION ALL
-SELECT 'get_restarts', regexp_extract(message, '^([a-z0-9][a-z0-9.-]*)\s', 1),
-       TRY_CAST(regexp_extract(message, '^[a-z0-9][a-z0-9.-]*\s+\d+/\d+\s+\S+\s+(\d+)', 1) AS INTEGER), ats, host, file, line
-FROM s WHERE regexp_matches(message, '^[a-z0-9][a-z0-9.-]*\s+\d+/\d+\s+\S+\s+\d+')
+SELECT 'get_restarts', regexp_extract(message, '^(?:[a-z0-9][-a-z0-9]*\s+)?([a-z0-9][a-z0-9.-]*)\s+\d+/\d+\s', 1),
+       TRY_CAST(regexp_extract(message, '^(?:[a-z0-9][-a-z0-9]*\s+)?[a-z0-9][a-z0-9.-]*\s+\d+/\d+\s+\S+\s+(\d+)', 1) AS INTEGER),
+       ats, host, file, line
+FROM s WHERE regexp_matches(message, '^(?:[a-z0-9][-a-z0-9]*\s+)?[a-z0-9][a-z0-9.-]*\s+\d+/\d+\s+\S+\s+\d+')
 UNION ALL
 SELECT 'backoff', coalesce(nullif(regexp_extract(message, '(?:in pod |pod=)([a-z0-9][a-z0-9.-]*)_', 1), ''), pod), NULL,
        ats, host, file, line

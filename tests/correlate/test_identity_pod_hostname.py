@@ -14,7 +14,7 @@ import pytest
 from ranktrace.correlate import identity
 
 from .fixtures import bundle_store
-from .test_identity_session21 import _POD_LOG, _summary
+from .test_identity_summary_behind_prefix_pod_hostname import _POD_LOG, _summary
 
 
 @pytest.mark.parametrize("host, pod, want", [

@@ -121,7 +121,7 @@ def rescore_after_demotions(findings: list[Finding]) -> int:
     return len(live)
 
 
-SCHEDULER_PROGRAMS = ("slurmctld", "slurmd", "slurmstepd", "srun", "sbatch", "sacct", "scontrol", "kubelet",
+SCHEDULER_PROGRAMS = ("slurmctld", "slurmd", "slurmstepd", "srun", "sbatch", "sacct", "scontrol", "pbs_server", "kubelet",
                       "kubectl", "kube-scheduler")
 
 
@@ -135,8 +135,8 @@ def first_symptom(con) -> list[Finding]:
                            score=0.15 if i == 0 else 0.05,
                            why=f"{'first' if i == 0 else 'a later'} rank/process to report a failure: {r['kind']} "
                                f"({(r['message'] or '')[:100]}) — a symptom, weak evidence of the culprit",
-                           rank=r["rank"], local_rank=r["local_rank"], host=r["host"], pid=r["pid"], gpu=r["gpu"],
-                           time=r["ats"], evidence=[r["event_id"]], extra={"order": i}))
+                           rank=r["rank"], local_rank=r["local_rank"], host=r["host"], pid=r["pid"], pod=r["pod"],
+                           gpu=r["gpu"], time=r["ats"], evidence=[r["event_id"]], extra={"order": i}))
     return out
 
 

@@ -19,9 +19,11 @@ from .base import SIGNALS, Finding, query, signal_kind
 # Ray's worker exit types (src/ray/protobuf/common.proto WorkerExitType) -> (kind, score, direct). The
 # raylet writes SYSTEM_ERROR when the worker's connection ended without an exit of its own ("(1) killed
 # by SIGKILL by OOM killer ... (2) ray stop --force ... (3) crashed ... SIGSEGV"): a death certificate
-# naming the worker, with no cause; INTENDED_* exits are no failure.
-RAY_EXIT = {"SYSTEM_ERROR": ("unknown", 0.45, False), "USER_ERROR": ("exception", 0.3, False),
-            "NODE_OUT_OF_MEMORY": ("oom", 0.75, True)}
+# naming the worker, with no cause; INTENDED_* exits are no failure. Ray 1.x named the same system-level death
+# SYSTEM_ERROR_EXIT (the enum's first value before 2.0; public: ray-project/ray#25382, a JaxTrainer actor's
+# 'Worker exit type: SYSTEM_ERROR_EXIT').
+RAY_EXIT = {"SYSTEM_ERROR": ("unknown", 0.45, False), "SYSTEM_ERROR_EXIT": ("unknown", 0.45, False),
+            "USER_ERROR": ("exception", 0.3, False), "NODE_OUT_OF_MEMORY": ("oom", 0.75, True)}
 
 
 # torch's watchdog takes its own process down after a collective timed out (ProcessGroupNCCL: "To avoid data

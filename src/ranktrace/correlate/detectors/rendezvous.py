@@ -56,16 +56,24 @@ def previous_attempt_hosts(con) -> set[str]:
 def rendezvous(con) -> list[Finding]:
     # whether a launcher said the rendezvous failed, asked first: the statements of the job's shape are
     # read only then (a scheduler's log may repeat its NodeList= line 86,600 times in an attempt)
-    if not query(con, "rendezvous", around="SELECT 1 FROM {} WHERE what IN ('rdzv_timeout', 'store_fail') LIMIT 1"):
+    if not query(con, "rendezvous", around="SELECT 1 FROM {} WHERE what IN ('rdzv_timeout', 'store_fail', 'unreached') LIMIT 1"):
         return []
     rs = query(con, "rendezvous")
-    fails = [r for r in rs if r["what"] in ("rdzv_timeout", "store_fail")]
+    fails = [r for r in rs if r["what"] in ("rdzv_timeout", "store_fail", "unreached")]
     if not fails:
         return []
     if job_started(con) is not None:
         # the job assembled: its rendezvous completed. An error before that was a retry it got past
         # (workers reaching for the store before it listens), an error after it is teardown
         return []
+    unreached = sorted({r["value"] for r in fails if r["what"] == "unreached" and r["value"]})
+    if unreached:
+        # the launcher said which node it could not reach (ssh could not resolve its name): that node never joined
+        ev = [r["event_id"] for r in fails if r["what"] == "unreached"][:3]
+        return [Finding(detector="rendezvous", kind="rendezvous_timeout", score=0.85 if len(unreached) == 1 else 0.6,
+                        why=f"the launcher could not reach {', '.join(unreached)} (ssh could not resolve the name): "
+                            f"the job never assembled", host=m, time=fails[0]["ats"], evidence=ev, direct=True,
+                        extra={"missing": unreached}) for m in unreached]
     expected: set[str] = set()
     for r in rs:
         if r["what"] == "nodelist" and r["value"]:
