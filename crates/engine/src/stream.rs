@@ -274,14 +274,17 @@ mod tests {
         }
     }
 
-    /// A catalog: envelope `[rankN]:`, pattern `host:pid NCCL` (its host names the stream), a
+    /// A catalog: envelopes `[rankN]:` and an srun-like label `N: ` (task N, weak rank N; `run_with` only),
+    /// pattern `host:pid NCCL` (its host names the stream), a
     /// catch-all; tokens `pid=N` (fills pid), `(G Rank N)` (blocks rank), `[Rank N]`, `@host`
     /// (a link), and pid 0 rejected.
     fn catalog() -> Catalog {
-        let spec = r#"{"identity": ["host", "rank", "pid", "program"], "int_identity": ["rank", "pid"],
+        let spec = r#"{"identity": ["host", "rank", "pid", "program", "task"], "int_identity": ["rank", "pid", "task"],
             "severities": ["debug", "info"],
             "envelopes": [{"name": "r", "regex": "^\\[rank(?P<rank>\\d+)\\]:(?P<rest>.*)$", "scope": "line", "ts": null,
-                           "first": null, "literals": null, "split": null}],
+                           "first": null, "literals": null, "split": null},
+                          {"name": "label", "regex": "^(?P<task>(?P<rank>\\d+)): (?P<rest>.*)$", "scope": "line", "ts": null,
+                           "first": null, "literals": null, "split": null, "weak": ["rank"]}],
             "patterns": [
               {"key": "f.nccl", "format": "f", "regex": "^(?P<host>[a-z]+\\d):(?P<pid>\\d+) NCCL (?P<message>.*)$", "first": null,
                "literals": null, "ts": null, "kind": null, "program": null, "split": null, "stream": ["host"]},
@@ -409,21 +412,7 @@ mod tests {
     /// named one names nothing, whatever its nested streams said.
     #[test]
     fn a_nested_prefix_takes_its_outer_envelopes_host() {
-        let spec = r#"{"identity": ["host", "rank", "task", "pid", "program"], "int_identity": ["rank", "task", "pid"],
-            "severities": ["debug", "info"],
-            "envelopes": [{"name": "label", "regex": "^(?P<task>(?P<rank>\\d+)): (?P<rest>.*)$", "scope": "line", "ts": null,
-                           "first": null, "literals": null, "split": null, "weak": ["rank"]},
-                          {"name": "r", "regex": "^\\[rank(?P<rank>\\d+)\\]:(?P<rest>.*)$", "scope": "line", "ts": null,
-                           "first": null, "literals": null, "split": null}],
-            "patterns": [
-              {"key": "f.nccl", "format": "f", "regex": "^(?P<host>[a-z]+\\d):(?P<pid>\\d+) NCCL (?P<message>.*)$", "first": null,
-               "literals": null, "ts": null, "kind": null, "program": null, "split": null, "stream": ["host"]},
-              {"key": "f.any", "format": "f", "regex": "^(?P<message>.*)$", "first": null, "literals": null, "ts": null,
-               "kind": null, "program": null, "split": null}],
-            "blocks": [], "rules": [], "facts": [],
-            "fact_tables": {"found": [["token", "str"], ["stream", "str"], ["host", "str"], ["rank", "int"], ["task", "int"], ["pid", "int"]]},
-            "kinds": {}, "levels": {}, "tokens": [], "rejects": [], "found_table": "found"}"#;
-        let cat = Catalog::compile(&crate::CatalogSpec::from_json(spec).unwrap()).unwrap();
+        let cat = catalog();
         let s = |v: &str| Some(v.to_string());
         let lines = [
             "5: [rank5]:c10d up", "5: node1:10 NCCL init", "5: [rank5]:watchdog timeout", "6: [rank6]:watchdog timeout",
@@ -431,7 +420,7 @@ mod tests {
             "7: [rank7]:node3:30 NCCL init", "7: [rank7]:watchdog", "7: plain",
         ];
         for (cut, head_end) in [(1, 1), (3, 2), (5, 3), (9, 0)] {
-            let (evs, _) = run_with(&cat, &[0, 1], &lines, cut, head_end);
+            let (evs, _) = run_with(&cat, &[1, 0], &lines, cut, head_end);
             let hosts: Vec<Option<String>> = evs.iter().map(|e| col(e, 0)).collect();
             // (past the head, a line before the first value named is named by nothing)
             let first = if head_end >= 1 { s("node1") } else { None };
