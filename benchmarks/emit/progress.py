@@ -45,6 +45,13 @@ import datetime as dt
 from . import timefmt
 
 
+def _interval(s: int) -> str:
+    """tqdm's format_interval: [H:]MM:SS."""
+    m, s = divmod(s, 60)
+    h, m = divmod(m, 60)
+    return f"{h:d}:{m:02d}:{s:02d}" if h else f"{m:02d}:{s:02d}"
+
+
 class Style:
     name = "pylog"
     ranks = "all"
@@ -55,7 +62,9 @@ class Style:
         self.total = total_steps
         self.per_epoch = steps_per_epoch
 
-    def step(self, t: dt.datetime, step: int, loss: float, step_time: float) -> str:
+    def step(self, t: dt.datetime, step: int, loss: float, step_time: float, since: dt.datetime) -> str:
+        """Step `step`'s progress line, written at `t` (the writer's clock), `since` the moment its progress bar
+        started on the same clock (a bar's elapsed: Lightning's, reset at each epoch's start)."""
         return (f"{timefmt.py(t)} - INFO - train - step {step} | loss {loss:.4f} | lr 3.0e-04 | "
                 f"step_time {step_time:.2f}s")
 
@@ -78,7 +87,7 @@ class Style:
 class Plain(Style):
     name = "plain"
 
-    def step(self, t, step, loss, step_time):
+    def step(self, t, step, loss, step_time, since):
         return f"step {step} loss {loss:.4f} step_time {step_time:.2f}s"
 
     def save(self, t, step):
@@ -98,7 +107,7 @@ class HF(Style):
     def _log(self, t, msg, name="transformers.trainer"):
         return f"{timefmt.py_mdy(t)} - INFO - {name} - {msg}"
 
-    def step(self, t, step, loss, step_time):
+    def step(self, t, step, loss, step_time, since):
         return (f"{{'loss': {loss:.4f}, 'grad_norm': {0.8 + (step % 17) / 40:.4f}, 'learning_rate': "
                 f"{3e-4 * (1 - step / max(self.total, 1)):.4e}, 'epoch': {step / self.per_epoch:.2f}}}")
 
@@ -129,14 +138,14 @@ class Lightning(Style):
     name = "lightning"
     ranks = "rank0"
 
-    def step(self, t, step, loss, step_time):
+    def step(self, t, step, loss, step_time, since):
         e, i = divmod(step, self.per_epoch)
         pct = int(100 * i / self.per_epoch)
         bar = ("█" * (pct // 10)).ljust(10)
-        el = int(i * step_time)
+        el = int((t - since).total_seconds())   # tqdm's elapsed: format_interval(now - start_t)
         rem = int((self.per_epoch - i) * step_time)
-        return (f"Epoch {e}:  {pct:>2d}%|{bar}| {i}/{self.per_epoch} [{el // 60:02d}:{el % 60:02d}<{rem // 60:02d}:"
-                f"{rem % 60:02d}, {1 / step_time:.2f}it/s, v_num=0, train_loss={loss:.3f}]")
+        return (f"Epoch {e}:  {pct:>2d}%|{bar}| {i}/{self.per_epoch} [{_interval(el)}<{_interval(rem)}, "
+                f"{1 / step_time:.2f}it/s, v_num=0, train_loss={loss:.3f}]")
 
     def ckpt_path(self, step):
         return f"{self.ckpt}/epoch={step // self.per_epoch}-step={step}.ckpt"
@@ -159,7 +168,7 @@ class Titan(Style):
     def _log(self, t, msg):
         return f"[titan] {timefmt.py(t)} - root - INFO - {msg}"
 
-    def step(self, t, step, loss, step_time):
+    def step(self, t, step, loss, step_time, since):
         tps = int(8192 / step_time)
         return self._log(t, f"step: {step:2}  loss: {loss:8.5f}  grad_norm: {0.8 + (step % 13) / 30:7.4f}  "
                             f"memory: 61.27GiB(77.44%)  tps: {tps:,}  tflops: {tps * 0.0275:,.2f}  mfu: "
@@ -189,7 +198,7 @@ class DeepSpeed(Style):
     def _log(self, t, src, msg, rank0=True):
         return f"[{timefmt.py(t)}] [INFO] [{src}] " + ("[Rank 0] " if rank0 else "") + msg
 
-    def step(self, t, step, loss, step_time):
+    def step(self, t, step, loss, step_time, since):
         return self._log(t, "logging.py:123:log_dist", f"step={step}, skipped=0, lr=[0.0003], mom=[(0.9, 0.95)]")
 
     def ckpt_path(self, step):
@@ -214,7 +223,7 @@ class Megatron(Style):
     ranks = "last"
     heldout = True
 
-    def step(self, t, step, loss, step_time):
+    def step(self, t, step, loss, step_time, since):
         return (f" [{timefmt.iso_us(t)}] iteration {step:8d}/{self.total:8d} | consumed samples: {step * 512:12d} | "
                 f"elapsed time per iteration (ms): {step_time * 1000:.1f} | learning rate: {3e-4:.6E} | "
                 f"global batch size: {512:5d} | lm loss: {loss:.6E} | loss scale: 1.0 | grad norm: "

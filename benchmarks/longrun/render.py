@@ -190,13 +190,17 @@ class Render:
             style, loss, steps, step0 = self.style, self.loss, a.steps, a.step0
 
             def gen(rank=rank, wrap=wrap, off=off, jit=jit):
+                bar = None   # (epoch, when its progress bar started): at the attempt's start, then at each epoch's
                 for i in range(n_done):
                     k = step0 + i + 1
+                    epoch = k // style.per_epoch
+                    if bar is None or bar[0] != epoch:
+                        bar = (epoch, steps[i - 1] if i else a.train_start)
                     if k % every:
                         continue
                     t = steps[i] + dt.timedelta(seconds=jit + ((k * 31 + rank) % 97) / 1000.0)
                     st = (steps[i] - steps[i - 1]).total_seconds() if i else a.step_s
-                    yield (t, BULK + rank * 10 ** 9 + i, wrap(t, style.step(t + off, k, loss(k), st)))
+                    yield (t, BULK + rank * 10 ** 9 + i, wrap(t, style.step(t + off, k, loss(k), st, bar[1] + off)))
             self.s.add_bulk(path, gen)
         # checkpoints (rank 0), evaluation sub-groups (every rank; the same processes), a straggler
         for k in a.ckpt_steps:

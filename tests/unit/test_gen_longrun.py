@@ -321,3 +321,24 @@ def test_timelines_hold_together_over_many_seeds():
                 assert len(run.attempts) >= 1
                 n += 1
     assert n == 6 * sum(1 for s in G.STORIES for lay in TUNING_LAYOUTS if s not in G.UNTOLD.get(lay, ()))
+
+
+def test_lightning_bars_elapsed_is_tqdms(tmp_path):
+    """A Lightning bar's elapsed is tqdm's `now - start` (format_interval: [H:]MM:SS), so it never goes back
+    within one bar (one launch's epoch): the generator printed a step's index times that step's own time, which
+    jumped from 12:59 to 44:11 on a slow step and back (a clock of bars built on it would fit the generator)."""
+    bar = re.compile(r"Epoch (\d+): +\d+%\|[^|]*\| (\d+)/\d+ \[(?:(\d+):)?(\d\d):(\d\d)<")
+    seen = 0
+    for seed in (3, 28):
+        d = tmp_path / str(seed)
+        G.generate(d, "node_freeze", seed, "torchrun_node", progress="lightning")
+        for name, data in sorted(_files(d).items()):
+            last = None   # (epoch, step, elapsed) of the file's previous bar
+            for m in bar.finditer(data.decode()):
+                epoch, step = int(m.group(1)), int(m.group(2))
+                elapsed = int(m.group(3) or 0) * 3600 + int(m.group(4)) * 60 + int(m.group(5))
+                if last is not None and last[0] == epoch and last[1] < step:   # the same bar, one step on
+                    assert elapsed >= last[2], (name, last, (epoch, step, elapsed))
+                    seen += 1
+                last = (epoch, step, elapsed)
+    assert seen > 50, seen
