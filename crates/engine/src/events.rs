@@ -144,10 +144,11 @@ fn stream_key(p: &Peeled, raw: &str) -> u64 {
 }
 
 /// The stream of peeled line `p`'s outermost identity envelope: the key a line with that envelope alone
-/// (and the same values) has.
-fn outer_key(p: &Peeled, raw: &str) -> u64 {
+/// (and the same values) has; its own `stream` key when that envelope is its only one (most lines: not hashed
+/// again).
+fn outer_key(p: &Peeled, raw: &str, stream: u64) -> u64 {
     if p.s.outer_masks == p.s.id_masks {
-        return stream_key(p, raw);
+        return stream;
     }
     key_of(&p.s, p.s.outer_masks, raw)
 }
@@ -256,6 +257,7 @@ fn line_event<'a>(cat: &Catalog, p: &Peeled<'a>, hints: &[Id], programs: &mut [O
                   out: &mut Vec<Event<'a>>) {
     let raw = p.raw;
     let b0 = p.body.0 as usize;
+    let stream_key = stream_key(p, raw);
     out.push(Event {
         line: p.no,
         end_line: p.no,
@@ -278,8 +280,8 @@ fn line_event<'a>(cat: &Catalog, p: &Peeled<'a>, hints: &[Id], programs: &mut [O
         hinted: 0,
         stream_src: 0,
         stream_via: 0,
-        stream_key: stream_key(p, &raw),
-        outer_key: outer_key(p, &raw),
+        stream_key,
+        outer_key: outer_key(p, &raw, stream_key),
         hits: [p.hits.as_ref().map(|h| (b0 as u32, h.clone())), None],
         blocked: 0,
     });
@@ -380,6 +382,7 @@ fn block_event<'a>(cat: &Catalog, lines: &[Peeled<'a>], members: &[usize], bi: u
         }
         ids[c] = coalesce(cat, c, &raw, [own[0].clone(), own[1].clone(), own[2].clone(), hints[c].clone()]);
     }
+    let stream_key = stream_key(first, first.raw);
     let (mut ts, mut ts_kind, mut ts_text) = (None, None, None);
     if let Some((re, gi, layout)) = &b.ts {
         let mut l = re.locations();
@@ -413,8 +416,8 @@ fn block_event<'a>(cat: &Catalog, lines: &[Peeled<'a>], members: &[usize], bi: u
         hinted,
         stream_src: 0,
         stream_via: 0,
-        stream_key: stream_key(first, first.raw),
-        outer_key: outer_key(first, first.raw),
+        stream_key,
+        outer_key: outer_key(first, first.raw, stream_key),
         // the tokens of its first line and of its message's line (where the block's raw has them)
         hits: {
             let of = |m: usize| lines[members[m]].hits.as_ref().map(|h| (at[m] + lines[members[m]].body.0, h.clone()));
