@@ -9,7 +9,10 @@
 --   label (a Kubernetes MPIJob names its workers '<pod>.<service>[.<ns>.svc]'); 'host:slots' names no node. The expected node set (nodelist / nnodes / min_nodes)
 --   against who joined names the missing node of a rendezvous timeout.
 WITH s AS (
-    SELECT event_id, ats, host, pod, file, line, kind, message FROM aligned_events
+    SELECT event_id, ats, host, pod, file, line, kind, message,
+           nullif(regexp_extract(message, 'Could not resolve hostname ([A-Za-z0-9][-A-Za-z0-9]*)(?:\.[-\w.]*)?: ', 1), '')
+               AS unreached
+    FROM aligned_events
     WHERE kind IN ('rdzv_timeout', 'rdzv_complete', 'rdzv_join', 'store_unreachable')
        OR message LIKE '%min_nodes%' OR message LIKE '%max_nodes%' OR message LIKE '%nnodes%'
        OR message LIKE '%NodeList=%' OR message LIKE '%SLURM_JOB_NODELIST%' OR message LIKE '%SLURM_NODELIST%'
@@ -29,9 +32,7 @@ SELECT event_id, ats, host, pod, file, line, message, 'nodelist',
        regexp_extract(message, '(?:NodeList|SLURM_JOB_NODELIST|SLURM_NODELIST)\s*[=:]\s*(\S+)', 1) FROM s
  WHERE regexp_matches(message, '(?:NodeList|SLURM_JOB_NODELIST|SLURM_NODELIST)\s*[=:]\s*[A-Za-z]')
 UNION ALL
-SELECT event_id, ats, host, pod, file, line, message, 'unreached',
-       regexp_extract(message, 'Could not resolve hostname ([A-Za-z0-9][-A-Za-z0-9]*)(?:\.[-\w.]*)?: ', 1) FROM s
- WHERE regexp_matches(message, 'Could not resolve hostname [A-Za-z0-9][-A-Za-z0-9]*(?:\.[-\w.]*)?: ')
+SELECT event_id, ats, host, pod, file, line, message, 'unreached', unreached FROM s WHERE unreached IS NOT NULL
 UNION ALL
 SELECT event_id, ats, host, pod, file, line, message,
        CASE WHEN kind = 'rdzv_timeout' OR regexp_matches(message, '(?i)Rendezvous(?:Timeout|Closed)Error|rendezvous.*tim(?:ed|e) ?out')
@@ -42,5 +43,5 @@ SELECT event_id, ats, host, pod, file, line, message,
 FROM s
  WHERE (kind IN ('rdzv_timeout', 'rdzv_complete', 'rdzv_join', 'store_unreachable')
     OR regexp_matches(message, '(?i)Rendezvous(?:Timeout|Closed)Error|rendezvous.*tim(?:ed|e) ?out|Rendezvous complete|Rendezvous''ing worker group'))
-   AND NOT regexp_matches(message, 'Could not resolve hostname [A-Za-z0-9][-A-Za-z0-9]*(?:\.[-\w.]*)?: ')
+   AND unreached IS NULL
 ORDER BY ats NULLS LAST, file, line
