@@ -79,15 +79,9 @@ fn main() {
     let mut sizes = vec![0u64; settings.len()];
     for _ in 0..n {
         for (i, (_, props)) in settings.iter().enumerate() {
-            let cpu = cpu_seconds();
-            let file = std::fs::File::create(&target).unwrap();
-            let mut w = ArrowWriter::try_new(file, batches[0].schema(), Some(props.clone())).unwrap();
-            for b in &batches {
-                w.write(b).unwrap();
-            }
-            w.close().unwrap();
-            cpus[i] += cpu_seconds() - cpu;
-            sizes[i] = std::fs::metadata(&target).unwrap().len();
+            let (cpu, size) = write_timed(&target, &batches, props);
+            cpus[i] += cpu;
+            sizes[i] = size;
         }
     }
     for (i, (name, _)) in settings.iter().enumerate() {
@@ -105,15 +99,9 @@ fn main() {
         for _ in 0..n {
             for (c, cpu_c) in cpus.iter_mut().enumerate() {
                 let one: Vec<RecordBatch> = batches.iter().map(|b| b.project(&[c]).unwrap()).collect();
-                let cpu = cpu_seconds();
-                let file = std::fs::File::create(&target).unwrap();
-                let mut w = ArrowWriter::try_new(file, one[0].schema(), Some(props.clone())).unwrap();
-                for b in &one {
-                    w.write(b).unwrap();
-                }
-                w.close().unwrap();
-                *cpu_c += cpu_seconds() - cpu;
-                sizes[c] = std::fs::metadata(&target).unwrap().len();
+                let (cpu, size) = write_timed(&target, &one, &props);
+                *cpu_c += cpu;
+                sizes[c] = size;
             }
         }
         for (c, f) in schema.fields().iter().enumerate() {
@@ -122,4 +110,16 @@ fn main() {
         }
     }
     std::fs::remove_file(&target).ok();
+}
+
+/// `batches` written to `target` with `props`: (the CPU-s it took, the file's size).
+fn write_timed(target: &std::path::Path, batches: &[RecordBatch], props: &parquet::file::properties::WriterProperties) -> (f64, u64) {
+    let cpu = cpu_seconds();
+    let file = std::fs::File::create(target).unwrap();
+    let mut w = ArrowWriter::try_new(file, batches[0].schema(), Some(props.clone())).unwrap();
+    for b in batches {
+        w.write(b).unwrap();
+    }
+    w.close().unwrap();
+    (cpu_seconds() - cpu, std::fs::metadata(target).unwrap().len())
 }
