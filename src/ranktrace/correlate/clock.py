@@ -400,6 +400,11 @@ def write_interpolated_times(con: duckdb.DuckDBPyConnection) -> None:
     if files:
         con.execute("INSERT INTO interpolated_times " + sql_file("align/interpolated_times.sql"), {"files": files})
     con.execute("INSERT INTO interpolated_times SELECT event_id, ts FROM hostless_clocks")
+    # progress bars with no time of their own, at the times their elapsed counters tell (after the above:
+    # a bar line's inherited time on its own clock is where its bounds start)
+    con.execute("CREATE OR REPLACE TEMP TABLE bar_times AS " + sql_file("align/bar_clock.sql"), {"files": files})
+    con.execute("DELETE FROM interpolated_times WHERE event_id IN (SELECT event_id FROM bar_times)")
+    con.execute("INSERT INTO interpolated_times SELECT event_id, ts FROM bar_times")
     if interpolated_stamp(con) != before:
         regroup(con)
 
