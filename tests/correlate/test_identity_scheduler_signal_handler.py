@@ -46,4 +46,3 @@ def test_a_sigterm_from_another_process_is_no_crash(tmp_path, monkeypatch, catal
         "PC: @     0x7fb77c0d246e  (unknown)  epoll_wait"]) + "\n"
     v = diagnose_files(tmp_path, monkeypatch, catalog, {"worker.log": text})["verdict"]
     assert v["kind"] != "crash", v
-
