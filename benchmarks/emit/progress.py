@@ -16,6 +16,9 @@ Sources:
   epoch %d', '  Continuing training from global step %d', '***** Running training *****', through the
   example scripts' logging format '%(asctime)s - %(levelname)s - %(name)s - %(message)s' with datefmt
   '%m/%d/%Y %H:%M:%S'.
+- hf_bar (asked for by name only): the HF Trainer's console, trainer_callback.py ProgressCallback: its tqdm bar
+  (tqdm(total=state.max_steps, dynamic_ncols=True): ' 12%|█▏        | 120/1000 [01:00<07:20,  2.00it/s]', tqdm's
+  default l_bar/r_bar, one bar per launch) and, every few steps, the log dict it writes above the bar.
 - lightning: Lightning-AI/pytorch-lightning: the tqdm progress bar 'Epoch 3:  45%|...| 450/1000 [07:30<09:10,
   1.00it/s, v_num=0, train_loss=2.31]', checkpoint_connector.py 'Restoring states from the checkpoint
   path at %s', 'Restored all states from the checkpoint at %s'.
@@ -56,6 +59,7 @@ class Style:
     name = "pylog"
     ranks = "all"
     heldout = False
+    bar_per_epoch = True    # a progress bar (its elapsed) starts again at each epoch, as Lightning's does
 
     def __init__(self, ckpt_dir: str, total_steps: int, steps_per_epoch: int):
         self.ckpt = ckpt_dir
@@ -132,6 +136,26 @@ class HF(Style):
             (0, self._log(t, f"  Continuing training from global step {step}")),
             (0, self._log(t, f"  Will skip the first {step // self.per_epoch} epochs then the first "
                              f"{step % self.per_epoch} batches in the first epoch."))]
+
+
+class HFBar(HF):
+    """The HF Trainer as a console shows it: its ProgressCallback's tqdm bar (tqdm(total=max_steps), no
+    description, one bar per launch: it does not restart at an epoch; on a resume its first update jumps to the
+    checkpoint's step) with the log dicts it writes above the bar (tqdm.write) every `DICT_EVERY` steps. Not in any
+    layout's draw (the sets of every seed stay as they were): asked for by name (`--progress hf_bar`)."""
+    name = "hf_bar"
+    bar_per_epoch = False
+    DICT_EVERY = 10
+
+    def step(self, t, step, loss, step_time, since):
+        if step % self.DICT_EVERY == 0:
+            return super().step(t, step, loss, step_time, since)
+        el = int((t - since).total_seconds())
+        rem = int((self.total - step) * step_time)
+        pct = 100 * step / max(self.total, 1)
+        bar = ("█" * int(pct // 10)).ljust(10)
+        rate = f"{1 / step_time:5.2f}it/s" if step_time <= 1 else f"{step_time:5.2f}s/it"
+        return f"{pct:3.0f}%|{bar}| {step}/{self.total} [{_interval(el)}<{_interval(rem)}, {rate}]"
 
 
 class Lightning(Style):
@@ -247,4 +271,4 @@ class Megatron(Style):
                       f"iteration {step}")]
 
 
-STYLES = {c.name: c for c in (Style, Plain, HF, Lightning, Titan, DeepSpeed, Megatron)}
+STYLES = {c.name: c for c in (Style, Plain, HF, HFBar, Lightning, Titan, DeepSpeed, Megatron)}

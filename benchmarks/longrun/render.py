@@ -193,7 +193,7 @@ class Render:
                 bar = None   # (epoch, when its progress bar started): at the attempt's start, then at each epoch's
                 for i in range(n_done):
                     k = step0 + i + 1
-                    epoch = k // style.per_epoch
+                    epoch = k // style.per_epoch if style.bar_per_epoch else 0
                     if bar is None or bar[0] != epoch:
                         bar = (epoch, steps[i - 1] if i else a.train_start)
                     if k % every:

@@ -342,3 +342,27 @@ def test_lightning_bars_elapsed_is_tqdms(tmp_path):
                     seen += 1
                 last = (epoch, step, elapsed)
     assert seen > 50, seen
+
+
+def test_hf_trainer_bar_is_one_bar_per_launch(tmp_path):
+    """hf_bar's tqdm bar (the HF Trainer's ProgressCallback: no description, total = max steps) counts its
+    elapsed time from the launch and does not start again at an epoch, as Lightning's does; the log dicts are
+    printed between its lines. It is never drawn for a layout: the sets of every seed stay as they were."""
+    bar = re.compile(r"(?m)(?:^|[:\]] ?)\s*(\d+)%\|[^|]*\| (\d+)/(\d+) \[(?:(\d+):)?(\d\d):(\d\d)<")
+    G.generate(tmp_path, "hang", 5, "torchrun_node", progress="hf_bar")
+    truth = json.loads((tmp_path / "truth.json").read_text())
+    bars = dicts = 0
+    for name, data in sorted(_files(tmp_path).items()):
+        text = data.decode()
+        dicts += text.count("{'loss': ")
+        last = None
+        for m in bar.finditer(text):
+            step, total = int(m.group(2)), int(m.group(3))
+            elapsed = int(m.group(4) or 0) * 3600 + int(m.group(5)) * 60 + int(m.group(6))
+            if last is not None and last[0] < step:
+                assert elapsed >= last[1], (name, last, (step, elapsed))   # across epochs too
+            last = (step, elapsed)
+            bars += 1
+    assert truth["telling"]["progress"] == "hf_bar"
+    assert bars > 50 and dicts > 5, (bars, dicts)
+    assert all("hf_bar" not in styles for styles in sys.modules["longrun.plan"].PROGRESS.values())
