@@ -55,6 +55,12 @@ def _interval(s: int) -> str:
     return f"{h:d}:{m:02d}:{s:02d}" if h else f"{m:02d}:{s:02d}"
 
 
+def _meter(left: str, pct: float, n: int, total: int, elapsed: int, remaining: int, rate: str) -> str:
+    """A tqdm bar: `left` (description and percentage), a 10-cell bar, 'n/total [elapsed<remaining, rate]'."""
+    return (f"{left}|{'█' * int(pct // 10):<10}| {n}/{total} [{_interval(elapsed)}<{_interval(remaining)}, "
+            f"{rate}]")
+
+
 class Style:
     name = "pylog"
     ranks = "all"
@@ -150,12 +156,10 @@ class HFBar(HF):
     def step(self, t, step, loss, step_time, since):
         if step % self.DICT_EVERY == 0:
             return super().step(t, step, loss, step_time, since)
-        el = int((t - since).total_seconds())
-        rem = int((self.total - step) * step_time)
         pct = 100 * step / max(self.total, 1)
-        bar = ("█" * int(pct // 10)).ljust(10)
         rate = f"{1 / step_time:5.2f}it/s" if step_time <= 1 else f"{step_time:5.2f}s/it"
-        return f"{pct:3.0f}%|{bar}| {step}/{self.total} [{_interval(el)}<{_interval(rem)}, {rate}]"
+        return _meter(f"{pct:3.0f}%", pct, step, self.total, int((t - since).total_seconds()),
+                      int((self.total - step) * step_time), rate)
 
 
 class Lightning(Style):
@@ -165,11 +169,9 @@ class Lightning(Style):
     def step(self, t, step, loss, step_time, since):
         e, i = divmod(step, self.per_epoch)
         pct = int(100 * i / self.per_epoch)
-        bar = ("█" * (pct // 10)).ljust(10)
         el = int((t - since).total_seconds())   # tqdm's elapsed: format_interval(now - start_t)
-        rem = int((self.per_epoch - i) * step_time)
-        return (f"Epoch {e}:  {pct:>2d}%|{bar}| {i}/{self.per_epoch} [{_interval(el)}<{_interval(rem)}, "
-                f"{1 / step_time:.2f}it/s, v_num=0, train_loss={loss:.3f}]")
+        return _meter(f"Epoch {e}:  {pct:>2d}%", pct, i, self.per_epoch, el, int((self.per_epoch - i) * step_time),
+                      f"{1 / step_time:.2f}it/s, v_num=0, train_loss={loss:.3f}")
 
     def ckpt_path(self, step):
         return f"{self.ckpt}/epoch={step // self.per_epoch}-step={step}.ckpt"

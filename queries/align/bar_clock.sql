@@ -22,6 +22,8 @@
 --   back, two bars read as one) tell nothing and keep their inherited times.
 --   A bar is one stream's (the line's rank / task / local rank as written), one description's
 --   ('Epoch 3', 'Validation DataLoader 0'), up to where its elapsed time or its step goes back.
+--   The bar's shape read here is parsers/formats/training_progress.toml's tqdm pattern (its desc and elapsed
+--   groups, which the store does not keep): keep them equal.
 WITH cand AS MATERIALIZED (
     SELECT e.event_id, e.file_id, e.line, coalesce(it.ts, e.ts) AS ts, e.step,
            concat_ws('/', e.rank, e.task, e.local_rank) AS stream,
