@@ -99,14 +99,15 @@ LAYOUT_CLASSES = {"torchrun_node": Torchrun, "torchrun_logdir": TorchrunLogdir, 
 
 
 def generate(out: str | Path, story: str, seed: int, layout: str | None = None, size: str = "small",
-             heldout: bool = False, mechanism: str | None = None, progress: str | None = None) -> dict:
+             heldout: bool = False, mechanism: str | None = None, progress: str | None = None,
+             node_tz: float = 0.0) -> dict:
     """Write one incident under `out`; return its truth (also written to truth.json)."""
     if layout is None:
         pick = random.Random(f"layout:{story}:{seed}")
         allowed = [x for x in LAYOUTS if story not in UNTOLD.get(x, ()) and (heldout or x != "pdsh_deepspeed")
                    and x not in ADDED_LATER]
         layout = pick.choice(allowed)
-    run = Run(story, layout, seed, size, heldout, mechanism, progress)
+    run = Run(story, layout, seed, size, heldout, mechanism, progress, node_tz)
     rend = LAYOUT_CLASSES[layout](run)
     rend.render()
     out = Path(out)
@@ -153,6 +154,9 @@ def main(argv=None) -> int:
     ap.add_argument("--size", choices=tuple(SIZES), default="small")
     ap.add_argument("--mechanism", help="restart mechanism (elastic, resubmit, requeue, pod_restart)")
     ap.add_argument("--progress", choices=tuple(P.STYLES), help="progress/resume telling")
+    ap.add_argument("--node-tz", type=float, default=0.0, metavar="HOURS",
+                    help="k8s_cri only: the nodes' journals (kernel, kubelet) in local time HOURS from UTC, with "
+                         "no zone written, beside the pods' UTC CRI logs (an on-premises cluster not on UTC)")
     ap.add_argument("--family", action="store_true", help="every story x layout (one subdirectory each)")
     ap.add_argument("--seeds", default=None, help="seeds of a family: '1-3' or '1,5,9'")
     ap.add_argument("--list", action="store_true", help="list the family's (story, layout, seed) and exit")
@@ -170,12 +174,13 @@ def main(argv=None) -> int:
         if not a.out:
             ap.error("OUT_DIR is required")
         for story, layout, seed in fam:
-            t = generate(Path(a.out) / f"{story}__{layout}__{seed}", story, seed, layout, a.size, a.heldout)
+            t = generate(Path(a.out) / f"{story}__{layout}__{seed}", story, seed, layout, a.size, a.heldout,
+                         node_tz=a.node_tz)
             print(f"{story}__{layout}__{seed}: {len(t['attempts'])} attempts, verdict {t['verdict']['kind']}")
         return 0
     if not a.out or not a.story:
         ap.error("OUT_DIR and --story are required (or --family / --list)")
-    t = generate(a.out, a.story, a.seed, a.layout, a.size, a.heldout, a.mechanism, a.progress)
+    t = generate(a.out, a.story, a.seed, a.layout, a.size, a.heldout, a.mechanism, a.progress, a.node_tz)
     print(json.dumps({"attempts": [(x["id"], x["outcome"], (x.get("verdict") or {}).get("kind"))
                                    for x in t["attempts"]],
                       "verdict": t["verdict"]}))

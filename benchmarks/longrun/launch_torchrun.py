@@ -292,7 +292,7 @@ class K8sCri(Torchrun):
     def journal(self, h, t, fn):
         """A kubelet line in the node's journal: fn(node clock time, pod, uid) -> text."""
         pod, uid = self.pods[h]
-        self.s.add(f"journal/{h}.log", t, fn(self.lt(h, t), pod, uid))
+        self.s.add(f"journal/{h}.log", t, fn(self.node_local(h, t), pod, uid))
 
     def oom_memcg(self, a, rank):
         pod, uid = self.pods[self.host(a, rank)]

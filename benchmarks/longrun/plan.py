@@ -102,7 +102,7 @@ class Run:
     """Everything about one incident, drawn from random.Random(seed)."""
 
     def __init__(self, story: str, layout: str, seed: int, size: str = "small", heldout: bool = False,
-                 mechanism: str | None = None, progress: str | None = None):
+                 mechanism: str | None = None, progress: str | None = None, node_tz: float = 0.0):
         if story not in STORIES:
             raise SystemExit(f"gen_longrun: unknown story {story!r}; choose one of {', '.join(STORIES)}")
         if layout not in LAYOUTS:
@@ -116,6 +116,13 @@ class Run:
         if heldout and seed < HELDOUT_SEED_MIN:
             raise SystemExit(f"gen_longrun: --heldout takes seeds >= {HELDOUT_SEED_MIN} (got {seed})")
         self.story, self.layout, self.seed, self.size, self.heldout = story, layout, seed, size, heldout
+        # the nodes' local zone, in hours from UTC: only where a node's own files sit beside files that
+        # name their zone (k8s_cri: the journal beside the pods' CRI logs); asked for by name, drawn from
+        # nothing, so every run without it keeps its bytes
+        if node_tz and layout != "k8s_cri":
+            raise SystemExit("gen_longrun: --node-tz is told by the k8s_cri layout only (its journals beside "
+                             "the pods' UTC logs); elsewhere every file of a node is in its one zone")
+        self.node_tz = node_tz
         self.rnd = rnd = random.Random(f"gen_longrun:{story}:{layout}:{seed}:{size}")
         z = SIZES[size]
         self.z = z

@@ -87,8 +87,12 @@ class Render:
         for x in lines:
             self.s.add(path, t, wrap(t, x))
 
+    def node_local(self, host: str, t: dt.datetime) -> dt.datetime:
+        """The time as `host`'s own daemons write it (its journal, its kernel): its clock, in its zone."""
+        return self.lt(host, t) + dt.timedelta(hours=self.r.node_tz)
+
     def kernel(self, host, t, msg):
-        L = self.lt(host, t)
+        L = self.node_local(host, t)
         if self.kernel_form == "journal" or (self.kernel_form is None and self.r.dmesg_form == "journal"):
             self.s.add(f"journal/{host}.log", t, K.journal(L, host, "kernel", None, msg))
         else:
