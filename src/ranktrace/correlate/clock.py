@@ -366,17 +366,30 @@ def create_aligned_view(con: duckdb.DuckDBPyConnection, clock: list[dict]) -> No
     if clock:
         con.executemany("INSERT INTO clock_offsets VALUES (?, ?, ?)",
                         [[c["host"], c["offset_s"], c["uncertainty_s"]] for c in clock])
-    write_interpolated_times(con)
+    for z in write_interpolated_times(con):
+        _note_zone(clock, z)
     _hot_events(con)
     refresh_aligned(con)
 
 
-def write_interpolated_times(con: duckdb.DuckDBPyConnection) -> None:
+def _note_zone(clock: list[dict], z: dict) -> None:
+    """The clock entry of the zone-shifted file's host says how its times were retold (ranktrace.correlate.zones)."""
+    from .zones import describe, tz_flag
+    for c in clock:
+        if c["host"] == z["host"]:
+            c.setdefault("zones", []).append({"file": z["file"], "shift_s": z["shift_s"]})
+            c["basis"] += (f"; {z['file']}: its times, written with no zone, read {describe(z['shift_s'])} "
+                           f"(hours from the lines that name their zone: {tz_flag(z['shift_s'])})")
+
+
+def write_interpolated_times(con: duckdb.DuckDBPyConnection) -> list[dict]:
     """Temp table interpolated_times for the clock_offsets of now: the times, told on their own clock,
     of the lines of files on more than one clock that took their time from a line on another clock
     (queries/align/interpolated_times.sql) or that name no host and were written on another clock
-    (queries/align/hostless_clocks.sql, also kept as temp table hostless_clocks); the groups made again
-    when it changed what they were made of (their lines' times: identity.rows_with_keys)."""
+    (queries/align/hostless_clocks.sql, also kept as temp table hostless_clocks), and of every line of a
+    file written in another zone (ranktrace.correlate.zones: returned, [{file, host, shift_s}]); the groups
+    made again when it changed what they were made of (their lines' times: identity.rows_with_keys)."""
+    from .zones import zone_shifts
     from .identity import base_views, events_views, interpolated_stamp, regroup
     before = interpolated_stamp(con)
     con.execute("CREATE OR REPLACE TEMP TABLE hostless_clocks (event_id BIGINT, clock VARCHAR, ts TIMESTAMP)")
@@ -400,6 +413,19 @@ def write_interpolated_times(con: duckdb.DuckDBPyConnection) -> None:
     if files:
         con.execute("INSERT INTO interpolated_times " + sql_file("align/interpolated_times.sql"), {"files": files})
     con.execute("INSERT INTO interpolated_times SELECT event_id, ts FROM hostless_clocks")
+    zones = zone_shifts(con)
+    if zones:   # every timed line of the file, its time as told so far moved by the zone's difference
+        con.execute("CREATE OR REPLACE TEMP TABLE zone_files (file VARCHAR, shift_us BIGINT)")
+        con.executemany("INSERT INTO zone_files VALUES (?, ?)", [[z["file"], z["shift_s"] * 1_000_000] for z in zones])
+        con.execute("""CREATE OR REPLACE TEMP TABLE zone_times AS
+            SELECT e.event_id, coalesce(it.ts, e.ts) + to_microseconds(z.shift_us) AS ts
+            FROM events e
+            JOIN (SELECT DISTINCT g.file_id, z.shift_us FROM event_groups g JOIN zone_files z USING (file)) z
+              USING (file_id)
+            LEFT JOIN interpolated_times it ON it.event_id = e.event_id
+            WHERE e.ts IS NOT NULL""")
+        con.execute("DELETE FROM interpolated_times WHERE event_id IN (SELECT event_id FROM zone_times)")
+        con.execute("INSERT INTO interpolated_times SELECT event_id, ts FROM zone_times")
     # progress bars with no time of their own, at the times their elapsed counters tell (after the above:
     # a bar line's inherited time on its own clock is where its bounds start)
     con.execute("CREATE OR REPLACE TEMP TABLE bar_times AS " + sql_file("align/bar_clock.sql"), {"files": files})
@@ -407,6 +433,7 @@ def write_interpolated_times(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("INSERT INTO interpolated_times SELECT event_id, ts FROM bar_times")
     if interpolated_stamp(con) != before:
         regroup(con)
+    return zones
 
 
 def retimed_classes(con: duckdb.DuckDBPyConnection) -> str:

@@ -1,0 +1,87 @@
+"""Files written in another time zone than the lines around them.
+
+A time written with no zone is read in the zone `ingest --tz` names (UTC by default). Where a bundle
+mixes such times with times that name their zone, a file written in another zone reads hours off: a
+Kubernetes node's journal (its kernel's OOM kill or Xid, the kubelet) in the node's local time beside
+its pods' CRI logs in UTC puts the kill hours before the death it caused, and the verdict then blames
+the death (`killed`, `cuda_error`) instead of its cause. Host clocks drift by seconds or minutes
+(ranktrace.correlate.clock); zones differ by whole quarter hours (every zone in use: tzdata), up to
+14 hours. So a file is read as written in another zone only when all of this holds:
+  - every timed line of it was written with no zone, and lines elsewhere in the bundle name theirs;
+  - it names a pod or pid that those lines name on the same host (it belongs to this incident);
+  - nearly all of its lines lie outside the span of the lines that name their zone (with a margin
+    for clock drift), and exactly one shift by whole quarter hours (whole hours first) puts nearly
+    all of them inside.
+Its lines are then told that shift later or earlier (temp table interpolated_times, as any retold
+time), and the verdict's clock says so, with the `--tz` that would have read it right.
+"""
+
+from __future__ import annotations
+
+import duckdb
+
+from .util import rows, sql_file
+
+QUARTER_S = 900               # zone offsets are whole quarter hours (UTC+5:45, +8:45 the finest)
+MAX_ZONE_S = 14 * 3600        # UTC-12 .. UTC+14: two zones differ by at most 26 h; 14 h covers any one vs UTC
+MARGIN_S = 600                # clock drift between hosts (ranktrace.correlate.clock aligns the rest)
+INSIDE = 0.95                 # the share of a file's lines that must fall outside, then inside
+
+
+def zoned_envelopes() -> list[str]:
+    """The catalog's envelopes whose time names its zone (UTC or an offset)."""
+    from ..formats import load_catalog
+    cat = load_catalog(check_samples=False)
+    return sorted(e.name for e in cat.envelopes if e.ts is not None and e.ts.zone in ("utc", "offset"))
+
+
+def share_inside(groups: list[tuple[float, float, int]], lo: float, hi: float, shift: float) -> float:
+    """The share of the lines (groups of (first, last, lines), epoch seconds) inside [lo, hi] once shifted."""
+    total = sum(n for _, _, n in groups)
+    inside = sum(n for a, b, n in groups if lo <= a + shift and b + shift <= hi)
+    return inside / total if total else 0.0
+
+
+def zone_shift(groups: list[tuple[float, float, int]], lo: float, hi: float) -> int | None:
+    """The shift in seconds (whole quarter hours, not 0) that puts a file's lines inside the span [lo, hi]
+    of the lines that name their zone, or None: when they are inside already, or no shift or more than
+    one (whole hours preferred) puts them there."""
+    lo, hi = lo - MARGIN_S, hi + MARGIN_S
+    if not groups or share_inside(groups, lo, hi, 0) > 1 - INSIDE:
+        return None
+    fits = [k * QUARTER_S for k in range(-MAX_ZONE_S // QUARTER_S, MAX_ZONE_S // QUARTER_S + 1)
+            if k and share_inside(groups, lo, hi, k * QUARTER_S) >= INSIDE]
+    hours = [s for s in fits if s % 3600 == 0]
+    pick = hours if hours else fits
+    return pick[0] if len(pick) == 1 else None
+
+
+def zone_shifts(con: duckdb.DuckDBPyConnection) -> list[dict]:
+    """[{file, host, shift_s}] for the files read as written in another zone (see the module's text),
+    sorted by file."""
+    by_file: dict[str, dict] = {}
+    for r in rows(con, sql_file("align/zone_files.sql"), {"zoned_envelopes": zoned_envelopes()}):
+        f = by_file.setdefault(r["file"], {"host": r["host"], "lo": r["lo"], "hi": r["hi"], "groups": []})
+        f["groups"].append((r["ts"], r["max_ts"], int(r["n"])))
+    out = []
+    for file, f in sorted(by_file.items()):
+        s = zone_shift(f["groups"], f["lo"], f["hi"])
+        if s is not None:
+            out.append({"file": file, "host": f["host"], "shift_s": s})
+    return out
+
+
+def describe(shift_s: int) -> str:
+    """'5 h later' / '5 h 30 min earlier': how the file's times were retold."""
+    h, m = divmod(abs(shift_s) // 60, 60)
+    return f"{h} h{f' {m} min' if m else ''} {'later' if shift_s > 0 else 'earlier'}"
+
+
+def tz_flag(shift_s: int) -> str:
+    """The zone the file was written in, if the rest is UTC, and the --tz that reads it so: a whole hour
+    has a fixed-offset name (tzdata's Etc/GMT+5 is UTC-05:00: its sign is POSIX's, the other way round)."""
+    h, m = divmod(abs(shift_s) // 60, 60)
+    zone = f"UTC{'-' if shift_s > 0 else '+'}{h:02d}:{m:02d}"
+    if m:
+        return f"{zone}; ingest it with --tz naming that zone"
+    return f"{zone}; ingest it with --tz Etc/GMT{'+' if shift_s > 0 else '-'}{h}"
