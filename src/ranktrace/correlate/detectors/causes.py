@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from ..util import rows, table_exists
-from .base import OWN_NODE_KINDS, Finding, query
+from .base import OWN_NODE_KINDS, SELF_FAULT_STATES, Finding, query
 
 DIRECT = 0.85
 # a cause line whose time it inherited from a neighbouring line: its order among the others is less sure
@@ -89,8 +89,17 @@ def first_cause(con) -> list[Finding]:
                 f"{r['kind']} ({(r['message'] or '').strip()[:120]})" + (f" — weak: {w}" if w else ""),
             **ident, time=r["ats"], evidence=[r["event_id"]], direct=w is None,
             extra={"order": i, "lag_s": lag, "event_kind": r["kind"], "ts_ok": r["ts_ok"], "n_causes": r["n_causes"],
-                   "reported": r["reported"], "past": past(r), "first": first}))
+                   "reported": r["reported"], "past": past(r), "first": first, "state": _fault_state(r)}))
     return out
+
+
+def _fault_state(r: dict) -> str | None:
+    """The memory or instruction fault a crash line names ('Fatal Python error: Segmentation fault', 'mpirun
+    noticed that process rank 3 ... exited on signal 11 (Segmentation fault)'): the process died of its own
+    fault, not of a peer it waited on (choose.py's `victim`), whatever it complained of before."""
+    if r["kind"] != "crash_signal":
+        return None
+    return next((s for s in SELF_FAULT_STATES if s in (r["message"] or "")), None)
 
 
 def _direct_score(n_direct: int, lag: float | None) -> float:
