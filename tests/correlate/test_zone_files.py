@@ -4,7 +4,7 @@ node's journal in the node's local time, with no zone written, beside its pods' 
 from __future__ import annotations
 
 from ranktrace.correlate import diagnose
-from ranktrace.correlate.zones import zone_shift
+from ranktrace.correlate.zones import note, zone_shift
 
 from .fixtures import generated_run
 
@@ -34,6 +34,14 @@ def test_no_shift_when_more_than_one_fits():
     assert zone_shift([(LO - 7 * H, LO - 7 * H + 1, 2)], LO, LO + 24 * H - 7 * H + 60) is None
 
 
+def test_the_note_names_the_zone_and_the_flag_that_reads_it():
+    assert note("j.log", 5 * 3600) == ("j.log: written with no zone, 5 h behind the lines that name theirs: "
+                                       "read as UTC-05:00 (`ingest --tz Etc/GMT+5` reads it so)")
+    assert "9 h ahead of" in note("j.log", -9 * 3600) and "UTC+09:00" in note("j.log", -9 * 3600)
+    assert "Etc/GMT-9" in note("j.log", -9 * 3600)
+    assert "5 h 30 min ahead of" in note("j.log", -19800) and "UTC+05:30" in note("j.log", -19800)
+
+
 def attempts_of(truth: dict, doc: dict) -> list[tuple]:
     got = {a["id"]: a.get("verdict") or {} for a in doc["attempts"]}
     return [((a["verdict"]["kind"], a["verdict"]["host"]), (got.get(a["id"], {}).get("kind"), got.get(a["id"], {}).get("host")))
@@ -54,7 +62,8 @@ def test_a_node_journal_in_local_time_is_read_in_its_zone(tmp_path, catalog):
     zones = [z for c in doc["clock"] for z in c.get("zones", [])]
     assert zones and all(z["shift_s"] == 5 * 3600 for z in zones)
     assert all(z["file"].endswith(".log") and "/journal/" in z["file"] for z in zones)
-    assert any("UTC-05:00" in c["basis"] and "Etc/GMT+5" in c["basis"] for c in doc["clock"])
+    assert any("5 h behind" in c["basis"] and "UTC-05:00" in c["basis"] and "--tz Etc/GMT+5" in c["basis"]
+               for c in doc["clock"])
 
 
 def test_the_same_run_in_utc_is_not_shifted(tmp_path, catalog):

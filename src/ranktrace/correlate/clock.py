@@ -374,12 +374,11 @@ def create_aligned_view(con: duckdb.DuckDBPyConnection, clock: list[dict]) -> No
 
 def _note_zone(clock: list[dict], z: dict) -> None:
     """The clock entry of the zone-shifted file's host says how its times were retold (ranktrace.correlate.zones)."""
-    from .zones import describe, tz_flag
+    from .zones import note
     for c in clock:
         if c["host"] == z["host"]:
             c.setdefault("zones", []).append({"file": z["file"], "shift_s": z["shift_s"]})
-            c["basis"] += (f"; {z['file']}: its times, written with no zone, read {describe(z['shift_s'])} "
-                           f"(hours from the lines that name their zone: {tz_flag(z['shift_s'])})")
+            c["basis"] += "; " + note(z["file"], z["shift_s"])
 
 
 def write_interpolated_times(con: duckdb.DuckDBPyConnection) -> list[dict]:

@@ -71,17 +71,14 @@ def zone_shifts(con: duckdb.DuckDBPyConnection) -> list[dict]:
     return out
 
 
-def describe(shift_s: int) -> str:
-    """'5 h later' / '5 h 30 min earlier': how the file's times were retold."""
+def note(file: str, shift_s: int) -> str:
+    """What the verdict's clock says of a file read in another zone: 'journal/n1.log: written with no zone,
+    5 h behind the lines that name theirs: read as UTC-05:00 (`ingest --tz Etc/GMT+5` reads it so)'. A
+    whole hour has a fixed-offset zone name (tzdata's Etc/GMT+5 is UTC-05:00: its sign is POSIX's, the
+    other way round); a zone of a half or quarter hour has a city's name only."""
     h, m = divmod(abs(shift_s) // 60, 60)
-    return f"{h} h{f' {m} min' if m else ''} {'later' if shift_s > 0 else 'earlier'}"
-
-
-def tz_flag(shift_s: int) -> str:
-    """The zone the file was written in, if the rest is UTC, and the --tz that reads it so: a whole hour
-    has a fixed-offset name (tzdata's Etc/GMT+5 is UTC-05:00: its sign is POSIX's, the other way round)."""
-    h, m = divmod(abs(shift_s) // 60, 60)
-    zone = f"UTC{'-' if shift_s > 0 else '+'}{h:02d}:{m:02d}"
-    if m:
-        return f"{zone}; ingest it with --tz naming that zone"
-    return f"{zone}; ingest it with --tz Etc/GMT{'+' if shift_s > 0 else '-'}{h}"
+    ahead = shift_s < 0
+    zone = f"UTC{'+' if ahead else '-'}{h:02d}:{m:02d}"
+    name = f"Etc/GMT{'-' if ahead else '+'}{h}" if not m else f"<the zone of {zone}>"
+    return (f"{file}: written with no zone, {h} h{f' {m} min' if m else ''} {'ahead of' if ahead else 'behind'} "
+            f"the lines that name theirs: read as {zone} (`ingest --tz {name}` reads it so)")
