@@ -18,6 +18,8 @@ time), and the verdict's clock says so, with the `--tz` that would have read it 
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import duckdb
 
 from .util import rows, sql_file
@@ -28,11 +30,12 @@ MARGIN_S = 600                # clock drift between hosts (ranktrace.correlate.c
 INSIDE = 0.95                 # the share of a file's lines that must fall outside, then inside
 
 
-def zoned_envelopes() -> list[str]:
-    """The catalog's envelopes whose time names its zone (UTC or an offset)."""
+@lru_cache(maxsize=1)
+def zoned_envelopes() -> tuple[str, ...]:
+    """The catalog's envelopes whose time names its zone (UTC or an offset); read once a process."""
     from ..formats import load_catalog
     cat = load_catalog(check_samples=False)
-    return sorted(e.name for e in cat.envelopes if e.ts is not None and e.ts.zone in ("utc", "offset"))
+    return tuple(sorted(e.name for e in cat.envelopes if e.ts is not None and e.ts.zone in ("utc", "offset")))
 
 
 def share_inside(groups: list[tuple[float, float, int]], lo: float, hi: float, shift: float) -> float:
@@ -59,15 +62,17 @@ def zone_shift(groups: list[tuple[float, float, int]], lo: float, hi: float) -> 
 def zone_shifts(con: duckdb.DuckDBPyConnection) -> list[dict]:
     """[{file, host, shift_s}] for the files read as written in another zone (see the module's text),
     sorted by file."""
-    by_file: dict[str, dict] = {}
-    for r in rows(con, sql_file("align/zone_files.sql"), {"zoned_envelopes": zoned_envelopes()}):
-        f = by_file.setdefault(r["file"], {"host": r["host"], "lo": r["lo"], "hi": r["hi"], "groups": []})
-        f["groups"].append((r["ts"], r["max_ts"], int(r["n"])))
+    files = rows(con, sql_file("align/zone_files.sql"), {"zoned_envelopes": list(zoned_envelopes())})
+    if not files:
+        return []
+    groups: dict[int, list[tuple[float, float, int]]] = {}
+    for r in rows(con, sql_file("align/zone_lines.sql"), {"file_ids": [f["file_id"] for f in files]}):
+        groups.setdefault(r["file_id"], []).append((r["ts"], r["max_ts"], int(r["n"])))
     out = []
-    for file, f in sorted(by_file.items()):
-        s = zone_shift(f["groups"], f["lo"], f["hi"])
+    for f in files:
+        s = zone_shift(groups.get(f["file_id"], []), f["lo"], f["hi"])
         if s is not None:
-            out.append({"file": file, "host": f["host"], "shift_s": s})
+            out.append({"file": f["file"], "host": f["host"], "shift_s": s})
     return out
 
 
