@@ -4,7 +4,7 @@ node's journal in the node's local time, with no zone written, beside its pods' 
 from __future__ import annotations
 
 from ranktrace.correlate import diagnose
-from ranktrace.correlate.zones import note, zone_shift
+from ranktrace.correlate.zones import decide, note, zone_fits
 
 from .fixtures import generated_run
 
@@ -15,6 +15,10 @@ LO, HI = 1_000_000.0, 1_000_000.0 + 1800   # the lines that name their zone: hal
 def minutes(start: float, n: int) -> list[tuple[float, float, int]]:
     """A file with a few lines in each of n minutes from `start`."""
     return [(start + 60 * i, start + 60 * i + 30, 3) for i in range(n)]
+
+
+def zone_shift(groups, lo, hi):
+    return decide({"f": zone_fits(groups, lo, hi)}).get("f")
 
 
 def test_a_file_hours_off_is_shifted_by_whole_hours():
@@ -29,9 +33,27 @@ def test_no_shift_for_a_file_inside_or_only_minutes_off():
     assert zone_shift([], LO, HI) is None
 
 
-def test_no_shift_when_more_than_one_fits():
+def test_no_shift_when_more_than_one_whole_hour_fits():
     # two lines, 7 h off, beside a day of lines: 7 h, 8 h, ... all put them inside; no guess
     assert zone_shift([(LO - 7 * H, LO - 7 * H + 1, 2)], LO, LO + 24 * H - 7 * H + 60) is None
+
+
+def test_a_file_cut_short_takes_the_zone_of_the_cluster():
+    # a frozen node's journal ends early: 5:30 and 5 h (and 6 h) all put it inside; the nodes whose
+    # journals run to the end fit 5:30 only (UTC+5:30), and so does it
+    short = minutes(LO + 5.5 * H, 8)
+    fits = {"n1": zone_fits(minutes(LO + 5.5 * H, 30), LO, HI), "n2": zone_fits(minutes(LO + 5.5 * H, 29), LO, HI),
+            "frozen": zone_fits(short, LO, HI)}
+    assert len(fits["frozen"]) > 1 and -5 * H in fits["frozen"]
+    assert decide(fits) == {"n1": -5.5 * H, "n2": -5.5 * H, "frozen": -5.5 * H}
+    assert decide({"frozen": fits["frozen"]}) == {"frozen": -5 * H}    # alone: the one whole hour that fits
+
+
+def test_a_half_hour_before_a_quarter_hour():
+    # a 12-minute journal (4 lines) 5:30 ahead of 20 minutes of pod logs: 5:30 and 5:15 both fit, no hour does
+    fits = zone_fits([(LO + 5.5 * H + 40, LO + 5.5 * H + 760, 4)], LO, LO + 1210)
+    assert sorted(fits) == [-5.5 * H, -5.25 * H]
+    assert decide({"a": fits, "b": fits}) == {"a": -5.5 * H, "b": -5.5 * H}
 
 
 def test_the_note_names_the_zone_and_the_flag_that_reads_it():

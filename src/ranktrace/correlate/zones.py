@@ -10,8 +10,10 @@ the death (`killed`, `cuda_error`) instead of its cause. Host clocks drift by se
   - every timed line of it was written with no zone, and lines elsewhere in the bundle name theirs;
   - it names a pod or pid that those lines name on the same host (it belongs to this incident);
   - nearly all of its lines lie outside the span of the lines that name their zone (with a margin
-    for clock drift), and exactly one shift by whole quarter hours (whole hours first) puts nearly
-    all of them inside.
+    for clock drift), and one shift by whole quarter hours puts nearly all of them inside: the one
+    shift that does, or the one the other such files took (one cluster, one zone), or the one on the
+    coarsest step (whole hours, then half, then quarter hours: most zones are whole hours); else no
+    shift, and no guess.
 Its lines are then told that shift later or earlier (temp table interpolated_times, as any retold
 time), and the verdict's clock says so, with the `--tz` that would have read it right.
 """
@@ -45,18 +47,45 @@ def share_inside(groups: list[tuple[float, float, int]], lo: float, hi: float, s
     return inside / total if total else 0.0
 
 
-def zone_shift(groups: list[tuple[float, float, int]], lo: float, hi: float) -> int | None:
-    """The shift in seconds (whole quarter hours, not 0) that puts a file's lines inside the span [lo, hi]
-    of the lines that name their zone, or None: when they are inside already, or no shift or more than
-    one (whole hours preferred) puts them there."""
+def zone_fits(groups: list[tuple[float, float, int]], lo: float, hi: float) -> list[int]:
+    """The shifts in seconds (whole quarter hours, not 0) that put a file's lines inside the span [lo, hi]
+    of the lines that name their zone; none when they are inside already."""
     lo, hi = lo - MARGIN_S, hi + MARGIN_S
     if not groups or share_inside(groups, lo, hi, 0) > 1 - INSIDE:
-        return None
-    fits = [k * QUARTER_S for k in range(-MAX_ZONE_S // QUARTER_S, MAX_ZONE_S // QUARTER_S + 1)
+        return []
+    return [k * QUARTER_S for k in range(-MAX_ZONE_S // QUARTER_S, MAX_ZONE_S // QUARTER_S + 1)
             if k and share_inside(groups, lo, hi, k * QUARTER_S) >= INSIDE]
-    hours = [s for s in fits if s % 3600 == 0]
-    pick = hours if hours else fits
-    return pick[0] if len(pick) == 1 else None
+
+
+# the steps of zone offsets, the most common first: whole hours, then half hours (India, Iran, parts of
+# Australia and Canada), then quarter hours (Nepal, Chatham, Eucla)
+STEPS_S = (3600, 1800, 900)
+
+
+def best_fit(fits: list[int]) -> int | None:
+    """The one fit at the coarsest step any fit is on (a whole hour before a half hour), or None."""
+    for step in STEPS_S:
+        on = [s for s in fits if s % step == 0]
+        if on:
+            return on[0] if len(on) == 1 else None
+    return None
+
+
+def decide(fits: dict[str, list[int]]) -> dict[str, int]:
+    """file -> its shift, from each file's fits. A file with one fit is sure; else, with no sure file, its
+    one fit at the coarsest step. The nodes of one cluster are set to one zone as a rule, so a file more
+    than one shift fits (a frozen node's journal, cut short) takes the shift most of those files took,
+    when it fits; else no shift: no guess."""
+    sure = {f: x[0] for f, x in fits.items() if len(x) == 1}
+    if not sure:
+        sure = {f: b for f, x in fits.items() if (b := best_fit(x)) is not None}
+    if not sure:
+        return {}
+    counts: dict[int, int] = {}
+    for x in sure.values():
+        counts[x] = counts.get(x, 0) + 1
+    common = min(counts, key=lambda x: (-counts[x], abs(x), x))
+    return {f: sure.get(f, common) for f, x in fits.items() if f in sure or common in x}
 
 
 def zone_shifts(con: duckdb.DuckDBPyConnection) -> list[dict]:
@@ -68,12 +97,8 @@ def zone_shifts(con: duckdb.DuckDBPyConnection) -> list[dict]:
     groups: dict[int, list[tuple[float, float, int]]] = {}
     for r in rows(con, sql_file("align/zone_lines.sql"), {"file_ids": [f["file_id"] for f in files]}):
         groups.setdefault(r["file_id"], []).append((r["ts"], r["max_ts"], int(r["n"])))
-    out = []
-    for f in files:
-        s = zone_shift(groups.get(f["file_id"], []), f["lo"], f["hi"])
-        if s is not None:
-            out.append({"file": f["file"], "host": f["host"], "shift_s": s})
-    return out
+    shifts = decide({f["file"]: zone_fits(groups.get(f["file_id"], []), f["lo"], f["hi"]) for f in files})
+    return [{"file": f["file"], "host": f["host"], "shift_s": shifts[f["file"]]} for f in files if f["file"] in shifts]
 
 
 def note(file: str, shift_s: int) -> str:
