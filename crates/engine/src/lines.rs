@@ -40,6 +40,12 @@ impl Lines {
     pub fn text(&self, l: &Line) -> &str {
         &self.text[l.at..l.end]
     }
+    /// Emptied, its buffers kept (a caller that frames chunk after chunk into
+    /// one Lines allocates nothing per chunk; examples/template_alone.rs).
+    pub fn clear(&mut self) {
+        self.text.clear();
+        self.lines.clear();
+    }
     /// Each line with its text, in order.
     pub fn iter(&self) -> impl Iterator<Item = (&Line, &str)> + Clone {
         self.lines.iter().map(|l| (l, self.text(l)))
