@@ -266,6 +266,25 @@ mod tests {
     }
 
     #[test]
+    fn a_cleared_lines_frames_as_a_new_one() {
+        // One Lines cleared before each chunk holds that chunk's lines only, with the
+        // numbers, offsets and texts a new Lines per chunk gets, and no text of the chunks before.
+        let chunks: [&[u8]; 4] = [b"alpha 1\nbeta", b" 22\r\ngamma 333\n", b"\xff bad\nd", b"elta\n"];
+        let (mut f1, mut f2) = (Framer::new(64), Framer::new(64));
+        let mut kept = Lines::default();
+        for (i, c) in chunks.iter().enumerate() {
+            let eof = i + 1 == chunks.len();
+            let mut fresh = Lines::default();
+            f1.feed(c, eof, &mut fresh);
+            kept.clear();
+            f2.feed(c, eof, &mut kept);
+            let got = |l: &Lines| l.iter().map(|(l, t)| (l.no, l.offset, t.to_string())).collect::<Vec<_>>();
+            assert_eq!(got(&kept), got(&fresh));
+            assert_eq!(kept.text.len(), fresh.text.len());
+        }
+    }
+
+    #[test]
     fn lines_across_chunks_crlf_and_tail() {
         let (lines, st) = all(&[b"ab\r\ncd", b"e\nlast"], 100);
         assert_eq!(lines, vec![(1, 0, "ab".into()), (2, 4, "cde".into()), (3, 8, "last".into())]);
