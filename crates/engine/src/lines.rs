@@ -40,6 +40,12 @@ impl Lines {
     pub fn text(&self, l: &Line) -> &str {
         &self.text[l.at..l.end]
     }
+    /// Emptied, its buffers kept (a caller that frames chunk after chunk into
+    /// one Lines allocates nothing per chunk; examples/template_alone.rs).
+    pub fn clear(&mut self) {
+        self.text.clear();
+        self.lines.clear();
+    }
     /// Each line with its text, in order.
     pub fn iter(&self) -> impl Iterator<Item = (&Line, &str)> + Clone {
         self.lines.iter().map(|l| (l, self.text(l)))
@@ -257,6 +263,25 @@ mod tests {
         }
         f.feed(b"", true, &mut out);
         (out.iter().map(|(l, t)| (l.no, l.offset, t.to_string())).collect(), f.stats)
+    }
+
+    #[test]
+    fn a_cleared_lines_frames_as_a_new_one() {
+        // One Lines cleared before each chunk holds that chunk's lines only, with the
+        // numbers, offsets and texts a new Lines per chunk gets, and no text of the chunks before.
+        let chunks: [&[u8]; 4] = [b"alpha 1\nbeta", b" 22\r\ngamma 333\n", b"\xff bad\nd", b"elta\n"];
+        let (mut f1, mut f2) = (Framer::new(64), Framer::new(64));
+        let mut kept = Lines::default();
+        for (i, c) in chunks.iter().enumerate() {
+            let eof = i + 1 == chunks.len();
+            let mut fresh = Lines::default();
+            f1.feed(c, eof, &mut fresh);
+            kept.clear();
+            f2.feed(c, eof, &mut kept);
+            let got = |l: &Lines| l.iter().map(|(l, t)| (l.no, l.offset, t.to_string())).collect::<Vec<_>>();
+            assert_eq!(got(&kept), got(&fresh));
+            assert_eq!(kept.text.len(), fresh.text.len());
+        }
     }
 
     #[test]
