@@ -4,7 +4,7 @@ node's journal in the node's local time, with no zone written, beside its pods' 
 from __future__ import annotations
 
 from ranktrace.correlate import diagnose
-from ranktrace.correlate.zones import decide, note, zone_fits
+from ranktrace.correlate.zones import decide, note, pair_gap, zone_fits
 
 from .fixtures import generated_run
 
@@ -62,6 +62,21 @@ def test_the_note_names_the_zone_and_the_flag_that_reads_it():
     assert "9 h ahead of" in note("j.log", -9 * 3600) and "UTC+09:00" in note("j.log", -9 * 3600)
     assert "Etc/GMT-9" in note("j.log", -9 * 3600)
     assert "5 h 30 min ahead of" in note("j.log", -19800) and "UTC+05:30" in note("j.log", -19800)
+
+
+def test_a_quarter_hour_zone_is_told_by_the_lines_of_its_pods():
+    # a journal 5:45 ahead (Nepal) of pod logs longer than it: 5:30 and 5:45 both put it inside, and the
+    # coarsest step alone would take 5:30; its kubelet lines (a container started, died) sit 0.3 s before
+    # that container's first and after its last line once shifted 5:45, tens of seconds off at 5:30
+    start = LO + 5.75 * H
+    groups = minutes(start, 10)
+    fits = zone_fits(groups, LO, LO + 40 * 60)
+    assert -5.75 * H in fits and -5.5 * H in fits
+    edges = [(LO + 100, LO + 400), (LO + 460, LO + 700), (LO + 1500, LO + 2000)]   # a pod's groups
+    pairs = [(start + 99.7, a, b) for a, b in edges] + [(start + 700.3, a, b) for a, b in edges]
+    assert pair_gap(pairs, -5.75 * H) < 1 and pair_gap(pairs, -5.5 * H) > 60
+    assert decide({"j": fits}, {"j": pairs}) == {"j": -5.75 * H}
+    assert decide({"j": fits}) == {"j": -5.5 * H}      # without its pods' lines: the coarsest step
 
 
 def attempts_of(truth: dict, doc: dict) -> list[tuple]:

@@ -11,15 +11,17 @@ the death (`killed`, `cuda_error`) instead of its cause. Host clocks drift by se
   - it names a pod or pid that those lines name on the same host (it belongs to this incident);
   - nearly all of its lines lie outside the span of the lines that name their zone (with a margin
     for clock drift), and one shift by whole quarter hours puts nearly all of them inside: the one
-    shift that does, or the one the other such files took (one cluster, one zone), or the one on the
-    coarsest step (whole hours, then half, then quarter hours: most zones are whole hours); else no
-    shift, and no guess.
+    shift that does, or the one that brings its lines naming a pod or pid next to the first or last
+    line of that pod or pid (a kubelet's ContainerStarted by the container's first line), or the one
+    the other such files took (one cluster, one zone), or the one on the coarsest step (whole hours,
+    then half, then quarter hours: most zones are whole hours); else no shift, and no guess.
 Its lines are then told that shift later or earlier (temp table interpolated_times, as any retold
 time), and the verdict's clock says so, with the `--tz` that would have read it right.
 """
 
 from __future__ import annotations
 
+import statistics
 from functools import lru_cache
 
 import duckdb
@@ -30,6 +32,11 @@ QUARTER_S = 900               # zone offsets are whole quarter hours (UTC+5:45, 
 MAX_ZONE_S = 14 * 3600        # UTC-12 .. UTC+14: two zones differ by at most 26 h; 14 h covers any one vs UTC
 MARGIN_S = 600                # clock drift between hosts (ranktrace.correlate.clock aligns the rest)
 INSIDE = 0.95                 # the share of a file's lines that must fall outside, then inside
+# once its zone is right, a line sits by its pod's or pid's edge (the same node, the same clock: a kubelet
+# logs a container's start within a second of its first line); a wrong zone still finds some group's edge
+# within a minute or two (a pod's lines come in many groups): the right one is near and clearly nearer
+PAIR_S = 60
+PAIR_FLOOR_S = 10
 
 
 @lru_cache(maxsize=1)
@@ -71,12 +78,36 @@ def best_fit(fits: list[int]) -> int | None:
     return None
 
 
-def decide(fits: dict[str, list[int]]) -> dict[str, int]:
-    """file -> its shift, from each file's fits. A file with one fit is sure; else, with no sure file, its
-    one fit at the coarsest step. The nodes of one cluster are set to one zone as a rule, so a file more
-    than one shift fits (a frozen node's journal, cut short) takes the shift most of those files took,
-    when it fits; else no shift: no guess."""
-    sure = {f: x[0] for f, x in fits.items() if len(x) == 1}
+def pair_gap(pairs: list[tuple[float, float, float]], shift: int) -> float | None:
+    """How far, once shifted, a file's lines that name a pod or pid sit from the nearest edge (first or
+    last line) of that pod's or pid's lines that name their zone: the median over its lines of each one's
+    nearest. `pairs`: (the line's time, an edge group's first, its last). None without pairs."""
+    near: dict[float, float] = {}
+    for t, first, last in pairs:
+        d = min(abs(t + shift - first), abs(t + shift - last))
+        near[t] = min(d, near.get(t, d))
+    return statistics.median(near.values()) if near else None
+
+
+def by_pairs(fits: list[int], pairs: list[tuple[float, float, float]]) -> int | None:
+    """The fit that brings the file's lines nearest their pods' and pids' edges, when it is near and
+    clearly nearer than any other fit (see PAIR_S)."""
+    gaps = sorted((g, s) for s in fits if (g := pair_gap(pairs, s)) is not None)
+    if gaps and gaps[0][0] <= PAIR_S and (len(gaps) == 1 or gaps[1][0] >= 3 * gaps[0][0] + PAIR_FLOOR_S):
+        return gaps[0][1]
+    return None
+
+
+def decide(fits: dict[str, list[int]], pairs: dict[str, list[tuple[float, float, float]]] | None = None
+           ) -> dict[str, int]:
+    """file -> its shift, from each file's fits. A file is sure of a shift when it is its one fit, or the
+    one that brings its lines near the lines of the same pods and pids (`pairs`, see by_pairs); else, with
+    no sure file, of its one fit at the coarsest step. The nodes of one cluster are set to one zone as a
+    rule, so a file more than one shift fits (a frozen node's journal, cut short) takes the shift most
+    sure files took, when it fits; else no shift: no guess."""
+    pairs = pairs or {}
+    sure = {f: x[0] if len(x) == 1 else by_pairs(x, pairs.get(f, [])) for f, x in fits.items() if x}
+    sure = {f: s for f, s in sure.items() if s is not None}
     if not sure:
         sure = {f: b for f, x in fits.items() if (b := best_fit(x)) is not None}
     if not sure:
@@ -97,7 +128,11 @@ def zone_shifts(con: duckdb.DuckDBPyConnection) -> list[dict]:
     groups: dict[int, list[tuple[float, float, int]]] = {}
     for r in rows(con, sql_file("align/zone_lines.sql"), {"file_ids": [f["file_id"] for f in files]}):
         groups.setdefault(r["file_id"], []).append((r["ts"], r["max_ts"], int(r["n"])))
-    shifts = decide({f["file"]: zone_fits(groups.get(f["file_id"], []), f["lo"], f["hi"]) for f in files})
+    pairs: dict[str, list[tuple[float, float, float]]] = {}
+    name = {f["file_id"]: f["file"] for f in files}
+    for r in rows(con, sql_file("align/zone_pairs.sql"), {"file_ids": list(name), "zoned_envelopes": list(zoned_envelopes())}):
+        pairs.setdefault(name[r["file_id"]], []).append((r["t"], r["first"], r["last"]))
+    shifts = decide({f["file"]: zone_fits(groups.get(f["file_id"], []), f["lo"], f["hi"]) for f in files}, pairs)
     return [{"file": f["file"], "host": f["host"], "shift_s": shifts[f["file"]]} for f in files if f["file"] in shifts]
 
 
