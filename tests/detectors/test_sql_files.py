@@ -42,7 +42,8 @@ def test_header_and_runs(path: Path, con):
     assert {"name", "kind", "params", "returns"} <= set(h), h
     assert h["name"] == path.stem
     params = {k: v for k, v in {"host": "n1", "offset_s": 0.0, "window_s": 120.0, "own_window_s": 25.0, "healthy": None,
-                                "files": ["n1.log", "n2.log"], "max_line": 1000, "jobs": None}.items() if f"${k}" in text} or None
+                                "files": ["n1.log", "n2.log"], "max_line": 1000, "jobs": None,
+                                "zoned_envelopes": ["cri"], "file_ids": [1]}.items() if f"${k}" in text} or None
     if path.parent.name == "attempts":   # as the correlator runs them on this store
         text = query_text(con, path.stem)
         if path.stem in PREPARE:
