@@ -1,22 +1,16 @@
 -- name: zone_files
 -- kind: align
--- params: $zoned_envelopes (the envelopes whose time names its zone: CRI's, kubectl --timestamps', ...),
---   view events_id_g (the groups with their identity resolved) and table event_classes
+-- params: none (reads temp view zone_kinds, zone_kinds.sql: whether a file's times of a kind name their
+--   zone; view events_id_g, the groups with their identity resolved)
 -- returns: the files whose times were all written with no zone (read in the zone --tz named, UTC by
 --   default), on a host whose other lines name their zone, and that name a pod or a pid those lines name
 --   too: (file_id, file, host), with lo / hi, the span of every line that names its zone (epoch seconds).
 --   ranktrace.correlate.zones reads their lines (zone_lines.sql) and decides whether each was written in
 --   another zone (a node's journal in the node's local time beside its pods' UTC logs). Groups only: no
 --   line is read here.
-WITH cls AS (   -- per file and time kind: was the time written with its zone?
-    SELECT file, ts_kind,
-           bool_or(ts_kind = 'exact'
-                   OR (ts_kind = 'envelope'
-                       AND list_contains($zoned_envelopes, split_part(envelopes, '>', 1)))) AS zoned
-    FROM event_classes GROUP BY ALL
-), g AS (
+WITH g AS (
     SELECT g.file_id, g.file, g.host, g.pod, g.pid, g.ts, g.max_ts, g.n, c.zoned
-    FROM events_id_g g JOIN cls c USING (file, ts_kind)
+    FROM events_id_g g JOIN zone_kinds c USING (file, ts_kind)
     WHERE g.sane AND g.ts IS NOT NULL AND g.ts_kind IN ('exact', 'local', 'year_inferred', 'envelope')
 ), zoned AS (
     SELECT * FROM g WHERE zoned

@@ -122,7 +122,9 @@ def decide(fits: dict[str, list[int]], pairs: dict[str, list[tuple[float, float,
 def zone_shifts(con: duckdb.DuckDBPyConnection) -> list[dict]:
     """[{file, host, shift_s}] for the files read as written in another zone (see the module's text),
     sorted by file."""
-    files = rows(con, sql_file("align/zone_files.sql"), {"zoned_envelopes": list(zoned_envelopes())})
+    con.execute("CREATE OR REPLACE TEMP TABLE zone_kinds AS " + sql_file("align/zone_kinds.sql"),
+                {"zoned_envelopes": list(zoned_envelopes())})
+    files = rows(con, sql_file("align/zone_files.sql"))
     if not files:
         return []
     groups: dict[int, list[tuple[float, float, int]]] = {}
@@ -130,7 +132,7 @@ def zone_shifts(con: duckdb.DuckDBPyConnection) -> list[dict]:
         groups.setdefault(r["file_id"], []).append((r["ts"], r["max_ts"], int(r["n"])))
     pairs: dict[str, list[tuple[float, float, float]]] = {}
     name = {f["file_id"]: f["file"] for f in files}
-    for r in rows(con, sql_file("align/zone_pairs.sql"), {"file_ids": list(name), "zoned_envelopes": list(zoned_envelopes())}):
+    for r in rows(con, sql_file("align/zone_pairs.sql"), {"file_ids": list(name)}):
         pairs.setdefault(name[r["file_id"]], []).append((r["t"], r["first"], r["last"]))
     shifts = decide({f["file"]: zone_fits(groups.get(f["file_id"], []), f["lo"], f["hi"]) for f in files}, pairs)
     return [{"file": f["file"], "host": f["host"], "shift_s": shifts[f["file"]]} for f in files if f["file"] in shifts]
