@@ -388,8 +388,8 @@ def write_interpolated_times(con: duckdb.DuckDBPyConnection) -> list[dict]:
     (queries/align/hostless_clocks.sql, also kept as temp table hostless_clocks), and of every line of a
     file written in another zone (ranktrace.correlate.zones: returned, [{file, host, shift_s}]); the groups
     made again when it changed what they were made of (their lines' times: identity.rows_with_keys)."""
-    from .zones import zone_shifts
     from .identity import base_views, events_views, interpolated_stamp, regroup
+    from .zones import zone_shifts
     before = interpolated_stamp(con)
     con.execute("CREATE OR REPLACE TEMP TABLE hostless_clocks (event_id BIGINT, clock VARCHAR, ts TIMESTAMP)")
     hostless = [f for (f,) in con.execute(
@@ -413,16 +413,10 @@ def write_interpolated_times(con: duckdb.DuckDBPyConnection) -> list[dict]:
         con.execute("INSERT INTO interpolated_times " + sql_file("align/interpolated_times.sql"), {"files": files})
     con.execute("INSERT INTO interpolated_times SELECT event_id, ts FROM hostless_clocks")
     zones = zone_shifts(con)
-    if zones:   # every timed line of the file, its time as told so far moved by the zone's difference
-        con.execute("CREATE OR REPLACE TEMP TABLE zone_files (file VARCHAR, shift_us BIGINT)")
+    con.execute("CREATE OR REPLACE TEMP TABLE zone_files (file VARCHAR, shift_us BIGINT)")
+    if zones:   # every timed line of such a file, its time as told so far moved by the zone's difference
         con.executemany("INSERT INTO zone_files VALUES (?, ?)", [[z["file"], z["shift_s"] * 1_000_000] for z in zones])
-        con.execute("""CREATE OR REPLACE TEMP TABLE zone_times AS
-            SELECT e.event_id, coalesce(it.ts, e.ts) + to_microseconds(z.shift_us) AS ts
-            FROM events e
-            JOIN (SELECT DISTINCT g.file_id, z.shift_us FROM event_groups g JOIN zone_files z USING (file)) z
-              USING (file_id)
-            LEFT JOIN interpolated_times it ON it.event_id = e.event_id
-            WHERE e.ts IS NOT NULL""")
+        con.execute("CREATE OR REPLACE TEMP TABLE zone_times AS " + sql_file("align/zone_times.sql"))
         con.execute("DELETE FROM interpolated_times WHERE event_id IN (SELECT event_id FROM zone_times)")
         con.execute("INSERT INTO interpolated_times SELECT event_id, ts FROM zone_times")
     # progress bars with no time of their own, at the times their elapsed counters tell (after the above:
