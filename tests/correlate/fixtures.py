@@ -137,14 +137,20 @@ def generated_run(out, story: str, seed: int, layout: str, catalog, *, read_only
     return truth, store_connect(str(Path(out) / "db"), read_only=read_only)
 
 
-def generated_attempts(out, story: str, seed: int, layout: str, catalog, **kw) -> tuple[list[dict], list[dict]]:
-    """A generated run diagnosed: (its truth's attempts, the attempts the diagnosis found)."""
+def generated_diagnosis(out, story: str, seed: int, layout: str, catalog, **kw) -> tuple[dict, dict]:
+    """A generated run diagnosed: (its truth, the diagnosis)."""
     from ranktrace.correlate import diagnose
     truth, con = generated_run(out, story, seed, layout, catalog, **kw)
     try:
-        return truth["attempts"], diagnose(con)["attempts"]
+        return truth, diagnose(con)
     finally:
         con.close()
+
+
+def generated_attempts(out, story: str, seed: int, layout: str, catalog, **kw) -> tuple[list[dict], list[dict]]:
+    """A generated run diagnosed: (its truth's attempts, the attempts the diagnosis found)."""
+    truth, doc = generated_diagnosis(out, story, seed, layout, catalog, **kw)
+    return truth["attempts"], doc["attempts"]
 
 
 def who(verdict: dict, *fields: str) -> tuple:

@@ -9,17 +9,11 @@ memory fault: a process that dies of that died of its own fault (choose.py's `vi
 
 from __future__ import annotations
 
-from ranktrace.correlate import diagnose
-
-from .fixtures import generated_run
+from .fixtures import generated_diagnosis
 
 
 def test_a_segfault_after_a_survived_socket_reset_is_the_crash(tmp_path, catalog):
-    truth, con = generated_run(tmp_path, "gpu_fault", 39, "mpirun_slurm", catalog)
-    try:
-        doc = diagnose(con)
-    finally:
-        con.close()
+    truth, doc = generated_diagnosis(tmp_path, "gpu_fault", 39, "mpirun_slurm", catalog)
     want = next(a for a in truth["attempts"] if a["id"] == 2)["verdict"]
     assert (want["kind"], want["rank"], want["host"]) == ("crash", 3, "cn0032")
     got = next(a for a in doc["attempts"] if a["id"] == 2)["verdict"]

@@ -3,10 +3,9 @@ node's journal in the node's local time, with no zone written, beside its pods' 
 
 from __future__ import annotations
 
-from ranktrace.correlate import diagnose
 from ranktrace.correlate.zones import decide, note, pair_gap, zone_fits
 
-from .fixtures import generated_run
+from .fixtures import generated_diagnosis
 
 H = 3600.0
 LO, HI = 1_000_000.0, 1_000_000.0 + 1800   # the lines that name their zone: half an hour
@@ -88,11 +87,7 @@ def attempts_of(truth: dict, doc: dict) -> list[tuple]:
 def test_a_node_journal_in_local_time_is_read_in_its_zone(tmp_path, catalog):
     # the node's kernel kills the rank for memory; its journal says so 5 h "before" the pod's UTC logs:
     # read as UTC, the kill sits in no attempt and the verdict blames the death (`killed`), not the OOM
-    truth, con = generated_run(tmp_path, "host_oom", 39, "k8s_cri", catalog, node_tz=-5)
-    try:
-        doc = diagnose(con)
-    finally:
-        con.close()
+    truth, doc = generated_diagnosis(tmp_path, "host_oom", 39, "k8s_cri", catalog, node_tz=-5)
     pairs = attempts_of(truth, doc)
     assert ("oom", "gke-a3-pool-6df2-1") in [want for want, _ in pairs]
     assert all(want == got for want, got in pairs), pairs
@@ -104,10 +99,6 @@ def test_a_node_journal_in_local_time_is_read_in_its_zone(tmp_path, catalog):
 
 
 def test_the_same_run_in_utc_is_not_shifted(tmp_path, catalog):
-    truth, con = generated_run(tmp_path, "host_oom", 39, "k8s_cri", catalog)
-    try:
-        doc = diagnose(con)
-    finally:
-        con.close()
+    truth, doc = generated_diagnosis(tmp_path, "host_oom", 39, "k8s_cri", catalog)
     assert not [z for c in doc["clock"] for z in c.get("zones", [])]
     assert all(want == got for want, got in attempts_of(truth, doc))
