@@ -117,9 +117,11 @@ def diagnose_files(tmp_path, monkeypatch, catalog, files: dict[str, str]) -> dic
 
 
 
-def generated_run(out, story: str, seed: int, layout: str, catalog, *, read_only: bool = True, **kw):
-    """A run of benchmarks/gen_longrun.py written under `out` (`kw`: its other arguments, as `mechanism`) and
-    ingested beside it, without its truth.json: (its truth, a connection to its store; the caller closes it)."""
+def generated_run(out, story: str, seed: int, layout: str, catalog, *, read_only: bool = True, dirname: str = "run",
+                  **kw):
+    """A run of benchmarks/gen_longrun.py written under `out` in directory `dirname` (`kw`: its other arguments,
+    as `mechanism`) and ingested beside it, without its truth.json: (its truth, a connection to its store; the
+    caller closes it)."""
     import sys
     from pathlib import Path
 
@@ -130,7 +132,7 @@ def generated_run(out, story: str, seed: int, layout: str, catalog, *, read_only
         import gen_longrun
     finally:
         sys.path.remove(str(bench))
-    run = Path(out) / "run"
+    run = Path(out) / dirname
     truth = gen_longrun.generate(run, story, seed, layout=layout, **kw)
     (run / "truth.json").unlink()   # the answer never reaches the store
     ingest([str(run)], str(Path(out) / "db"), catalog)

@@ -437,8 +437,8 @@ pub struct Carried {
 }
 
 /// `carry = [...]`: a value a pattern captured fills the following events of
-/// its section (up to a blank line) that have none; `end_carry`: a line of
-/// that pattern stops it.
+/// its section (up to a blank line) that have none, or only a path hint's or
+/// a weak envelope's; `end_carry`: a line of that pattern stops it.
 pub fn carry(cat: &Catalog, events: &mut [Event], st: &mut Carried) {
     if cat.carry.is_empty() {
         return;
@@ -480,11 +480,12 @@ pub fn carry(cat: &Catalog, events: &mut [Event], st: &mut Carried) {
             } else if ends {
                 live[c] = Some(false);
             }
-            if e.ids[c].is_none() {
-                let ok = !has_enders(c) || live[c] == Some(true);
-                if ok {
-                    e.ids[c] = value[c].clone();
-                }
+            // a path hint or a weak envelope's value gives way, as to a stream's carried value
+            // (stream.rs): `Node: gke-a-1` outvotes the bundle directory's name gpu43/
+            let open_col = e.ids[c].is_none() || e.hinted & crate::identity::bit(c) != 0;
+            if open_col && !value[c].is_none() && (!has_enders(c) || live[c] == Some(true)) {
+                e.ids[c] = value[c].clone();
+                e.hinted &= !crate::identity::bit(c);
             }
         }
     }

@@ -365,10 +365,18 @@ def base_views(con, src: str, sfx: str) -> None:
     """)
     if sfx == "_g":   # the node of a pod, from every group (= every line) that names both
         _LOOKUPS.clear()   # lookup() reads pod_host
+        # A host that is only its file's path hint (a bundle kept in a directory named like a host,
+        # gpu43/kubectl_describe_pod_x.txt) does not count against one the text names: the pod's
+        # describe dump names its node on one line and the directory's name on the others.
         con.execute("""
             CREATE OR REPLACE TEMP TABLE pod_host AS
-            SELECT pod, any_value(host) AS host FROM (SELECT DISTINCT pod, host FROM events_base1_g
-                                                      WHERE pod IS NOT NULL AND host IS NOT NULL)
+            WITH pairs AS (SELECT DISTINCT e.pod, e.host, coalesce(e.host = f.host, false) AS by_path
+                           FROM events_base1_g e LEFT JOIN files f USING (file_id)
+                           WHERE e.pod IS NOT NULL AND e.host IS NOT NULL),
+                 named AS (SELECT DISTINCT pod, host FROM pairs WHERE NOT by_path)
+            SELECT pod, any_value(host) AS host
+            FROM (SELECT pod, host FROM named
+                  UNION SELECT pod, host FROM pairs p WHERE NOT EXISTS (SELECT 1 FROM named n WHERE n.pod = p.pod))
             GROUP BY pod HAVING count(*) = 1
         """)
     con.execute(f"""
