@@ -118,10 +118,10 @@ def diagnose_files(tmp_path, monkeypatch, catalog, files: dict[str, str]) -> dic
 
 
 def generated_run(out, story: str, seed: int, layout: str, catalog, *, read_only: bool = True, dirname: str = "run",
-                  **kw):
+                  drop: str | None = None, **kw):
     """A run of benchmarks/gen_longrun.py written under `out` in directory `dirname` (`kw`: its other arguments,
-    as `mechanism`) and ingested beside it, without its truth.json: (its truth, a connection to its store; the
-    caller closes it)."""
+    as `mechanism`) and ingested beside it, without its truth.json (nor the files whose path holds `drop`: a
+    node's logs nobody collected): (its truth, a connection to its store; the caller closes it)."""
     import sys
     from pathlib import Path
 
@@ -135,6 +135,9 @@ def generated_run(out, story: str, seed: int, layout: str, catalog, *, read_only
     run = Path(out) / dirname
     truth = gen_longrun.generate(run, story, seed, layout=layout, **kw)
     (run / "truth.json").unlink()   # the answer never reaches the store
+    for f in sorted(run.rglob("*")) if drop else ():
+        if f.is_file() and drop in str(f.relative_to(run)):
+            f.unlink()
     ingest([str(run)], str(Path(out) / "db"), catalog)
     return truth, store_connect(str(Path(out) / "db"), read_only=read_only)
 

@@ -18,6 +18,7 @@ The allocation comes from the logs (queries/detect/allocation.sql), the schedule
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections import defaultdict
 
 from .detectors.base import query
@@ -40,16 +41,27 @@ def _where(r: dict) -> str:
     return f"{r['file']}:{r['line']}"
 
 
-def allocation(con) -> dict:
-    """{gpus, ranks, nodes, basis}: the job's size as the logs show it (None where unknown)."""
+def _statements(con) -> dict[str, list[dict]]:
+    """What the logs say about the job's size (queries/detect/allocation.sql), by what they say."""
     by: dict[str, list[dict]] = defaultdict(list)
     for r in query(con, "allocation"):
         if r["value"] is not None and r["value"] > 0:
             by[r["what"]].append(r)
+    return by
+
+
+def _world(by: dict[str, list[dict]]) -> int | None:
+    """The torch world size, or the largest NCCL communicator's (the world's)."""
+    return max((r["value"] for r in by["world_size"] + by["nccl_nranks"]), default=None)
+
+
+def allocation(con) -> dict:
+    """{gpus, ranks, nodes, basis}: the job's size as the logs show it (None where unknown)."""
+    by = _statements(con)
     seen = rows(con, "SELECT count(DISTINCT rank) AS ranks, count(DISTINCT host) FILTER (WHERE rank IS NOT NULL) "
                      "AS hosts, count(DISTINCT pod) FILTER (WHERE rank IS NOT NULL) AS pods "
                      "FROM aligned_groups")[0]
-    world = max((r["value"] for r in by["world_size"] + by["nccl_nranks"]), default=None)
+    world = _world(by)
     ranks = world or seen["ranks"] or None
     nodes = max((r["value"] for r in by["slurm_nodes"]), default=None) or max(seen["hosts"], seen["pods"]) or None
     gpus = basis = None
@@ -77,6 +89,35 @@ def allocation(con) -> dict:
         gpus, basis = seen["ranks"], (f"{seen['ranks']} ranks seen in the logs, one GPU per rank assumed "
                                       "(no allocation nor world size in the logs)")
     return {"gpus": gpus, "ranks": ranks, "nodes": nodes, "basis": basis or "no allocation in the logs"}
+
+
+# a rendezvous master that names no node (torchrun --standalone, a loopback address)
+_LOOPBACK = re.compile(r"(?i)^(?:localhost|127\.[\d.]+|::1|0\.0\.0\.0)$")
+
+
+def absent_ranks(con) -> dict | None:
+    """The ranks of the job's world no line of the input names: {world, seen, missing, host, basis}, or None
+    when the world size is unknown or every rank has lines. `host`: the node that ran them when the logs
+    say so: torchrun's master_addr is the node of group rank 0 (the rendezvous store's host, which runs
+    global ranks 0..n-1), named when rank 0 is among the missing and no agent of that node wrote a line."""
+    world = _world(_statements(con))
+    seen = {r for (r,) in con.execute("SELECT DISTINCT rank FROM aligned_groups WHERE rank IS NOT NULL").fetchall()}
+    if not world or not seen or max(seen) >= world:   # (a rank beyond the size read: not this world's size)
+        return None
+    missing = sorted(set(range(world)) - seen)
+    if not missing:
+        return None
+    host = None
+    if 0 in missing and has_columns(con, "rdzv_result", "master_addr"):
+        found = rows(con, "SELECT list(DISTINCT r.master_addr) AS masters, list(DISTINCT e.host) AS agents "
+                          "FROM rdzv_result r JOIN events e USING (event_id) WHERE r.master_addr <> ''")[0]
+        masters = [m for m in found["masters"] or [] if not _LOOPBACK.match(m)]
+        hosts = {h for (h,) in con.execute("SELECT DISTINCT host FROM aligned_groups WHERE host IS NOT NULL").fetchall()}
+        if len(masters) == 1 and masters[0] not in hosts and masters[0] not in (found["agents"] or []):
+            host = masters[0]
+    return {"world": world, "seen": len(seen), "missing": missing, "host": host,
+            "basis": f"world size {world}; lines of {len(seen)} rank(s)"
+                     + (f"; rank 0's node is the rendezvous master_addr {host}" if host else "")}
 
 
 def _job_end(con) -> dt.datetime | None:

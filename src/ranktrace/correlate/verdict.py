@@ -27,7 +27,8 @@ from .detectors import Finding, run_all
 from .detectors.base import SPECIFICITY, query
 from .controlplane import apply as _controlplane
 from .gang import gang as _gang
-from .impact import impact as _impact
+from .hostlist import compress_ranges
+from .impact import absent_ranks, impact as _impact
 from .choose import calibrated, features, load_weights, rank
 from .naming import from_words as _from_words, review as _review_names, who as _who
 from .stranded import apply as _stranded
@@ -41,6 +42,8 @@ from .util import ensure_kind_catalog, iso, platforms, rows, short, sql_file, ta
 JOB_LEVEL = {"time_limit", "cancelled", "rendezvous_timeout", "scheduling"}
 NODE_LEVEL = {"node_failure"}
 MAX_EVIDENCE = 10
+# a verdict with no cause line of its own while ranks of the world have no line at all: a lead, not certain
+ABSENT_RANKS_CAP = 0.6
 # launchers that report one local worker's failure by its own identity (torchrun's agent 'failed (exitcode: N)
 # local_rank: L (pid: P)', paddle's 'Container rank L status failed ... code N'): a traceback that names nobody
 # is that worker's when it is the only one they saw fail
@@ -577,6 +580,16 @@ def diagnose_scope(con: duckdb.DuckDBPyConnection, clock: list[dict]) -> dict:
             died = {f.pid for f in best.findings if f.detector == "node_events" and f.pid is not None}
             if len(died) == 1:
                 v["pid"] = died.pop()
+
+    # ranks of the job's world with no line in the input (a dead node's logs not collected): the culprit may
+    # be among them, so a verdict that rests on no cause line of its own is no better than a lead
+    gone = absent_ranks(con) if best is not None else None
+    if gone:
+        on = f" (on {gone['host']}, the rendezvous master: rank 0's node)" if gone["host"] else ""
+        missing.append(f"the logs of rank(s) {compress_ranges(gone['missing'])}{on}: the job's world has "
+                       f"{gone['world']} ranks and the input has lines of {gone['seen']}; the culprit may be among them")
+        if not best.direct:
+            v["confidence"] = min(v["confidence"], ABSENT_RANKS_CAP)
 
     # whom the text names (a name cut off is none; a verdict naming nobody is capped): correlate/naming.py
     # (a scheduler's act may rest on a finding that is no direct cause, srun's cancel banner: its lines name the job)
