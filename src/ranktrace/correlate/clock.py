@@ -404,9 +404,11 @@ def write_interpolated_times(con: duckdb.DuckDBPyConnection) -> list[dict]:
     events_views(con, "_x")
     if hostless:
         con.execute("INSERT INTO hostless_clocks " + sql_file("align/hostless_clocks.sql"), {"files": hostless})
+    # (the hosts as identity resolves them, events_id_g: an srun --label console's tasks are on their nodes' clocks
+    # only once srun's reports name the node each task ran on)
     files = [f for (f,) in con.execute(
-        "SELECT file FROM event_groups GROUP BY file "
-        f"HAVING count(DISTINCT {clock_key('event_groups')}) > 1 AND bool_or(ts_kind IN {RETOLD}) "
+        "SELECT file FROM events_id_g GROUP BY file "
+        f"HAVING count(DISTINCT {clock_key('events_id_g')}) > 1 AND bool_or(ts_kind IN {RETOLD}) "
         "ORDER BY file").fetchall()]
     con.execute("CREATE OR REPLACE TEMP TABLE interpolated_times (event_id BIGINT, ts TIMESTAMP)")
     if files:

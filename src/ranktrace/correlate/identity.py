@@ -399,7 +399,7 @@ def _step_host_join(con, src: str) -> tuple[str, str]:
             f"AND sh.task = coalesce(e.task, e.rank) AND {span[0]} > sh.lo AND {span[1]} < sh.hi")
 
 
-def _srun_step_hosts(con: duckdb.DuckDBPyConnection) -> None:
+def _srun_step_hosts(con: duckdb.DuckDBPyConnection, reports: list[tuple[int, int, int, str]]) -> None:
     """Temp table srun_step_host (file_id, task, lo, hi, host): in an srun --label output that holds
     more than one job step (a requeued job's runs appended to one file), the node each task ran on in
     each step, lines lo..hi exclusive. srun's own report lines (`srun: error: NODE: task T: ...`,
@@ -430,6 +430,18 @@ def _srun_step_hosts(con: duckdb.DuckDBPyConnection) -> None:
         FROM named n JOIN steps s ON s.file_id = n.file_id AND n.line > s.lo AND n.line < s.hi
         GROUP BY s.file_id, n.task, s.lo, s.hi HAVING count(DISTINCT n.host) = 1
     """)
+    # Where no NCCL line of a task's label named its node: srun's report of the task's end (`srun: error:
+    # NODE: task T: Exited ...`, `reports`) names the node its lines before it ran on, back to the task's
+    # previous report in the file (the run before a requeue). A requeued job's task runs on another node
+    # each run, one output per restart or all appended: a job-wide map of task to node holds none of them.
+    named = {tuple(r) for r in con.execute("SELECT DISTINCT file_id, task FROM srun_step_host").fetchall()}
+    spans, last = [], {}
+    for file_id, line, task, node in reports:
+        if (file_id, task) not in named:
+            spans.append([file_id, task, last.get((file_id, task), 0), line, node])
+            last[(file_id, task)] = line
+    if spans:
+        con.executemany("INSERT INTO srun_step_host VALUES (?, ?, ?, ?, ?)", spans)
 
 
 def build_base(con: duckdb.DuckDBPyConnection) -> None:
@@ -452,20 +464,22 @@ def build_base(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("CREATE OR REPLACE TEMP TABLE id_mode AS SELECT ? AS agents, ? AS has_task", [agents, has_task])
     if agents:
         from .hostlist import expand_ranges
-        pairs: dict[int, set] = {}
-        for node, rng in con.execute(r"""
-                SELECT regexp_extract(raw, 'srun: error: ([^:\s]+): tasks? ([0-9][0-9,\- ]*):', 1),
+        reports: list[tuple[int, int, int, str]] = []   # srun's reports: (file_id, line, task, node)
+        for file_id, line, node, rng in con.execute(r"""
+                SELECT file_id, line, regexp_extract(raw, 'srun: error: ([^:\s]+): tasks? ([0-9][0-9,\- ]*):', 1),
                        replace(regexp_extract(raw, 'srun: error: ([^:\s]+): tasks? ([0-9][0-9,\- ]*):', 2), ' ', '')
-                FROM events WHERE raw LIKE '%srun: error:%task%'""").fetchall():
+                FROM events WHERE raw LIKE '%srun: error:%task%' ORDER BY file_id, line""").fetchall():
             try:
-                for t in expand_ranges(rng):
-                    pairs.setdefault(t, set()).add(node)
+                reports += [(file_id, line, t, node) for t in expand_ranges(rng) if node]
             except ValueError:
                 continue
-        uniq = [[t, next(iter(h))] for t, h in pairs.items() if len(h) == 1 and next(iter(h))]
+        pairs: dict[int, set] = {}
+        for _, _, t, node in reports:
+            pairs.setdefault(t, set()).add(node)
+        uniq = [[t, next(iter(h))] for t, h in pairs.items() if len(h) == 1]
         if uniq:
             con.executemany("INSERT INTO srun_label_host VALUES (?, ?)", uniq)
-        _srun_step_hosts(con)
+        _srun_step_hosts(con, reports)
     # a kubectl describe / get file about one pod: its lines are about that pod
     con.execute("""
         CREATE OR REPLACE TEMP TABLE file_pod AS

@@ -60,11 +60,17 @@ def half_dead_nodes(con) -> list[Finding]:
         gap = (end_others - _latest_end(con, h)).total_seconds()
         if gap < 1.0:
             continue
+        # a synchronous job makes no step without every node: one that went quiet while the job still trained
+        # (its ranks log nothing past their start, rank 0 logs the steps) was alive until the job's last step,
+        # and cannot have frozen, nor failed first, before it
+        when, alive = h["last_ats"], ""
+        if stop is not None and stop > when:
+            when, alive = stop, f", and was alive until the job's last step at {stop:%H:%M:%S}"
         out.append(Finding(detector="half_dead_nodes", kind="node_failure",
                            score=0.55 if len(quiet) == 1 else 0.35,
                            why=f"every line of {h['host']} stops at {h['last_ats']:%H:%M:%S}, {gap:.0f}s before the other "
-                               f"hosts; it wrote no error and its launcher no teardown (frozen or dead node)",
-                           host=h["host"], time=h["last_ats"], extra={"silent_for_s": gap}))
+                               f"hosts; it wrote no error and its launcher no teardown (frozen or dead node){alive}",
+                           host=h["host"], time=when, extra={"silent_for_s": gap}))
     return out
 
 
