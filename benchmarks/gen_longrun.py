@@ -165,6 +165,9 @@ def main(argv=None) -> int:
                          "oom_dataloader): to measure, never to tune")
     a = ap.parse_args(argv)
     if a.family or a.list:
+        if a.mechanism or a.story or a.layout != ap.get_default("layout"):
+            ap.error("--family makes every story x layout with their own mechanisms: --story, --layout and "
+                     "--mechanism are for one run")
         seeds = parse_seeds(a.seeds) if a.seeds else None
         fam = family(a.heldout, seeds)
         if a.list:
@@ -175,7 +178,7 @@ def main(argv=None) -> int:
             ap.error("OUT_DIR is required")
         for story, layout, seed in fam:
             t = generate(Path(a.out) / f"{story}__{layout}__{seed}", story, seed, layout, a.size, a.heldout,
-                         node_tz=a.node_tz)
+                         progress=a.progress, node_tz=a.node_tz)
             print(f"{story}__{layout}__{seed}: {len(t['attempts'])} attempts, verdict {t['verdict']['kind']}")
         return 0
     if not a.out or not a.story:
