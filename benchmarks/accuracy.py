@@ -286,9 +286,138 @@ def _gpu_key(g) -> str | None:
     return s.split(".")[0]
 
 
-def score_excerpts(d: Path, manifest: str, cat, verbose: bool) -> list[dict]:
+CULPRIT_FIELDS = ("rank", "local_rank", "host", "pid", "pod", "gpu")
+
+
+def _field_ok(c: dict, v: dict, k: str) -> bool:
+    """Whether verdict v gives excerpt label c's culprit field k as loc() below compares it."""
+    if k == "pod":
+        return c["pod"] in (v.get("pod"), v.get("host"))
+    if k == "gpu":
+        return _gpu_key(v.get("gpu")) == _gpu_key(c["gpu"])
+    return v.get(k) == c[k]
+
+
+def miss_facts(con, c: dict, doc: dict) -> dict:
+    """Coarse facts about one culprit miss, for --miss-summary: only categories (field names, statuses,
+    catalogue format/envelope names), never a file name, value or text, so a held-out set's misses can
+    be counted without being read. Per truth field: did the verdict give it right, leave it empty, or
+    give another value; is the true value in some line's identity column (found, not chosen), only in
+    the raw text (no token read it), or nowhere (implied); the format and envelopes of the first line
+    that holds it, and of the verdict's first cause line."""
+    v = doc["verdict"]
+    fields = [k for k in CULPRIT_FIELDS if c.get(k) is not None]
+    status = {}
+    for k in fields:
+        status[k] = "right" if _field_ok(c, v, k) else ("empty" if v.get(k) is None and not (
+            k == "pod" and v.get("host")) else "other value")
+    named = [k for k in CULPRIT_FIELDS if v.get(k) is not None]
+    if not named:
+        verdict = "named nobody"
+    elif any(s == "other value" for s in status.values()):
+        verdict = "a different value of a truth field"
+    elif any(s == "right" for s in status.values()):
+        verdict = "part of the truth fields, the rest empty"
+    else:
+        verdict = "another field only"
+
+    def where(k):
+        val = c[k]
+        if k == "gpu":
+            col_sql, txt = "lower(gpu) LIKE '%' || ? || '%'", _gpu_key(val)
+            arg = txt
+        elif k == "pod":
+            col_sql, arg, txt = "(pod = ? OR host = ?)", None, str(val)
+        else:
+            col_sql, arg, txt = f"{k} = ?", val, str(val)
+        args = [val, val] if k == "pod" else [arg]
+        row = con.execute(f"SELECT format, envelopes FROM events WHERE {col_sql} ORDER BY file, line LIMIT 1",
+                          args).fetchone()
+        if row:
+            return "in an identity column", row
+        if k in ("rank", "local_rank"):    # a bare digit is in every line: no text test for these
+            return "in no identity column", None
+        row = con.execute("SELECT format, envelopes FROM events WHERE contains(lower(raw), lower(?)) "
+                          "ORDER BY file, line LIMIT 1", [txt]).fetchone()
+        if row:
+            return "in raw text only", row
+        return "not in the text", None
+
+    per_field = {}
+    for k in fields:
+        if status[k] == "right":
+            continue
+        w, row = where(k)
+        per_field[k] = {"status": status[k], "where": w,
+                        "line": f"{row[0]}|{row[1] or '-'}" if row else None,
+                        "context": _value_context(con, k, c[k]) if w != "in an identity column" else None}
+    cause = next((e for e in doc.get("evidence") or [] if e.get("role") == "cause"), None)
+    ev = None
+    if cause:
+        row = con.execute("SELECT format, envelopes FROM events WHERE file = ? AND line = ? LIMIT 1",
+                          [cause["file"], cause["line"]]).fetchone()
+        ev = f"{row[0]}|{row[1] or '-'}" if row else "no such line"
+    return {"fields": "+".join(fields), "verdict": verdict, "per_field": per_field,
+            "evidence": ev or "no cause line", "verdict_kind": v["kind"]}
+
+
+# How the text around a missed value reads, in categories fixed before any held-out miss was looked at
+# (the forms emitters use for a machine, a process and a rank): a category name is all --miss-summary
+# prints of it. First match wins; {v} is the value, escaped.
+_CONTEXTS = {
+    "host": [
+        ("user@host shell prompt", r"\w@{v}(?:[:\s\]]|$)"),
+        ("host:pid:tid (NCCL-like)", r"(?:^|[\s\]])\(?{v}:\d+:\d+"),
+        ("'host: ' at line start", r"^\s*{v}:\s"),
+        ("[host...] or (host...) bracket", r"[\[(]{v}[\]):\s,]"),
+        ("host/node/machine word before", r"(?i)(?:host|hostname|node|nodename|nodelist|machine|server|instance|exec_host|exec host)\W{{0,4}}{v}"),
+        ("ip/addr word before", r"(?i)(?:ip|addr|address|inet)\W{{0,4}}{v}"),
+        ("on/at/from/to/by host", r"(?i)\b(?:on|at|from|to|by|in)\s+{v}"),
+        ("in a path or URL", r"(?:/{v}|{v}/|://{v})"),
+        ("table row column", r"^\S+(?:\s{{2,}}\S+){{2,}}"),
+    ],
+    "pid": [
+        ("pid word before", r"(?i)\bpid\W{{0,4}}{v}\b"),
+        ("process word before", r"(?i)process(?:es)?\W{{0,4}}{v}\b"),
+        ("host:pid:tid (NCCL-like)", r"[\w.-]+:{v}:\d+"),
+        ("(pid) in parentheses", r"\({v}\)"),
+        ("[pid] in brackets", r"\[{v}\]"),
+    ],
+    "rank": [
+        ("rank word", r"(?i)\brank\W{{0,4}}{v}\b"),
+        ("process/task/worker word", r"(?i)\b(?:process|task|worker|proc|replica)\W{{0,4}}{v}\b"),
+        ("[N] or (N) tag at line start", r"^\s*[\[(]{v}[\]),]"),
+        ("gpu/device/cuda word", r"(?i)\b(?:gpu|device|cuda)\W{{0,4}}{v}\b"),
+    ],
+}
+_CONTEXTS["local_rank"] = _CONTEXTS["rank"]
+_CONTEXTS["pod"] = _CONTEXTS["host"]
+
+
+def _value_context(con, k: str, val) -> str:
+    """The category (_CONTEXTS) of the first raw line that holds value `val` of column `k`: how the text
+    words it. 'no form known' when a line holds it in none of those forms; 'not in the text' when none does."""
+    import re
+    forms = _CONTEXTS.get(k)
+    if not forms:
+        return "no categories for this field"
+    rxs = [(name, re.compile(f.format(v=re.escape(str(val))))) for name, f in forms]
+    hit = False
+    for (raw,) in con.execute("SELECT raw FROM events ORDER BY file, line").fetchall():
+        for line in (raw or "").split("\n"):
+            if str(val).lower() not in line.lower() and k not in ("rank", "local_rank"):
+                continue
+            for name, rx in rxs:
+                if rx.search(line):
+                    return name
+            hit = hit or str(val).lower() in line.lower()
+    return "no form known" if hit else "not in the text"
+
+
+def score_excerpts(d: Path, manifest: str, cat, verbose: bool, miss_summary: bool = False) -> list[dict]:
     """Excerpts of directory `d` listed in `d/manifest` (file, decidable, kinds, and the culprit fields
-    rank / local_rank / host / pid / pod / gpu a careful reader can name), each ingested alone."""
+    rank / local_rank / host / pid / pod / gpu a careful reader can name), each ingested alone.
+    miss_summary: each culprit miss also gets `miss` (miss_facts), read while its store is open."""
     out = []
     for c in json.loads((d / manifest).read_text()):
         with tempfile.TemporaryDirectory() as td:
@@ -296,7 +425,11 @@ def score_excerpts(d: Path, manifest: str, cat, verbose: bool) -> list[dict]:
             with _cwd(d):
                 ingest([c["file"]], db, cat)
             con = open_readonly(db)
-            v = diagnose(con)["verdict"]
+            doc = diagnose(con)
+            v = doc["verdict"]
+            fields = [k for k in CULPRIT_FIELDS if c.get(k) is not None]
+            miss = (miss_facts(con, c, doc) if miss_summary and c["decidable"] and fields
+                    and not all(_field_ok(c, v, k) for k in fields) else None)
             con.close()
             con = open_readonly(db)
             base = baseline(con)
@@ -313,6 +446,8 @@ def score_excerpts(d: Path, manifest: str, cat, verbose: bool) -> list[dict]:
         r = {"name": c["file"], "verdict": v, "located": loc(v), "kind": v["kind"] in c["kinds"],
              "b_located": loc(base), "b_kind": base["kind"] in c["kinds"]}
         r["confident_wrong"] = v["confidence"] >= 0.8 and (r["located"] is False or not r["kind"])
+        if miss is not None:
+            r["miss"] = miss
         if verbose:
             mark = "ok " if r["located"] is not False and r["kind"] else "MISS"
             want = {k: c[k] for k in ("rank", "local_rank", "host", "pid", "pod", "gpu") if c.get(k) is not None}
@@ -346,6 +481,35 @@ def report(title: str, rs: list[dict]) -> None:
                        for r in rs]))
 
 
+def miss_summary(title: str, rs: list[dict]) -> None:
+    """Counts of the culprit misses by category (miss_facts): no file name, value or text is printed, so
+    this may be run on a held-out set. A miss counts once per category table; per_field tables count
+    one row per truth field the verdict missed."""
+    from collections import Counter
+    ms = [(r["miss"], r["kind"]) for r in rs if r.get("miss")]
+    job = sum(1 for r in rs if r["located"] is False and not r.get("miss"))
+    print(f"{title}: culprit misses by category ({len(ms)} misses of "
+          f"{sum(1 for r in rs if r['located'] is not None)} decidable"
+          + (f"; and {job} with no culprit field in the truth where the verdict named a rank" if job else "") + ")")
+
+    def table(name, keys):
+        print(f"  {name}:")
+        for k, n in sorted(Counter(keys).items(), key=lambda x: (-x[1], str(x[0]))):
+            print(f"    {n:>3}  {k}")
+
+    table("truth fields", [m["fields"] for m, _ in ms])
+    table("what the verdict gave", [m["verdict"] for m, _ in ms])
+    table("kind", ["right" if k else "wrong" for _, k in ms])
+    table("verdict kind when it named nobody", [m["verdict_kind"] for m, _ in ms if m["verdict"] == "named nobody"])
+    table("missed field: status", [f"{f}: {x['status']}" for m, _ in ms for f, x in m["per_field"].items()])
+    table("missed field: where its value is", [f"{f}: {x['where']}" for m, _ in ms for f, x in m["per_field"].items()])
+    table("missed value not in an identity column: how the text words it",
+          [f"{f}: {x['context']}" for m, _ in ms for f, x in m["per_field"].items() if x.get("context")])
+    table("missed value's first line (format|envelopes)",
+          [x["line"] for m, _ in ms for x in m["per_field"].values() if x["line"]])
+    table("verdict's first cause line (format|envelopes)", [m["evidence"] for m, _ in ms])
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("dirs", nargs="*", help="directories of incidents (or one incident directory)")
@@ -355,6 +519,10 @@ def main(argv=None) -> int:
     ap.add_argument("--excerpts", metavar="DIR", action="append", default=[],
                     help="also score the excerpts of DIR listed in DIR/excerpts.json (file, decidable, kinds, "
                          "culprit fields), e.g. tests/correlate/identity_excerpts/dev")
+    ap.add_argument("--miss-summary", action="store_true",
+                    help="for --excerpts sets: counts of the culprit misses by category (the truth's fields, "
+                         "what the verdict gave, where the value is, the formats of its line and of the "
+                         "verdict's cause line); prints no file name or text, so it may run on held-out sets")
     ap.add_argument("-v", "--verbose", action="store_true")
     ap.add_argument("--json", metavar="FILE", help="write per-incident results")
     ap.add_argument("--longrun", nargs="?", const="", default=None, metavar="DIR",
@@ -397,9 +565,11 @@ def main(argv=None) -> int:
     for d in a.excerpts:
         if a.verbose:
             print(f"{d}:")
-        rs = score_excerpts(Path(d), "excerpts.json", cat, a.verbose)
+        rs = score_excerpts(Path(d), "excerpts.json", cat, a.verbose, a.miss_summary)
         results[d] = rs
         report(f"{d} (located where decidable)", rs)
+        if a.miss_summary:
+            miss_summary(d, rs)
     if a.json:
         Path(a.json).write_text(json.dumps(results, indent=1, default=str))
     bad = sum(r["confident_wrong"] for rs in results.values() for r in rs)

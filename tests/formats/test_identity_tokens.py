@@ -73,6 +73,20 @@ CONTEXTS = [
     ("dmesg_T", "[Mon Mar  2 03:17:41 2026] ", {}, False),
     # 'pdsh -w gpu[01-08] dmesg -T': the node's prefix peeled, the kernel's time left in the body
     ("pdsh_dmesg_T", "gpu-a07: [Mon Mar  2 03:17:41 2026] ", {"host": "gpu-a07"}, True, False),
+    # session 26 (issue 28 point 4): the nestings the catalogue's envelopes allow and pastes show, each a pair
+    # tried above alone: a collector's RFC3339 time or a node's pdsh prefix around torchrun's '[rankN]:' (kubectl
+    # logs --timestamps of a torchrun pod; pdsh over torchrun), Open MPI's tag around it (mpirun over a
+    # torch.distributed launcher); a BSD syslog line (rsyslog's default template: 'Mmm dd hh:mm:ss host tag[pid]: ')
+    ("kubectl_timestamps_torch_rank", "2026-03-02T03:17:41.123456789Z [rank5]:", {"rank": "5"}, True),
+    ("pdsh_host_torch_rank", "gpu-a07: [rank5]:", {"host": "gpu-a07", "rank": "5"}, True),
+    ("mpirun_tag_torch_rank", "[1,6]<stderr>:[rank6]:", {"rank": "6"}, True),
+    ("syslog_bsd", "Mar  2 03:17:41 gpu-a07 python[4242]: ", {"host": "gpu-a07", "pid": "4242"}, True),
+    # a paste's own decorations, not envelopes (text is left before the token: a token anchored at the line's
+    # start is not expected there): a Markdown indented code block (CommonMark: four spaces), a CI step prefix
+    # (Cloud Build's 'Step #N: '), a viewer's line number ('[1763] ', identity excerpts batch 21's sources)
+    ("md_code_indent", "    ", {}, False),
+    ("ci_step", "Step #4: ", {}, False),
+    ("line_number", "[1763] ", {}, False),
 ]
 
 REJECTS = [(c, re.compile(r)) for c, r in CAT.rejects]
