@@ -96,7 +96,7 @@ _LOOPBACK = re.compile(r"(?i)^(?:localhost|127\.[\d.]+|::1|0\.0\.0\.0)$")
 
 
 def absent_ranks(con) -> dict | None:
-    """The ranks of the job's world no line of the input names: {world, seen, missing, host, basis}, or None
+    """The ranks of the job's world no line of the input names: {world, seen, missing, host}, or None
     when the world size is unknown or every rank has lines. `host`: the node that ran them when the logs
     say so: torchrun's master_addr is the node of group rank 0 (the rendezvous store's host, which runs
     global ranks 0..n-1), named when rank 0 is among the missing and no agent of that node wrote a line."""
@@ -115,9 +115,7 @@ def absent_ranks(con) -> dict | None:
         hosts = {h for (h,) in con.execute("SELECT DISTINCT host FROM aligned_groups WHERE host IS NOT NULL").fetchall()}
         if len(masters) == 1 and masters[0] not in hosts and masters[0] not in (found["agents"] or []):
             host = masters[0]
-    return {"world": world, "seen": len(seen), "missing": missing, "host": host,
-            "basis": f"world size {world}; lines of {len(seen)} rank(s)"
-                     + (f"; rank 0's node is the rendezvous master_addr {host}" if host else "")}
+    return {"world": world, "seen": len(seen), "missing": missing, "host": host}
 
 
 def _job_end(con) -> dt.datetime | None:
