@@ -64,7 +64,7 @@ def half_dead_nodes(con) -> list[Finding]:
         # (its ranks log nothing past their start, rank 0 logs the steps) was alive until the job's last step,
         # and cannot have frozen, nor failed first, before it
         when, alive = h["last_ats"], ""
-        if stop is not None and stop > when:
+        if stop is not None and stop - when > slack:   # (within a step or two: it stopped with the job)
             when, alive = stop, f", and was alive until the job's last step at {stop:%H:%M:%S}"
         out.append(Finding(detector="half_dead_nodes", kind="node_failure",
                            score=0.55 if len(quiet) == 1 else 0.35,
