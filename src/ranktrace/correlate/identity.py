@@ -370,14 +370,12 @@ def base_views(con, src: str, sfx: str) -> None:
         # describe dump names its node on one line and the directory's name on the others.
         con.execute("""
             CREATE OR REPLACE TEMP TABLE pod_host AS
-            WITH pairs AS (SELECT DISTINCT e.pod, e.host, coalesce(e.host = f.host, false) AS by_path
-                           FROM events_base1_g e LEFT JOIN files f USING (file_id)
-                           WHERE e.pod IS NOT NULL AND e.host IS NOT NULL),
-                 named AS (SELECT DISTINCT pod, host FROM pairs WHERE NOT by_path)
             SELECT pod, any_value(host) AS host
-            FROM (SELECT pod, host FROM named
-                  UNION SELECT pod, host FROM pairs p WHERE NOT EXISTS (SELECT 1 FROM named n WHERE n.pod = p.pod))
-            GROUP BY pod HAVING count(*) = 1
+            FROM (SELECT DISTINCT e.pod, e.host, coalesce(e.host = f.host, false) AS by_path
+                  FROM events_base1_g e LEFT JOIN files f USING (file_id)
+                  WHERE e.pod IS NOT NULL AND e.host IS NOT NULL
+                  QUALIFY by_path = min(by_path) OVER (PARTITION BY e.pod))   -- the text's hosts, where it names one
+            GROUP BY pod HAVING count(DISTINCT host) = 1
         """)
     con.execute(f"""
         CREATE OR REPLACE TEMP VIEW events_base{sfx} AS
@@ -466,9 +464,10 @@ def build_base(con: duckdb.DuckDBPyConnection) -> None:
         from .hostlist import expand_ranges
         reports: list[tuple[int, int, int, str]] = []   # srun's reports: (file_id, line, task, node)
         for file_id, line, node, rng in con.execute(r"""
-                SELECT file_id, line, regexp_extract(raw, 'srun: error: ([^:\s]+): tasks? ([0-9][0-9,\- ]*):', 1),
-                       replace(regexp_extract(raw, 'srun: error: ([^:\s]+): tasks? ([0-9][0-9,\- ]*):', 2), ' ', '')
-                FROM events WHERE raw LIKE '%srun: error:%task%' ORDER BY file_id, line""").fetchall():
+                SELECT file_id, line, m.node, replace(m.tasks, ' ', '') FROM (
+                    SELECT file_id, line,
+                           regexp_extract(raw, 'srun: error: ([^:\s]+): tasks? ([0-9][0-9,\- ]*):', ['node', 'tasks']) AS m
+                    FROM events WHERE raw LIKE '%srun: error:%task%') ORDER BY file_id, line""").fetchall():
             try:
                 reports += [(file_id, line, t, node) for t in expand_ranges(rng) if node]
             except ValueError:
