@@ -96,3 +96,56 @@ def test_failure_like_lines_no_rule_reads_still_name_whom_their_words_name(tmp_p
 def test_a_launchers_command_line_rank_is_not_read():
     # deepspeed/launcher/launch.py sigkill_handler prints the LAST spawned cmd, not the failed one's
     assert words_named(["cmd = ['/usr/bin/python', '-u', 'train.py', '--rank 3', '--local_rank=3']"], ALL) == {}
+
+
+@pytest.mark.parametrize("text,want", [
+    # a machine's name after its word (logfmt, Slurm's scontrol BatchHost=, torch elastic's 'host : X' table row)
+    ("level=error host=gpu-a07 msg=\"worker exited\"", "gpu-a07"),
+    ("JobState=FAILED Reason=NonZeroExitCode BatchHost=cn0012", "cn0012"),
+    ("  host      : gpu-node-7.cluster.local", "gpu-node-7.cluster.local"),
+    ("hostname=trainbox7.", "trainbox7"),
+    # bash's default prompts before a command that runs here
+    ("alice@gpu-node-3:~/work$ torchrun --nproc_per_node 8 train.py", "gpu-node-3"),
+    ("root@3f2a9c1b7d4e:/workspace# python train.py", "3f2a9c1b7d4e"),
+    ("(base) [alice@dgx07 run]$ python -m train", "dgx07"),
+])
+def test_a_machines_name_after_its_word_or_in_a_prompt(text, want):
+    assert words_named([text], ("host",)) == {"host": want}
+
+
+@pytest.mark.parametrize("text", [
+    "node: 3",                                                            # an index, not a name
+    "rdzv_endpoint host=gpu-7:29500",                                    # an endpoint (master, port)
+    "HTTPSConnectionPool(host='huggingface.co', port=443): Max retries exceeded",   # a server
+    "[alice@login01 run]$ sbatch train.sbatch",                           # a login node: the job runs elsewhere
+    "alice@login01:~/run$ srun -N 2 python train.py",
+    "mail alice@example.com: done",                                       # an address, no prompt
+])
+def test_names_that_are_not_the_failed_machine(text):
+    assert "host" not in words_named([text], ("host",)), text
+
+
+def test_the_one_machine_a_paste_names_is_the_culprits(tmp_path, monkeypatch, catalog):
+    # a traceback pasted with the prompt it ran under: no line of a known format names a host, the
+    # prompt does, and it is the only machine the text names (naming.text_host)
+    d = _verdict(tmp_path, monkeypatch, catalog, {"paste.log": (
+        "alice@gpu-a07:~/llm$ python train.py --config big.yaml\n"
+        "Traceback (most recent call last):\n"
+        "  File \"train.py\", line 88, in <module>\n"
+        "    main()\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity "
+        "of 79.15 GiB of which 1.02 GiB is free.\n")})
+    v = d["verdict"]
+    assert (v["kind"], v["host"]) == ("gpu_oom", "gpu-a07"), v
+    assert v["confidence"] <= rules().words_cap
+    assert any("the only machine the text names" in m for m in d["missing"]), d["missing"]
+
+
+def test_two_machines_in_the_text_name_none(tmp_path, monkeypatch, catalog):
+    d = _verdict(tmp_path, monkeypatch, catalog, {"paste.log": (
+        "alice@gpu-a07:~/llm$ python train.py --config big.yaml\n"
+        "level=info host=gpu-a08 msg=\"loader ready\"\n"
+        "Traceback (most recent call last):\n"
+        "  File \"train.py\", line 88, in <module>\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n")})
+    assert d["verdict"]["host"] is None, d["verdict"]

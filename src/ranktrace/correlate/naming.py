@@ -35,6 +35,8 @@ class Rules:
     words_reject: re.Pattern
     words_kinds: dict[str, tuple[str, ...]]
     words: tuple[tuple[str, re.Pattern, re.Pattern | None], ...]
+    text_host_prefilter: str
+    text_host_lines: int
 
 
 @lru_cache(maxsize=1)
@@ -49,7 +51,8 @@ def rules() -> Rules:
                  words_cap=d["words"]["cap"], words_reject=re.compile(d["words"]["reject"]),
                  words_kinds={k: tuple(v) for k, v in d["words"]["kinds"].items()},
                  words=tuple((w["column"], re.compile(w["regex"]), re.compile(w["unless"]) if w.get("unless") else None)
-                             for w in d["words"]["name"]))
+                             for w in d["words"]["name"]),
+                 text_host_prefilter=d["text_host"]["prefilter"], text_host_lines=d["text_host"]["lines"])
 
 
 def who(v: dict) -> str:
@@ -84,6 +87,11 @@ def _job(con, event_ids: list[int]) -> tuple[str | None, list[str]]:
 def words_named(texts: list[str], columns: tuple[str, ...]) -> dict[str, str]:
     """What the words of `texts` (the verdict's cause lines) name in each of `columns`, by the generic
     forms of verdict_naming.toml [words]: a column named with two different values names none."""
+    return {c: next(iter(vals)) for c, vals in words_seen(texts, columns).items() if len(vals) == 1}
+
+
+def words_seen(texts: list[str], columns: tuple[str, ...]) -> dict[str, set[str]]:
+    """Every value the words of `texts` name in each of `columns` (verdict_naming.toml [words])."""
     r = rules()
     seen: dict[str, set[str]] = {}
     for col, rx, unless in r.words:
@@ -96,7 +104,7 @@ def words_named(texts: list[str], columns: tuple[str, ...]) -> dict[str, str]:
                 val = m.group(col)
                 if val and not r.words_reject.match(val):
                     seen.setdefault(col, set()).add(val.lower() if col == "gpu" else val)
-    return {c: next(iter(vals)) for c, vals in seen.items() if len(vals) == 1}
+    return seen
 
 
 def one_identity(rows: list[dict], columns: tuple[str, ...]) -> dict:
@@ -177,6 +185,33 @@ def from_words(con, v: dict, cause_ids: list[int], missing: list[str]) -> dict[s
     missing.append(f"the culprit's own line in a format ranktrace knows: {said_words(got)} read from the words of "
                    "the cause line")
     return got
+
+
+def text_host(con, v: dict, missing: list[str]) -> dict[str, str]:
+    """The one machine the whole text names, for a verdict that names no host or pod: a paste from one
+    machine names it where the shell or a tool put it (its prompt 'user@gpu7:~$', 'hostname=gpu7', one
+    line's identity) and not on the failure lines. Only when every line's identity and every host word
+    of the text (verdict_naming.toml [words], read on the lines of [text_host] prefilter) name one
+    machine, and only for the kinds whose words may name a host. Fills v's host, caps its confidence as
+    words do and says so in `missing`; returns what it filled."""
+    r = rules()
+    if v.get("host") or v.get("pod") or "host" not in r.words_kinds.get(v.get("kind"), ()):
+        return {}
+    hosts = {h.lower(): h for (h,) in con.execute("SELECT DISTINCT host FROM aligned_groups "
+                                                   "WHERE host IS NOT NULL").fetchall()}
+    if len(hosts) > 1:
+        return {}
+    texts = [t for (t,) in con.execute("SELECT raw FROM aligned_events WHERE regexp_matches(raw, ?) LIMIT ?",
+                                       [r.text_host_prefilter, r.text_host_lines]).fetchall()]
+    for h in words_seen(texts, ("host",)).get("host", set()):
+        hosts.setdefault(h.lower(), h)
+    if len(hosts) != 1:
+        return {}
+    v["host"] = next(iter(hosts.values()))
+    if v.get("confidence") is not None and v["confidence"] > r.words_cap:
+        v["confidence"] = r.words_cap
+    missing.append(f"the failed process's host on its own lines: {v['host']} is the only machine the text names")
+    return {"host": v["host"]}
 
 
 def _either(words: list[str]) -> str:
