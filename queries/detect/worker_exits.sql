@@ -19,11 +19,12 @@
 --   host, rank, local_rank, pid, exitcode, signal (exit by signal N, else NULL), file, line, text.
 WITH agent AS (
     SELECT event_id, 'agent' AS source, ats, host, CAST(NULL AS INTEGER) AS rank_ev, file, line, message AS text,  -- an agent line is no rank's own
-           -- the raw text: a terminal may hard-wrap the line after the exit code (torch_elastic.failed_wrapped)
-           regexp_extract(raw, 'failed \(exitcode: (-?\d+)\)\s+local_rank: (\d+) \(pid: (\d+)\)',
+           -- the raw text: a terminal may hard-wrap the line anywhere after the exit code (torch_elastic.failed_wrapped);
+           -- a hard wrap only inserts a newline, so the text without it is the line as written
+           regexp_extract(replace(raw, chr(10), ''), 'failed \(exitcode: (-?\d+)\)\s*local_rank: (\d+) \(pid: (\d+)\)',
                           ['exitcode', 'local_rank', 'pid']) AS m
     FROM aligned_events
-    WHERE raw LIKE '%failed (exitcode:%local_rank:%'
+    WHERE raw LIKE '%failed (exitcode:%'
 ), ds AS (
     SELECT event_id, file_id, file, line, ats, host, message,
            TRY_CAST(regexp_extract(message, 'exits with return code = (-?\d+)', 1) AS INTEGER) AS code,

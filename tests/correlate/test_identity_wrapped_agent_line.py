@@ -22,3 +22,16 @@ def test_a_wrapped_agent_line_names_the_worker(tmp_path, monkeypatch, catalog, h
             "    sys.exit(main())\n")
     v = diagnose_files(tmp_path, monkeypatch, catalog, {"agent.log": text})["verdict"]
     assert (v["local_rank"], v["pid"]) == (3, 4417), v
+
+
+# A terminal cuts at its width, wherever that falls after the exit code: inside the pid field (a 137-column paste),
+# inside 'local_rank'.
+@pytest.mark.parametrize("cut", [" local_rank: 3 (pid", " local_r", " local_rank: 3 (pid: 44"])
+def test_a_line_wrapped_anywhere_after_the_exit_code_names_the_worker(tmp_path, monkeypatch, catalog, cut):
+    whole = "failed (exitcode: -6) local_rank: 3 (pid: 4417) of binary: /usr/bin/python3"
+    head = "failed (exitcode: -6)" + cut
+    text = (_HEADS["glog"] + head + "\n" + whole[len(head):] + "\n"
+            "Traceback (most recent call last):\n  File \"/usr/local/bin/torchrun\", line 8, in <module>\n"
+            "    sys.exit(main())\n")
+    v = diagnose_files(tmp_path, monkeypatch, catalog, {"agent.log": text})["verdict"]
+    assert (v["local_rank"], v["pid"]) == (3, 4417), v
