@@ -29,8 +29,13 @@ WITH cand AS MATERIALIZED (
            concat_ws('/', e.rank, e.task, e.local_rank) AS stream,
            regexp_extract(e.message, '^\s*(?:([^|]*?):? +)?\d+%\|[^|]*\| *\d+/\d+ \[(?:(\d+):)?(\d+):(\d\d)<',
                           ['descr', 'h', 'm', 's']) AS el
-    FROM events e LEFT JOIN interpolated_times it ON it.event_id = e.event_id
-    WHERE e.ts_kind = 'interpolated' AND e.kind = 'progress' AND e.ts IS NOT NULL AND e.message LIKE '%|%'
+    FROM (   -- (has_mark reads the line's own event_id and raw: asked before the join, which has two event_ids)
+        SELECT * FROM events
+        WHERE ts_kind = 'interpolated' AND kind = 'progress' AND ts IS NOT NULL
+          -- (the mark first: a filter on an integer column the lines' scan takes in, so that only the text of
+          -- the lines that hold a '|' is decoded; the class terms above are a join the scan cannot take in)
+          AND has_mark(marks, 'bar') AND (message LIKE '%|%')
+    ) e LEFT JOIN interpolated_times it ON it.event_id = e.event_id
 ), bars AS (
     SELECT event_id, file_id, line, ts, step, stream, coalesce(el.descr, '') AS descr,
            coalesce(TRY_CAST(nullif(el.h, '') AS BIGINT), 0) * 3600 + CAST(el.m AS BIGINT) * 60

@@ -76,3 +76,30 @@ def test_a_node_that_froze_under_lightning_bars_is_a_node_failure(tmp_path, cata
     assert (truth["telling"]["progress"], want["kind"], want["host"]) == ("lightning", "node_failure", "cn0017")
     got = found[0]["verdict"]
     assert (got["kind"], got["host"]) == ("node_failure", "cn0017"), got
+
+
+def test_the_bar_mark_takes_the_bar_lines_only_and_loses_none(tmp_path, monkeypatch, catalog):
+    """bar_clock.sql asks mark `bar` (parsers/marks.toml) before decoding a line's text: the bar lines carry it,
+    the untimed step lines of no bar (the 1 GB corpus' 1.1 M) do not, and the bars placed are those of the
+    same query with every line admitted."""
+    from ranktrace import marks
+    from ranktrace.correlate.util import sql_file
+    lines = [AGENT.format("01:00:00.000000", "Starting worker group")]
+    lines += [f"[default0]:step {k} loss 2.{k}" for k in range(1, 6)]        # untimed progress, no bar
+    lines += [_bar(k, 20, 2 * k) for k in range(1, 21)]
+    lines.append(AGENT.format("01:01:00.000000", "Stopping worker group"))
+    con = bundle_store(tmp_path, monkeypatch, catalog, {"node1.log": "\n".join(lines) + "\n"})
+    try:
+        bit = 1 << next(m.bit for m in marks.load() if m.name == "bar")
+        got = con.execute(f"SELECT line, marks & {bit} <> 0 FROM event_lines ORDER BY line").fetchall()
+        assert got == [(n, "|" in text) for n, text in enumerate(lines, 1)]
+        diagnose(con)   # (has_mark; and interpolated_times, emptied: each bar line at the time it inherited)
+        con.execute("CREATE OR REPLACE TEMP TABLE interpolated_times (event_id BIGINT, ts TIMESTAMP)")
+        sql = sql_file("align/bar_clock.sql")
+        guarded = con.execute(sql + " ORDER BY ALL", {"files": []}).fetchall()
+        assert "has_mark(marks, 'bar') AND (" in sql
+        everything = con.execute(sql.replace("has_mark(marks, 'bar') AND (", "true AND (") + " ORDER BY ALL",
+                                 {"files": []}).fetchall()
+        assert guarded == everything and len(guarded) >= 19
+    finally:
+        con.close()

@@ -142,7 +142,7 @@ def cat():
 def test_the_guards_are_found():
     found = {(where.split(":")[0], mark) for where, mark, _ in guards()}
     assert {("hot_events.sql", "hot"), ("anchor_lines.sql", "hot"), ("anchors.sql", "hot"),
-            ("identity.py", "hot")} <= found, found
+            ("identity.py", "hot"), ("bar_clock.sql", "bar")} <= found, found
     assert {mark for _, mark in found} <= {m.name for m in marks.load()}
 
 
