@@ -32,9 +32,13 @@ class CoreBuildHook(BuildHookInterface):
             raise RuntimeError("ranktrace needs a Rust toolchain to build its ingest engine: "
                                "install one (https://rustup.rs) and retry `pip install .`")
         target = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "crates" / "target"))
+        # pip's isolated build puts its own random /tmp/pip-build-env-*/ dirs first on PATH; pyo3-ffi's
+        # build script reruns when PATH changes, and pyo3 with everything above it is rebuilt (2+ min a
+        # build). Those dirs hold the build backend's scripts, nothing cargo or pyo3 looks for.
+        path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep) if "pip-build-env-" not in p)
         subprocess.run([cargo, "build", "--release", "--locked", "-p", "ranktrace-py",
                         "--manifest-path", str(ROOT / "crates" / "Cargo.toml")],
-                       check=True, env={**os.environ, "CARGO_TARGET_DIR": str(target)})
+                       check=True, env={**os.environ, "CARGO_TARGET_DIR": str(target), "PATH": path})
         built = target / "release" / LIB.get(sys.platform, "lib_core.so")
         if version == "editable":
             shutil.copy2(built, ROOT / "src" / "ranktrace" / f"_core{EXT}")
