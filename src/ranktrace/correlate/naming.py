@@ -38,6 +38,7 @@ class Rules:
     text_prefilter: str
     text_lines: int
     text_columns: tuple[str, ...]
+    text_not_kinds: frozenset[str]
 
 
 @lru_cache(maxsize=1)
@@ -54,7 +55,8 @@ def rules() -> Rules:
                  words=tuple((w["column"], re.compile(w["regex"]), re.compile(w["unless"]) if w.get("unless") else None)
                              for w in d["words"]["name"]),
                  text_prefilter=d["text_names"]["prefilter"], text_lines=d["text_names"]["lines"],
-                 text_columns=tuple(d["text_names"]["columns"]))
+                 text_columns=tuple(d["text_names"]["columns"]),
+                 text_not_kinds=frozenset(d["text_names"]["not_kinds"]))
 
 
 def who(v: dict) -> str:
@@ -194,11 +196,12 @@ def text_names(con, v: dict, missing: list[str]) -> dict[str, str]:
     or one process names it where the shell or a tool put it (its prompt 'user@gpu7:~$', 'hostname=gpu7',
     'rank=3' in a config dump, one line's identity) and not on the failure lines. A column is filled only
     when every line's identity and every word of the text for it (verdict_naming.toml [words], read on the
-    lines of [text_names] prefilter) name one value, and only for the kinds whose words may name it (a host
-    not when the verdict names a pod). Caps v's confidence as words do and says so in `missing`; returns
+    lines of [text_names] prefilter) name one value, and only for the kinds whose words may name it and
+    whose culprit writes (not a node failure's: the text is a survivor's), a host not when the verdict
+    names a pod. Caps v's confidence as words do and says so in `missing`; returns
     what it filled."""
     r = rules()
-    allowed = r.words_kinds.get(v.get("kind"), ())
+    allowed = () if v.get("kind") in r.text_not_kinds else r.words_kinds.get(v.get("kind"), ())
     cols = tuple(c for c in r.text_columns if c in allowed and v.get(c) in (None, "")
                  and not (c == "host" and v.get("pod")))
     if not cols:
