@@ -1,7 +1,7 @@
 """An exception whose class name says nothing of an error is still the failure: CPython prints a non-builtin
 class as '{module}.{qualname}: {str}' (jax's UnfilteredStackTrace wrapping a remote task's error, a process
-pool's BrokenProcessPool) and Ray names a task's error 'RayTaskError(Cause)'; the subject of Ray's message,
-'(pid=P, ip=A)', is the process the verdict names. Old Ray Tune's status rows name a failed trial's
+pool's BrokenProcessPool); after the frames of Ray's driver, 'RayTaskError(Cause)' ends them, and the subject
+of Ray's message, '(pid=P, ip=A)', is the process the verdict names. Old Ray Tune's status rows name a failed trial's
 process as '[host pid=P]' after its error file."""
 
 from __future__ import annotations

@@ -127,7 +127,7 @@ def test_names_that_are_not_the_failed_machine(text):
 
 def test_the_one_machine_a_paste_names_is_the_culprits(tmp_path, monkeypatch, catalog):
     # a traceback pasted with the prompt it ran under: no line of a known format names a host, the
-    # prompt does, and it is the only machine the text names (naming.text_host)
+    # prompt does, and it is the only machine the text names (naming.text_names)
     d = _verdict(tmp_path, monkeypatch, catalog, {"paste.log": (
         "alice@gpu-a07:~/llm$ python train.py --config big.yaml\n"
         "Traceback (most recent call last):\n"
@@ -138,7 +138,7 @@ def test_the_one_machine_a_paste_names_is_the_culprits(tmp_path, monkeypatch, ca
     v = d["verdict"]
     assert (v["kind"], v["host"]) == ("gpu_oom", "gpu-a07"), v
     assert v["confidence"] <= rules().words_cap
-    assert any("the only machine the text names" in m for m in d["missing"]), d["missing"]
+    assert any("host gpu-a07 the only one the text names" in m for m in d["missing"]), d["missing"]
 
 
 def test_two_machines_in_the_text_name_none(tmp_path, monkeypatch, catalog):
@@ -149,3 +149,29 @@ def test_two_machines_in_the_text_name_none(tmp_path, monkeypatch, catalog):
         "  File \"train.py\", line 88, in <module>\n"
         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n")})
     assert d["verdict"]["host"] is None, d["verdict"]
+
+
+def test_the_one_rank_and_pid_a_paste_names_are_the_culprits(tmp_path, monkeypatch, catalog):
+    # one process's paste: its config dump names its rank, its start line its pid; the traceback names
+    # neither (naming.text_names)
+    d = _verdict(tmp_path, monkeypatch, catalog, {"paste.log": (
+        "distributed init (rank=5, world_size=8, backend=nccl)\n"
+        "worker started, pid 40112\n"
+        "Traceback (most recent call last):\n"
+        "  File \"train.py\", line 88, in <module>\n"
+        "    main()\n"
+        "RuntimeError: shape mismatch in layer 12\n")})
+    v = d["verdict"]
+    assert (v["kind"], v["rank"], v["pid"]) == ("exception", 5, 40112), v
+    assert v["confidence"] <= rules().words_cap
+    assert any("rank 5, pid 40112 the only one the text names" in m for m in d["missing"]), d["missing"]
+
+
+def test_two_ranks_in_the_text_name_none(tmp_path, monkeypatch, catalog):
+    d = _verdict(tmp_path, monkeypatch, catalog, {"paste.log": (
+        "distributed init (rank=5, world_size=8, backend=nccl)\n"
+        "waiting for rank 2 to join\n"
+        "Traceback (most recent call last):\n"
+        "  File \"train.py\", line 88, in <module>\n"
+        "RuntimeError: shape mismatch in layer 12\n")})
+    assert d["verdict"]["rank"] is None, d["verdict"]

@@ -78,7 +78,7 @@ def no_failure_verdict(con, empty: dict, n_events: int) -> tuple[dict, list[dict
                          "root cause not established")
         missing.append("a log format or rule for these lines (ranktrace formats check FILE shows what is unclaimed)")
         # whom their own identities name: the one process they agree on (naming.one_identity)
-        from .naming import one_identity, put_words, said_words, text_host
+        from .naming import one_identity, put_words, said_words, text_names
         v.update(one_identity(unread, ("host", "rank", "pid", "pod")))
         # what their words name, for a column their own identity left empty (naming.words_named: one
         # value across the lines, or none)
@@ -87,8 +87,8 @@ def no_failure_verdict(con, empty: dict, n_events: int) -> tuple[dict, list[dict
         if said:
             missing.append(f"the failed process's own line in a format ranktrace knows: {said_words(said)} read "
                            "from the words of these lines")
-        # no host still: the one machine the whole text names (naming.text_host)
-        text_host(con, v, missing)
+        # a column still empty: the one value the whole text names (naming.text_names)
+        text_names(con, v, missing)
         ev = [{"file": r["file"], "line": r["line"], "time": iso(r["ats"]), "role": "unclassified",
                "text": short(r["message"], 240)} for r in unread]
         return v, ev, missing

@@ -35,8 +35,10 @@ class Rules:
     words_reject: re.Pattern
     words_kinds: dict[str, tuple[str, ...]]
     words: tuple[tuple[str, re.Pattern, re.Pattern | None], ...]
-    text_host_prefilter: str
-    text_host_lines: int
+    text_prefilter: str
+    text_lines: int
+    text_columns: tuple[str, ...]
+    text_not_kinds: frozenset[str]
 
 
 @lru_cache(maxsize=1)
@@ -52,7 +54,9 @@ def rules() -> Rules:
                  words_kinds={k: tuple(v) for k, v in d["words"]["kinds"].items()},
                  words=tuple((w["column"], re.compile(w["regex"]), re.compile(w["unless"]) if w.get("unless") else None)
                              for w in d["words"]["name"]),
-                 text_host_prefilter=d["text_host"]["prefilter"], text_host_lines=d["text_host"]["lines"])
+                 text_prefilter=d["text_names"]["prefilter"], text_lines=d["text_names"]["lines"],
+                 text_columns=tuple(d["text_names"]["columns"]),
+                 text_not_kinds=frozenset(d["text_names"]["not_kinds"]))
 
 
 def who(v: dict) -> str:
@@ -187,31 +191,40 @@ def from_words(con, v: dict, cause_ids: list[int], missing: list[str]) -> dict[s
     return got
 
 
-def text_host(con, v: dict, missing: list[str]) -> dict[str, str]:
-    """The one machine the whole text names, for a verdict that names no host or pod: a paste from one
-    machine names it where the shell or a tool put it (its prompt 'user@gpu7:~$', 'hostname=gpu7', one
-    line's identity) and not on the failure lines. Only when every line's identity and every host word
-    of the text (verdict_naming.toml [words], read on the lines of [text_host] prefilter) name one
-    machine, and only for the kinds whose words may name a host. Fills v's host, caps its confidence as
-    words do and says so in `missing`; returns what it filled."""
+def text_names(con, v: dict, missing: list[str]) -> dict[str, str]:
+    """What the whole text names only once, for a column the verdict left empty: a paste from one machine
+    or one process names it where the shell or a tool put it (its prompt 'user@gpu7:~$', 'hostname=gpu7',
+    'rank=3' in a config dump, one line's identity) and not on the failure lines. A column is filled only
+    when every line's identity and every word of the text for it (verdict_naming.toml [words], read on the
+    lines of [text_names] prefilter) name one value, and only for the kinds whose words may name it and
+    whose culprit writes (not a node failure's: the text is a survivor's), a host not when the verdict
+    names a pod. Caps v's confidence as words do and says so in `missing`; returns
+    what it filled."""
     r = rules()
-    if v.get("host") or v.get("pod") or "host" not in r.words_kinds.get(v.get("kind"), ()):
+    allowed = () if v.get("kind") in r.text_not_kinds else r.words_kinds.get(v.get("kind"), ())
+    cols = tuple(c for c in r.text_columns if c in allowed and v.get(c) in (None, "")
+                 and not (c == "host" and v.get("pod")))
+    if not cols:
         return {}
-    hosts = {h.lower(): h for (h,) in con.execute("SELECT DISTINCT host FROM aligned_groups "
-                                                   "WHERE host IS NOT NULL").fetchall()}
-    if len(hosts) > 1:
+    ident = con.execute(f"SELECT {', '.join(f'list(DISTINCT {c}::VARCHAR)' for c in cols)} FROM aligned_groups").fetchone()
+    seen = {c: {str(x).lower(): str(x) for x in vals if x is not None} for c, vals in zip(cols, ident)}
+    cols = tuple(c for c in cols if len(seen[c]) <= 1)
+    if not cols:
         return {}
     texts = [t for (t,) in con.execute("SELECT raw FROM aligned_events WHERE regexp_matches(raw, ?) LIMIT ?",
-                                       [r.text_host_prefilter, r.text_host_lines]).fetchall()]
-    for h in words_seen(texts, ("host",)).get("host", set()):
-        hosts.setdefault(h.lower(), h)
-    if len(hosts) != 1:
+                                       [r.text_prefilter, r.text_lines]).fetchall()]
+    for c, vals in words_seen(texts, cols).items():
+        for x in vals:
+            seen[c].setdefault(x.lower(), x)
+    got = {c: next(iter(seen[c].values())) for c in cols if len(seen[c]) == 1}
+    if not got:
         return {}
-    v["host"] = next(iter(hosts.values()))
+    for c, val in got.items():
+        v[c] = int(val) if c in ("rank", "pid") else val
     if v.get("confidence") is not None and v["confidence"] > r.words_cap:
         v["confidence"] = r.words_cap
-    missing.append(f"the failed process's host on its own lines: {v['host']} is the only machine the text names")
-    return {"host": v["host"]}
+    missing.append(f"the failed process's own lines naming it: {said_words(got)} the only one the text names")
+    return got
 
 
 def _either(words: list[str]) -> str:

@@ -30,7 +30,7 @@ from .gang import gang as _gang
 from .hostlist import compress_ranges
 from .impact import absent_ranks, impact as _impact
 from .choose import calibrated, features, load_weights, rank
-from .naming import from_words as _from_words, review as _review_names, text_host as _text_host, who as _who
+from .naming import from_words as _from_words, review as _review_names, text_names as _text_names, who as _who
 from .stranded import apply as _stranded
 from .detectors.causes import rescore_after_demotions
 from .detectors.network import uncorroborated_port_errors
@@ -598,8 +598,8 @@ def diagnose_scope(con: duckdb.DuckDBPyConnection, clock: list[dict]) -> dict:
         # a column still empty: what the words of the culprit's own cause lines name (naming.py)
         _from_words(con, v, [e for f in best.direct for e in f.evidence], missing)
     if best is not None:
-        # still no host: the one machine the whole text names (a paste from one machine: naming.py)
-        _text_host(con, v, missing)
+        # still no host, rank or pid: the one the whole text names (a paste from one machine: naming.py)
+        _text_names(con, v, missing)
     who_words = _review_names(con, v, [e for f in said for e in f.evidence], missing)
 
     # evidence
