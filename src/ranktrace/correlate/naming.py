@@ -198,8 +198,7 @@ def text_names(con, v: dict, missing: list[str]) -> dict[str, str]:
     when every line's identity and every word of the text for it (verdict_naming.toml [words], read on the
     lines of [text_names] prefilter) name one value, and only for the kinds whose words may name it and
     whose culprit writes (not a node failure's: the text is a survivor's), a host not when the verdict
-    names a pod. Caps v's confidence as words do and says so in `missing`; returns
-    what it filled."""
+    names a pod. Caps v's confidence as words do and says so in `missing`; returns what it filled."""
     r = rules()
     allowed = () if v.get("kind") in r.text_not_kinds else r.words_kinds.get(v.get("kind"), ())
     cols = tuple(c for c in r.text_columns if c in allowed and v.get(c) in (None, "")
