@@ -150,28 +150,3 @@ def test_two_machines_in_the_text_name_none(tmp_path, monkeypatch, catalog):
         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n")})
     assert d["verdict"]["host"] is None, d["verdict"]
 
-
-def test_the_one_rank_and_pid_a_paste_names_are_the_culprits(tmp_path, monkeypatch, catalog):
-    # one process's paste: its config dump names its rank, its start line its pid; the traceback names
-    # neither (naming.text_names)
-    d = _verdict(tmp_path, monkeypatch, catalog, {"paste.log": (
-        "distributed init (rank=5, world_size=8, backend=nccl)\n"
-        "worker started, pid 40112\n"
-        "Traceback (most recent call last):\n"
-        "  File \"train.py\", line 88, in <module>\n"
-        "    main()\n"
-        "RuntimeError: shape mismatch in layer 12\n")})
-    v = d["verdict"]
-    assert (v["kind"], v["rank"], v["pid"]) == ("exception", 5, 40112), v
-    assert v["confidence"] <= rules().words_cap
-    assert any("rank 5, pid 40112 the only one the text names" in m for m in d["missing"]), d["missing"]
-
-
-def test_two_ranks_in_the_text_name_none(tmp_path, monkeypatch, catalog):
-    d = _verdict(tmp_path, monkeypatch, catalog, {"paste.log": (
-        "distributed init (rank=5, world_size=8, backend=nccl)\n"
-        "waiting for rank 2 to join\n"
-        "Traceback (most recent call last):\n"
-        "  File \"train.py\", line 88, in <module>\n"
-        "RuntimeError: shape mismatch in layer 12\n")})
-    assert d["verdict"]["rank"] is None, d["verdict"]

@@ -598,7 +598,7 @@ def diagnose_scope(con: duckdb.DuckDBPyConnection, clock: list[dict]) -> dict:
         # a column still empty: what the words of the culprit's own cause lines name (naming.py)
         _from_words(con, v, [e for f in best.direct for e in f.evidence], missing)
     if best is not None:
-        # still no host, rank or pid: the one the whole text names (a paste from one machine: naming.py)
+        # a column still empty: the one value the whole text names (a paste from one machine: naming.py)
         _text_names(con, v, missing)
     who_words = _review_names(con, v, [e for f in said for e in f.evidence], missing)
 
