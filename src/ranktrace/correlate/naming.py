@@ -194,7 +194,7 @@ def from_words(con, v: dict, cause_ids: list[int], missing: list[str]) -> dict[s
 def text_names(con, v: dict, missing: list[str]) -> dict[str, str]:
     """What the whole text names only once, for a column the verdict left empty: a paste from one machine
     or one process names it where the shell or a tool put it (its prompt 'user@gpu7:~$', 'hostname=gpu7',
-    one line's identity) and not on the failure lines; the columns are [text_names] columns. A column is filled only
+    one line's identity) and not on the failure lines. A column of [text_names] columns is filled only
     when every line's identity and every word of the text for it (verdict_naming.toml [words], read on the
     lines of [text_names] prefilter) name one value, and only for the kinds whose words may name it and
     whose culprit writes (not a node failure's: the text is a survivor's), a host not when the verdict
