@@ -218,7 +218,7 @@ def open_store(path: str | Path, cat: Catalog | None = None) -> duckdb.DuckDBPyC
 
 def meta_value(con: duckdb.DuckDBPyConnection, key: str) -> str | None:
     """A value of the store's table meta (None: not set, or no ranktrace meta)."""
-    if not con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'meta'").fetchone()[0]:
+    if not con.execute("SELECT EXISTS (SELECT 1 FROM duckdb_tables() WHERE table_name = 'meta')").fetchone()[0]:
         return None
     row = con.execute("SELECT value FROM meta WHERE key = ?", [key]).fetchone()
     return row[0] if row else None

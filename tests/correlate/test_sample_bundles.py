@@ -8,7 +8,6 @@ import json
 import re
 from pathlib import Path
 
-import duckdb
 import pytest
 
 from ranktrace.correlate import diagnose
@@ -26,11 +25,11 @@ def _files(d: Path) -> list[str]:
     return sorted(str(p.relative_to(d.parent)) for p in d.rglob("*") if p.is_file() and p.name not in TRUTH_FILES)
 
 
-def _diagnose_bundle(bundle: Path, tmp_path, catalog, monkeypatch) -> dict:
+def _diagnose_bundle(bundle: Path, db: str, catalog) -> dict:
     """The diagnosis of a bundle ingested as a user runs `ranktrace ingest bundle/`."""
-    db = str(tmp_path / "s.duckdb")
-    monkeypatch.chdir(bundle.parent)
-    ingest(_files(bundle), db, catalog)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(bundle.parent)
+        ingest(_files(bundle), db, catalog)
     con = store_connect(db)
     try:
         return diagnose(con)
@@ -38,11 +37,24 @@ def _diagnose_bundle(bundle: Path, tmp_path, catalog, monkeypatch) -> dict:
         con.close()
 
 
+@pytest.fixture(scope="module")
+def diagnosis(tmp_path_factory, catalog):
+    """bundle -> its diagnosis, made once for this module's tests (the verdict, attempts and clock tests
+    read the same one: ~5 CPU-s a bundle)."""
+    made: dict[Path, dict] = {}
+
+    def get(bundle: Path) -> dict:
+        if bundle not in made:
+            made[bundle] = _diagnose_bundle(bundle, str(tmp_path_factory.mktemp(bundle.name) / "s.duckdb"), catalog)
+        return made[bundle]
+    return get
+
+
 @pytest.mark.skipif(not BUNDLES, reason="no sample_logs/*/expected_verdict.json yet")
 @pytest.mark.parametrize("bundle", BUNDLES, ids=[b.name for b in BUNDLES])
-def test_bundle_verdict(bundle, tmp_path, catalog, monkeypatch):
+def test_bundle_verdict(bundle, diagnosis):
     want = json.loads((bundle / "expected_verdict.json").read_text())["verdict"]
-    got = _diagnose_bundle(bundle, tmp_path, catalog, monkeypatch)
+    got = diagnosis(bundle)
     v = got["verdict"]
     # one way to choose (choose.py): the candidates come most probable first, the verdict is the first
     scored = [h for h in got["hypotheses"] if "features" in h]
@@ -79,11 +91,11 @@ RESTARTED = [b for b in BUNDLES if json.loads((b / "expected_verdict.json").read
 
 
 @pytest.mark.parametrize("bundle", RESTARTED, ids=[b.name for b in RESTARTED])
-def test_bundle_attempts(bundle, tmp_path, catalog, monkeypatch):
+def test_bundle_attempts(bundle, diagnosis):
     """A run that restarted: every attempt found where it began (within 5 s: the harness's own record
     of its start against its first line), with its outcome, and each failed one's culprit and kind."""
     want = json.loads((bundle / "expected_verdict.json").read_text())["attempts"]
-    got = _diagnose_bundle(bundle, tmp_path, catalog, monkeypatch)["attempts"]
+    got = diagnosis(bundle)["attempts"]
     assert [a["outcome"] for a in got] == [a["outcome"] for a in want], (got, want)
     for g, w in zip(got, want):
         gap = abs((_t(g["start"]) - _t(w["start"])).total_seconds())
@@ -106,16 +118,9 @@ SKEWED = [b for b in BUNDLES if json.loads((b / "expected_verdict.json").read_te
 
 @pytest.mark.skipif(not SKEWED, reason="no skewed sample bundle yet")
 @pytest.mark.parametrize("bundle", SKEWED, ids=[b.name for b in SKEWED])
-def test_bundle_clock_within_uncertainty(bundle, tmp_path, catalog, monkeypatch):
+def test_bundle_clock_within_uncertainty(bundle, diagnosis):
     want = {c["host"]: c["offset_s"] for c in json.loads((bundle / "expected_verdict.json").read_text())["clock"]}
-    db = str(tmp_path / "s.duckdb")
-    monkeypatch.chdir(bundle.parent)
-    ingest(_files(bundle), db, catalog)
-    con = store_connect(db)
-    try:
-        clock = {c["host"]: c for c in diagnose(con)["clock"]}
-    finally:
-        con.close()
+    clock = {c["host"]: c for c in diagnosis(bundle)["clock"]}
     ref = next(h for h, c in clock.items() if c["basis"] == "reference host")
     shift = want.get(ref, 0.0)   # both lists are relative to their own reference host
     for h, off in want.items():
@@ -124,12 +129,12 @@ def test_bundle_clock_within_uncertainty(bundle, tmp_path, catalog, monkeypatch)
         assert abs(clock[h]["offset_s"] - (off - shift)) <= clock[h]["uncertainty_s"] + 1e-6, (h, clock[h], off)
 
 
-def test_a_rendezvous_of_pods_counts_the_pods_that_came(tmp_path, catalog, monkeypatch):
+def test_a_rendezvous_of_pods_counts_the_pods_that_came(diagnosis):
     """Three placed pods (their nodes unknown to their logs) time out waiting
     for a fourth: 3 of 4 showed up, not "1 of 4" (the one node named in the
     logs was the kubelet journal of the pod that never started)."""
     bundle = REPO / "sample_logs" / "k8s_gpu_admission_rdzv"
-    got = _diagnose_bundle(bundle, tmp_path, catalog, monkeypatch)
+    got = diagnosis(bundle)
     rdzv = [h for h in got["hypotheses"] if h["kind"] == "rendezvous_timeout"]
     assert rdzv and "3 of 4 expected nodes showed up (1 missing" in rdzv[0]["why"], rdzv
     # the placed pods' timeouts followed from the pod never placed: its cascade, not a rival

@@ -120,10 +120,12 @@ def test_made_of_without_source_reads_the_compiled_code(monkeypatch):
     from ranktrace.correlate import clock, identity, util
     monkeypatch.setattr(inspect, "getsource", lambda obj: (_ for _ in ()).throw(OSError("no source")))
     util._code_text.cache_clear()
+    util.with_imports.cache_clear()   # (both kept per process: what this process read with source)
     try:
         parts = util.with_imports(identity)
-        assert parts == [identity]
+        assert parts == (identity,)
         assert util.made_of(*parts, clock.anchor_views) == util.made_of(identity, clock.anchor_views)
         assert util.made_of(clock.anchor_views) != util.made_of(clock.anchor_rows)
     finally:
         util._code_text.cache_clear()
+        util.with_imports.cache_clear()

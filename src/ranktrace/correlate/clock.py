@@ -614,7 +614,7 @@ def _drop_temp(con: duckdb.DuckDBPyConnection, name: str) -> None:
 KEPT_ROWS = ("progress_seconds", "step_buckets")
 
 
-def identity_code() -> list:
+def identity_code() -> tuple:
     """What made_of is told of the code behind the identity views (events_keyed, events_id and their
     twins over a subset): identity.py and what it imports of the package, as code (util.made_of)."""
     from . import identity
