@@ -99,8 +99,13 @@ def test_the_placed_year_is_the_exact_rule_on_every_span():
     us = lambda *a: int(datetime(*a, tzinfo=timezone.utc).timestamp()) * 1_000_000   # noqa: E731
     for ref_day in ((2026, 7, 1), (2026, 1, 2), (2028, 3, 1), (2026, 3, 4, 15, 8, 17)):
         ref = us(*ref_day) / 1e6 + 0.9355
-        edges = sorted({e + d for lo, hi, _ in _year_segments(ref) for e in (lo, hi) for d in (-1, 0, 1)})
+        segs = _year_segments(ref)
+        edges = sorted({e + d for lo, hi, _ in segs for e in (lo, hi) for d in (-1, 0, 1)})
         assert len(edges) >= 6
+        # the spans tile the placeholder year, edge to edge: a cut found a microsecond off would leave a span
+        # of no constant shift to the exact rule (right, and slower)
+        assert [segs[0][0], segs[-1][1]] == [us(1999, 12, 30), us(2001, 1, 3)], segs
+        assert all(a[1] == b[0] for a, b in zip(segs, segs[1:])), segs
         con.execute("""CREATE OR REPLACE TABLE t AS
             SELECT range AS ts, true AS year_placeholder
             FROM range(TIMESTAMP '1999-12-30', TIMESTAMP '2001-01-03', INTERVAL 37 MINUTE)
