@@ -444,7 +444,7 @@ def _year_segments(ref: float) -> list[tuple[int, int, int]]:
             at.update(shifts([z]))
             a = z
     points = sorted(cuts)
-    at.update(shifts([p for x in points for p in (x, x - 1)]))
+    at.update(shifts([p for x in points for p in (x, x - 1) if p not in at]))   # the new cuts
     segs: list[tuple[int, int, int]] = []
     for a, b in zip(points, points[1:]):
         s_a, s_b = at[a], at[b - 1]
