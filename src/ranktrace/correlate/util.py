@@ -10,6 +10,7 @@ from pathlib import Path
 import duckdb
 
 from ..resources import data_dir
+from ..store import table_exists, table_exists_by_statement  # noqa: F401  (correlate's modules import them here)
 
 
 @lru_cache(maxsize=None)
@@ -32,27 +33,6 @@ def sql_header(text: str) -> dict[str, str]:
         elif line.strip() and not line.startswith("--"):
             break
     return out
-
-
-def table_exists(con: duckdb.DuckDBPyConnection, name: str) -> bool:
-    """A table or view that a statement on `con` can read by that name (temp first, then the current
-    database's main schema). An ingest and a diagnosis ask ~180 times a store: DuckDB 2's connection
-    answers from its catalog without a statement (0.006 ms); a statement over the catalog functions
-    takes ~4 ms on a store of ~150 tables and views (tests/unit/test_util_catalog.py: the same answers)."""
-    kind = getattr(con, "_table_kind", None)
-    if kind is not None:
-        return kind(name) != "none"
-    return table_exists_by_statement(con, name)
-
-
-def table_exists_by_statement(con: duckdb.DuckDBPyConnection, name: str) -> bool:
-    """table_exists for a DuckDB without the connection's catalog lookup: the catalog functions (not
-    information_schema.tables, a view over them that builds every table's row first), in one statement."""
-    return con.execute("SELECT EXISTS (SELECT 1 FROM duckdb_tables() WHERE table_name = $n AND schema_name "
-                       "= 'main' AND database_name IN ('temp', current_database()) UNION ALL "
-                       "SELECT 1 FROM duckdb_views() WHERE view_name = $n AND NOT internal AND schema_name "
-                       "= 'main' AND database_name IN ('temp', current_database()))",
-                       {"n": name}).fetchone()[0]
 
 
 def has_rows(con: duckdb.DuckDBPyConnection, name: str) -> bool:
