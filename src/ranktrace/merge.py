@@ -210,8 +210,8 @@ def _merge_parts(con, parts: list[Part], cat: Catalog, out: MergeSummary) -> Non
     try:
         for table in ("files", "event_classes", *sorted(t for t in cat.fact_tables if t not in kept)):
             # Only the parts with rows of the table (their manifests' counts: the writer's own, or for a
-            # merge checked against the files' footers by check_part): a small ingest has rows in a few of ~60 fact tables, and an INSERT over
-            # read_parquet costs ~4 ms even when it reads nothing.
+            # merge checked against the files' footers by check_part): a small ingest has rows in a few
+            # of ~60 fact tables, and an INSERT over read_parquet costs ~4 ms even when it reads nothing.
             full = [i for i in used if (parts[i].manifest.get("counts") or {}).get(table) != 0]
             if not full:
                 continue
