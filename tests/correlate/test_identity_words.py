@@ -150,3 +150,53 @@ def test_two_machines_in_the_text_name_none(tmp_path, monkeypatch, catalog):
         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n")})
     assert d["verdict"]["host"] is None, d["verdict"]
 
+
+
+def test_a_line_no_failure_form_reads_still_names_who_died(tmp_path, monkeypatch, catalog):
+    # no rule reads the supervisor's line, and it is none of clean_end's failure-like words: the verdict stays
+    # unknown (no normal end, no cause) but names whom the line that says something died names
+    # (naming.failure_line_names)
+    d = _verdict(tmp_path, monkeypatch, catalog, {"sup.log": (
+        "2024-06-03 11:20:41,118 INFO step 100 loss 2.31\n"
+        "2024-06-03 11:22:13,402 WARNING supervisor: worker rank 3 on host gpu-a07 died unexpectedly\n"
+        "2024-06-03 11:22:14,017 INFO supervisor: stopping the remaining workers\n")})
+    v = d["verdict"]
+    assert (v["kind"], v["rank"], v["host"]) == ("unknown", 3, "gpu-a07"), v
+    assert v["confidence"] <= 0.3
+    assert any("the first failure line that names somebody" in m for m in d["missing"]), d["missing"]
+    assert "rank 3 on gpu-a07" in v["summary"], v["summary"]
+
+
+def test_failure_lines_that_name_several_processes_name_the_first(tmp_path, monkeypatch, catalog):
+    # two failure-like lines, two ranks: their words together name none (words_named), the earliest line that
+    # says a process died names rank 3 (the second is the supervisor's stop of the rest)
+    d = _verdict(tmp_path, monkeypatch, catalog, {"sup.log": (
+        "2024-06-03 11:20:41,118 INFO step 100 loss 2.31\n"
+        "2024-06-03 11:22:13,402 ERROR supervisor: worker rank 3 was killed by signal 9 (SIGKILL)\n"
+        "2024-06-03 11:22:15,990 ERROR supervisor: worker rank 5 terminated with SIGTERM\n")})
+    v = d["verdict"]
+    assert (v["kind"], v["rank"]) == ("unknown", 3), v
+    assert v["confidence"] <= 0.3
+
+
+def test_a_survivors_stream_saying_another_rank_died_names_that_rank_only(tmp_path, monkeypatch, catalog):
+    # rank 0's stream (its '[rank0]:' prefix) writes that rank 3 died: the line names rank 3, not rank 0, and not
+    # rank 0's stream's machine
+    d = _verdict(tmp_path, monkeypatch, catalog, {"gpu-a01.log": (
+        "[rank0]: step 100 loss 2.31\n"
+        "[rank3]: step 100 loss 2.30\n"
+        "[rank0]: worker rank 3 died unexpectedly\n")})
+    v = d["verdict"]
+    assert (v["kind"], v["rank"], v["host"]) == ("unknown", 3, None), v
+
+
+def test_failure_like_lines_that_disagree_name_the_first(tmp_path, monkeypatch, catalog):
+    # two machines' failure-like lines no rule reads (clean_end.failure_like: 'timed out'): their identities and
+    # words disagree (one_identity, words_named name none); the earliest names the culprit
+    d = _verdict(tmp_path, monkeypatch, catalog, {"mon.log": (
+        "2024-06-03 11:20:41,118 INFO step 100 loss 2.31\n"
+        "2024-06-03 11:22:13,402 ERROR monitor: host=gpu-a07 heartbeat from the trainer timed out after 600 s\n"
+        "2024-06-03 11:22:19,990 ERROR monitor: host=gpu-a08 heartbeat from the trainer timed out after 600 s\n")})
+    v = d["verdict"]
+    assert (v["kind"], v["host"]) == ("unknown", "gpu-a07"), v
+    assert v["confidence"] <= 0.3
