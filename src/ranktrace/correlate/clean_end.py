@@ -78,7 +78,7 @@ def no_failure_verdict(con, empty: dict, n_events: int) -> tuple[dict, list[dict
                          "root cause not established")
         missing.append("a log format or rule for these lines (ranktrace formats check FILE shows what is unclaimed)")
         # whom their own identities name: the one process they agree on (naming.one_identity)
-        from .naming import failure_line_names, one_identity, put_words, said_words, text_names
+        from .naming import one_identity, put_words, said_words, text_names
         v.update(one_identity(unread, ("host", "rank", "pid", "pod")))
         # what their words name, for a column their own identity left empty (naming.words_named: one
         # value across the lines, or none)
@@ -89,8 +89,6 @@ def no_failure_verdict(con, empty: dict, n_events: int) -> tuple[dict, list[dict
                            "from the words of these lines")
         # a column still empty: the one value the whole text names (naming.text_names)
         text_names(con, v, missing)
-        # still nobody: whom the earliest line that says something died names (naming.failure_line_names)
-        failure_line_names(con, v, missing)
         ev = [{"file": r["file"], "line": r["line"], "time": iso(r["ats"]), "role": "unclassified",
                "text": short(r["message"], 240)} for r in unread]
         return v, ev, missing
@@ -101,10 +99,6 @@ def no_failure_verdict(con, empty: dict, n_events: int) -> tuple[dict, list[dict
                          "COMPLETED, exit code 0 or Succeeded): the logs may stop before the job ended")
         missing.append("the end of the job: the launcher's or scheduler's final lines (torchrun agent, sacct/"
                        "scontrol state, kubectl describe) or every rank's last lines")
-        # whom a line that says something died names, in words no failure form reads (naming.failure_line_names)
-        from .naming import failure_line_names, who
-        if failure_line_names(con, v, missing):
-            v["summary"] += f"; a line no failure rule reads says {who(v)} failed"
         return v, [], missing
     hosts = rank_hosts(con)
     ended = {r["host"] for r in ends if r["host"]}

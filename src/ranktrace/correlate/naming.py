@@ -39,8 +39,6 @@ class Rules:
     text_lines: int
     text_columns: tuple[str, ...]
     text_not_kinds: frozenset[str]
-    failure_regex: str
-    failure_lines: int
 
 
 @lru_cache(maxsize=1)
@@ -58,8 +56,7 @@ def rules() -> Rules:
                              for w in d["words"]["name"]),
                  text_prefilter=d["text_names"]["prefilter"], text_lines=d["text_names"]["lines"],
                  text_columns=tuple(d["text_names"]["columns"]),
-                 text_not_kinds=frozenset(d["text_names"]["not_kinds"]),
-                 failure_regex=d["failure_lines"]["regex"], failure_lines=d["failure_lines"]["lines"])
+                 text_not_kinds=frozenset(d["text_names"]["not_kinds"]))
 
 
 def who(v: dict) -> str:
@@ -227,44 +224,6 @@ def text_names(con, v: dict, missing: list[str]) -> dict[str, str]:
         v["confidence"] = r.words_cap
     missing.append(f"the failed process's own lines naming it: {said_words(got)} the only one the text names")
     return got
-
-
-def failure_line_names(con, v: dict, missing: list[str]) -> dict[str, str]:
-    """For an `unknown` verdict that names nobody: whom the earliest failure line that names somebody names
-    (verdict_naming.toml [failure_lines]): a line in the input's own words that a process or a machine died, was
-    killed, terminated, exited, was lost or failed, or one of clean_end's failure-like lines (an error, a timeout, a
-    signal), not a complaint about somebody else (role symptom). Its words
-    ([words] forms, on that line only) name the subject of the line; a column they leave empty is the line's own
-    identity's (its prefix, its stream) only when the words name nobody that identity contradicts (a survivor's
-    stream writing 'rank 3 died' is not rank 3's). Caps v's confidence as words do, says which line in `missing`;
-    returns what it filled."""
-    from .clean_end import _FAILURE_TEXT   # the failure-like lines' words (clean_end.failure_like)
-    r = rules()
-    if v.get("kind") != "unknown" or any(v.get(c) not in (None, "") for c in r.nobody_cols):
-        return {}
-    cols = ("rank", "pid", "host", "pod")
-    rows = con.execute(f"""SELECT {', '.join(cols)}, raw, file, line FROM aligned_events
-                           WHERE role IS DISTINCT FROM 'symptom' AND (regexp_matches(raw, ?) OR regexp_matches(raw, ?))
-                           ORDER BY ats NULLS LAST, file, line LIMIT ?""",
-                       [r.failure_regex, _FAILURE_TEXT, r.failure_lines]).fetchall()
-    for row in rows:
-        ident = {c: x for c, x in zip(cols, row) if x not in (None, "")
-                 and not (isinstance(x, str) and r.words_reject.match(x))}
-        said = words_named([row[len(cols)] or ""], ("rank", "pid", "host", "gpu"))
-        said = {c: (int(x) if c in ("rank", "pid") else x) for c, x in said.items()}
-        if said and any(c in ident and str(ident[c]).lower() != str(x).lower() for c, x in said.items()):
-            ident = {}   # the line names another process than the one whose stream wrote it
-        got = {**ident, **said}
-        if not got:
-            continue
-        v.update(got)
-        if v.get("confidence") is not None and v["confidence"] > r.words_cap:
-            v["confidence"] = r.words_cap
-        missing.append(f"the failed process's own cause line in a format ranktrace knows: "
-                       f"{said_words({c: str(x) for c, x in got.items()})} from the first failure line that names somebody "
-                       f"({row[len(cols) + 1]}:{row[len(cols) + 2]})")
-        return {c: str(x) for c, x in got.items()}
-    return {}
 
 
 def _either(words: list[str]) -> str:

@@ -30,7 +30,7 @@ from .gang import gang as _gang
 from .hostlist import compress_ranges
 from .impact import absent_ranks, impact as _impact
 from .choose import calibrated, features, load_weights, rank
-from .naming import failure_line_names as _failure_line_names, from_words as _from_words, review as _review_names, text_names as _text_names, who as _who
+from .naming import from_words as _from_words, review as _review_names, text_names as _text_names, who as _who
 from .stranded import apply as _stranded
 from .detectors.causes import rescore_after_demotions
 from .detectors.network import uncorroborated_port_errors
@@ -600,8 +600,6 @@ def diagnose_scope(con: duckdb.DuckDBPyConnection, clock: list[dict]) -> dict:
     if best is not None:
         # a column still empty: the one value the whole text names (a paste from one machine: naming.py)
         _text_names(con, v, missing)
-        # an `unknown` weak lead that names nobody: whom the earliest line that says something died names
-        _failure_line_names(con, v, missing)
     who_words = _review_names(con, v, [e for f in said for e in f.evidence], missing)
 
     # evidence
