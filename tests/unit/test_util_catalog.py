@@ -1,4 +1,4 @@
-"""util.table_exists: the connection's catalog lookup (DuckDB 2) and the statement over the catalog
+"""store.table_exists: the connection's catalog lookup (DuckDB 2) and the statement over the catalog
 functions (any DuckDB) give the same answers on a real store in the middle of a diagnosis, and each
 answer is whether a statement can read that name."""
 from __future__ import annotations
@@ -7,7 +7,7 @@ import duckdb
 import pytest
 
 from ranktrace.correlate import diagnose
-from ranktrace.correlate.util import table_exists, table_exists_by_statement
+from ranktrace.store import table_exists, table_exists_by_statement
 
 from rt_testlib import REPO
 
@@ -21,14 +21,13 @@ def _readable(con, name: str) -> bool:
 
 
 @pytest.fixture(scope="module")
-def diagnosed(tmp_path_factory):
-    from ranktrace.formats import load_catalog
+def diagnosed(tmp_path_factory, catalog):
     from ranktrace.ingest.pipeline import ingest
     from ranktrace.store import connect
     bundle = REPO / "sample_logs" / "torchrun_restart_resume"
     files = sorted(str(p) for p in bundle.rglob("*") if p.is_file() and p.name != "expected_verdict.json")
     db = str(tmp_path_factory.mktemp("catalog") / "store")
-    ingest(files, db, load_catalog(check_samples=False))
+    ingest(files, db, catalog)
     con = connect(db)
     diagnose(con)   # leaves the diagnosis' temp tables and views beside the store's
     yield con

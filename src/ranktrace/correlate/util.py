@@ -10,7 +10,7 @@ from pathlib import Path
 import duckdb
 
 from ..resources import data_dir
-from ..store import table_exists, table_exists_by_statement  # noqa: F401  (correlate's modules import them here)
+from ..store import table_exists  # noqa: F401  (correlate's modules import it from here)
 
 
 @lru_cache(maxsize=None)
