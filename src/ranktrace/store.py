@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import os
 import re
 from pathlib import Path
 
@@ -68,6 +69,11 @@ LINE_FACTS = {"nccl_comm": (("line_rank", "BIGINT"), ("line_local_rank", "BIGINT
 # directory of its own (spill_dir). 1.9 GB of diagnose on a store of 150k long Xid lines was all
 # DuckDB's; the process stays under 1 GB with this.
 READER_MEMORY = "512MB"
+# Up to this many bytes of lines files a store runs DuckDB on one thread. A statement over a small
+# store costs its set-up on every thread more than the scan they share: one thread took 10-15% less
+# CPU and wall for an excerpt's ingest + diagnosis, and was no slower to diagnose a 200 MB run (34 MB
+# of lines files); beyond it, every core (benchmarks/README.md, session 31).
+ONE_THREAD_BYTES = 32 << 20
 # Year-less times are parsed in this leap year by the engine (crates/engine/src/timefmt.rs)
 # and moved to the inferred year after ingest.
 PLACEHOLDER_YEAR = 2000
@@ -130,7 +136,6 @@ def spill_dir(store_dir: Path) -> str:
     writable, else in the machine's temp directory. One per process and store:
     DuckDB refuses a second connection to a database file with another
     configuration."""
-    import os
     import tempfile
     if os.access(store_dir, os.W_OK):
         return str(store_dir.resolve() / f".spill-{os.getpid()}")
@@ -185,9 +190,39 @@ def _connect(path: str | Path, read_only: bool) -> duckdb.DuckDBPyConnection:
     # and confined (query.confine locks the configuration) cannot say so; its first connection did.
     try:
         con.execute("SET enable_progress_bar = false")
+        fit_threads(con, store_dir)
     except duckdb.InvalidInputException:
         pass
     return con
+
+
+def lines_bytes(store_dir: Path, limit: int) -> int:
+    """The size of the store's lines files (parts/*/event_lines-*.parquet), counted up to `limit`."""
+    total = 0
+    try:
+        parts = list(os.scandir(store_dir / PARTS))
+    except OSError:
+        return 0
+    for part in parts:
+        try:
+            files = list(os.scandir(part.path)) if part.is_dir(follow_symlinks=False) else []
+        except OSError:
+            continue
+        for f in files:
+            if f.name.startswith("event_lines-") and f.name.endswith(".parquet"):
+                total += f.stat(follow_symlinks=False).st_size
+                if total > limit:
+                    return total
+    return total
+
+
+def fit_threads(con: duckdb.DuckDBPyConnection, store_dir: Path) -> None:
+    """DuckDB's threads for the store as it is now: one for a small store (ONE_THREAD_BYTES), every
+    core otherwise. (A setting of the database, shared by its connections in this process.)"""
+    if lines_bytes(store_dir, ONE_THREAD_BYTES) <= ONE_THREAD_BYTES:
+        con.execute("SET threads = 1")
+    else:
+        con.execute("RESET threads")
 
 
 def connect(path: str | Path, read_only: bool = True) -> duckdb.DuckDBPyConnection:
