@@ -11,7 +11,7 @@ import pytest
 from ranktrace.formats import load_catalog
 from ranktrace.ingest.pipeline import ingest
 
-from rt_testlib import REPO, SHAPES, write  # noqa: F401  (re-exported for fixtures)
+from rt_testlib import REPO, SHAPES, diagnosed_sample, run_dir, write  # noqa: F401  (re-exported for fixtures)
 from ranktrace.store import connect as store_connect
 
 
@@ -35,6 +35,20 @@ def catalog():
     # Samples are checked by tests/formats/test_samples.py, one failure per
     # sample, rather than by every test that needs a catalog.
     return load_catalog(check_samples=False)
+
+
+@pytest.fixture(scope="session")
+def sample_diagnosis(tmp_path_factory, catalog):
+    """bundle dir of sample_logs/ -> (its store, its diagnosis): made once a run, by whichever worker
+    asks first (rt_testlib.diagnosed_sample). The store is to be read, never written."""
+    root = run_dir(tmp_path_factory)
+    made: dict[Path, tuple[Path, dict]] = {}
+
+    def get(bundle: Path) -> tuple[Path, dict]:
+        if bundle not in made:
+            made[bundle] = diagnosed_sample(bundle, root, catalog)
+        return made[bundle]
+    return get
 
 
 @pytest.fixture

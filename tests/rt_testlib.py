@@ -4,6 +4,7 @@ conftest.py files exist under tests/, so `from conftest import` is ambiguous).""
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 from ranktrace.store import connect as store_connect
 
@@ -143,3 +144,55 @@ def aligned_bundle(name: str, tmp_dir: Path, catalog):
     ensure_kind_catalog(c)
     align(c)
     return c
+
+
+# ---------------------------------------------------------------- the sample incidents, diagnosed once a run
+
+SAMPLE_NOT_LOGS = {"truth.json", "expected_verdict.json", "README.md", "manifest.json"}
+
+
+def run_dir(tmp_path_factory) -> Path:
+    """A directory every pytest-xdist worker of this run shares (the run's base temp; a worker's own is
+    one level down)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def sample_files(bundle: Path) -> list[str]:
+    """The log files of a sample incident, relative to its parent (its answers left out): what a user
+    ingests with `ranktrace ingest bundle/` from sample_logs/."""
+    return sorted(str(f.relative_to(bundle.parent)) for f in bundle.rglob("*")
+                  if f.is_file() and f.name not in SAMPLE_NOT_LOGS and not f.name.startswith("."))
+
+
+def diagnosed_sample(bundle: Path, root: Path, catalog) -> tuple[Path, dict]:
+    """(store, diagnosis) of a sample incident, made by whichever process of the run asks first (the
+    others wait on its lock, then read what it left): the report, export and verdict tests read the
+    same ~5 CPU-s of each bundle. The store is the tests' to read only."""
+    import fcntl
+    import pickle
+
+    from ranktrace.correlate import diagnose
+    from ranktrace.ingest.pipeline import ingest
+    out = root / "sample-diagnoses" / bundle.name
+    out.parent.mkdir(parents=True, exist_ok=True)
+    db, doc = out / "store", out / "diagnosis.pickle"
+    with open(out.parent / f"{bundle.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not doc.exists():
+            shutil.rmtree(out, ignore_errors=True)   # (a process that died half-way)
+            out.mkdir()
+            cwd = os.getcwd()
+            os.chdir(bundle.parent)
+            try:
+                ingest(sample_files(bundle), str(db), catalog, warn=lambda m: None)
+            finally:
+                os.chdir(cwd)
+            con = store_connect(db)
+            try:
+                made = diagnose(con)
+            finally:
+                con.close()
+            (out / "diagnosis.tmp").write_bytes(pickle.dumps(made))
+            (out / "diagnosis.tmp").rename(doc)
+    return db, pickle.loads(doc.read_bytes())

@@ -10,44 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from ranktrace.correlate import diagnose
-from ranktrace.ingest.pipeline import ingest
-from ranktrace.store import connect as store_connect
-
 REPO = Path(__file__).resolve().parents[2]
-TRUTH_FILES = {"truth.json", "expected_verdict.json", "README.md"}
 BUNDLES = sorted(p.parent for p in (REPO / "sample_logs").glob("*/expected_verdict.json"))
 
 
-def _files(d: Path) -> list[str]:
-    # the answer must never reach the store; paths relative to the bundle's parent, as a user runs
-    # `ranktrace ingest bundle/` (a checkout under a host-like directory name must not give hosts)
-    return sorted(str(p.relative_to(d.parent)) for p in d.rglob("*") if p.is_file() and p.name not in TRUTH_FILES)
-
-
-def _diagnose_bundle(bundle: Path, db: str, catalog) -> dict:
-    """The diagnosis of a bundle ingested as a user runs `ranktrace ingest bundle/`."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.chdir(bundle.parent)
-        ingest(_files(bundle), db, catalog)
-    con = store_connect(db)
-    try:
-        return diagnose(con)
-    finally:
-        con.close()
-
-
 @pytest.fixture(scope="module")
-def diagnosis(tmp_path_factory, catalog):
-    """bundle -> its diagnosis, made once for this module's tests (the verdict, attempts and clock tests
-    read the same one: ~5 CPU-s a bundle)."""
-    made: dict[Path, dict] = {}
-
-    def get(bundle: Path) -> dict:
-        if bundle not in made:
-            made[bundle] = _diagnose_bundle(bundle, str(tmp_path_factory.mktemp(bundle.name) / "s.duckdb"), catalog)
-        return made[bundle]
-    return get
+def diagnosis(sample_diagnosis):
+    """bundle -> its diagnosis, ingested as a user runs `ranktrace ingest bundle/` from sample_logs/ (the
+    answers left out: they must never reach the store): the run's one diagnosis of it (sample_diagnosis,
+    which the report tests read too; ~5 CPU-s a bundle)."""
+    return lambda bundle: sample_diagnosis(bundle)[1]
 
 
 @pytest.mark.skipif(not BUNDLES, reason="no sample_logs/*/expected_verdict.json yet")

@@ -16,19 +16,6 @@ def catalog():
 
 
 @pytest.fixture(scope="session")
-def store_factory(tmp_path_factory, catalog):
-    """bundle dir -> a store built from it (cached for the session)."""
-    cache: dict[Path, Path] = {}
-
-    def build(bundle: Path) -> Path:
-        if bundle not in cache:
-            d = tmp_path_factory.mktemp("store")
-            cache[bundle] = make_store(bundle, d / f"{bundle.name}.duckdb", catalog)
-        return cache[bundle]
-    return build
-
-
-@pytest.fixture(scope="session")
 def shapes_store(tmp_path_factory, catalog):
     if not SHAPES.is_dir() or not any(SHAPES.glob("*.log")):
         pytest.skip(f"{SHAPES} not present")
@@ -37,19 +24,22 @@ def shapes_store(tmp_path_factory, catalog):
 
 
 @pytest.fixture(scope="session")
-def verdict_factory(store_factory, tmp_path_factory):
-    """bundle dir -> (store, verdict dict, verdict JSON file): diagnosed once per session."""
+def verdict_factory(sample_diagnosis, tmp_path_factory):
+    """bundle dir -> (store, verdict dict, verdict JSON file): the run's one diagnosis of the bundle
+    (sample_diagnosis), its echoes folded as `ranktrace report` folds them (report.verdict.get_verdict)."""
     import json
 
-    from report_helpers import open_ro, verdict_of
+    from ranktrace.report.verdict import fold_echoes
+
+    from report_helpers import open_ro
     cache: dict = {}
 
     def get(bundle):
         if bundle not in cache:
-            db = store_factory(bundle)
+            db, doc = sample_diagnosis(bundle)
             con = open_ro(db)
             try:
-                v = verdict_of(con, bundle)
+                v = fold_echoes(con, doc)
             finally:
                 con.close()
             path = tmp_path_factory.mktemp("verdict") / f"{bundle.name}.json"

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SAMPLE_LOGS = Path(os.environ.get("RANKTRACE_SAMPLE_LOGS", ROOT / "sample_logs"))
 SHAPES = Path(os.environ.get("RANKTRACE_SHAPES", ROOT.parent / "shared" / "real_log_shapes"))
 GOLDEN = Path(__file__).with_name("golden")
-NOT_LOGS = {"truth.json", "expected_verdict.json", "README.md", "manifest.json"}
+from rt_testlib import SAMPLE_NOT_LOGS as NOT_LOGS, sample_files as log_files  # noqa: E402,F401
 
 
 def sample_bundles() -> list[Path]:
@@ -40,12 +40,6 @@ def chdir(path: Path):
         yield
     finally:
         os.chdir(old)
-
-
-def log_files(bundle: Path) -> list[str]:
-    """The bundle's log files relative to its parent (ground truth left out)."""
-    return sorted(str(f.relative_to(bundle.parent)) for f in bundle.rglob("*")
-                  if f.is_file() and f.name not in NOT_LOGS and not f.name.startswith("."))
 
 
 def make_store(bundle: Path, db: Path, catalog) -> Path:
