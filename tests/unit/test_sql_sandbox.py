@@ -33,12 +33,14 @@ def _store(path: Path) -> str:
     return str(path)
 
 
-@pytest.fixture
-def stores(tmp_path):
-    """(the store, another store next to it, a secret file next to them)."""
-    db = _store(tmp_path / "inc.duckdb")
-    other = _store(tmp_path / "other.duckdb")
-    secret = tmp_path / "secret.txt"
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory):
+    """(the store, another store next to it, a secret file next to them): made once for this file's
+    tests, which each check that nothing of them changed; each writes (tries to) in its own tmp_path."""
+    d = tmp_path_factory.mktemp("sandbox")
+    db = _store(d / "inc.duckdb")
+    other = _store(d / "other.duckdb")
+    secret = d / "secret.txt"
     secret.write_text("hunter2\n")
     return db, other, secret
 
@@ -85,11 +87,12 @@ def test_every_escape_fails_with_a_message(stores, tmp_path, capsys, name):
     assert "hunter2" not in out
     assert err.startswith("ranktrace: ") and len(err) > 30
     assert "Traceback" not in err
-    # nothing was written, the other store still has its rows
+    # nothing was written, both stores still have their rows
     assert set(p.name for p in tmp_path.iterdir()) == before
-    con = store_connect(other)
-    assert con.execute("SELECT count(*) FROM events").fetchone()[0] == 2
-    con.close()
+    for store in (other, db):
+        con = store_connect(store)
+        assert con.execute("SELECT count(*) FROM events").fetchone()[0] == 2
+        con.close()
 
 
 def test_allow_files_reads_local_files_but_never_writes(stores, tmp_path, capsys):
