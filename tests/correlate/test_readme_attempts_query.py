@@ -12,7 +12,8 @@ import pytest
 from ranktrace.ingest.pipeline import ingest
 from ranktrace.query import run_query
 
-from .test_sample_bundles import BUNDLES, _files
+from rt_testlib import sample_files as _files
+from .test_sample_bundles import BUNDLES
 
 REPO = Path(__file__).resolve().parents[2]
 DEFINITION = """SELECT a.attempt, a.outcome, a.max_step, count(e.event_id) FILTER (WHERE e.role = 'cause') AS causes

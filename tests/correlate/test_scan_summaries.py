@@ -15,7 +15,8 @@ from ranktrace.ingest.pipeline import ingest
 from ranktrace.store import connect as store_connect, progress_positions, scan_summaries
 from rt_testlib import SHAPES
 
-from .test_sample_bundles import BUNDLES, _files
+from rt_testlib import sample_files as _files
+from .test_sample_bundles import BUNDLES
 
 # The expressions of event_groups.sql before the engine decided them (its CTEs c, m and e).
 PROGRESS_KIND = "(kind = 'progress' OR (kind IS NULL AND severity IN ('info', 'debug', 'notice')))"

@@ -13,7 +13,8 @@ from ranktrace.store import connect as store_connect
 
 from rt_testlib import halved_copy
 
-from .test_sample_bundles import BUNDLES, _files
+from rt_testlib import sample_files as _files
+from .test_sample_bundles import BUNDLES
 
 
 def _kinds(con) -> dict[str, str]:

@@ -19,7 +19,8 @@ from ranktrace.correlate import diagnose
 from ranktrace.ingest.pipeline import ingest
 from ranktrace.store import connect as store_connect
 
-from .test_sample_bundles import BUNDLES, _files
+from rt_testlib import sample_files as _files
+from .test_sample_bundles import BUNDLES
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -14,7 +14,8 @@ from ranktrace.correlate.identity import build_base
 from ranktrace.correlate.util import sql_file
 from ranktrace.ingest.pipeline import ingest
 
-from .test_sample_bundles import BUNDLES, _files
+from rt_testlib import sample_files as _files
+from .test_sample_bundles import BUNDLES
 from ranktrace.store import connect as store_connect
 from rt_testlib import echoes_oracle_sql
 
