@@ -155,8 +155,9 @@ def merge_into(con, parts: list[Part], cat: Catalog, out: MergeSummary) -> None:
     the summaries: what `merge` and `ingest` end with."""
     con.execute("SET preserve_insertion_order = false")
     con.execute("SET enable_progress_bar = false")
+    # every core for a merge into a large store (its INSERTs of facts: ~1 M rows a table on 1 GB)
+    store.fit_threads(con, store.store_dir_of(con), tuple(p.path for p in parts))
     _merge_parts(con, parts, cat, out)
-    store.fit_threads(con, store.store_dir_of(con))   # (the store's size has changed)
     store.imply_ranks(con)   # (before the years: both are view event_lines' and the summaries read it)
     out.reference_year = store.infer_years(con)
     store.refresh_summaries(con)

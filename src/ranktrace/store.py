@@ -196,16 +196,17 @@ def _connect(path: str | Path, read_only: bool) -> duckdb.DuckDBPyConnection:
     return con
 
 
-def lines_bytes(store_dir: Path, limit: int) -> int:
-    """The size of the store's lines files (parts/*/event_lines-*.parquet), counted up to `limit`."""
-    total = 0
+def lines_bytes(store_dir: Path, limit: int, parts: tuple[Path, ...] = ()) -> int:
+    """The size of the lines files (event_lines-*.parquet) of the store's parts and of `parts` (part
+    directories about to be merged, wherever they are), counted up to `limit`."""
     try:
-        parts = list(os.scandir(store_dir / PARTS))
+        dirs = {Path(e.path) for e in os.scandir(store_dir / PARTS) if e.is_dir(follow_symlinks=False)}
     except OSError:
-        return 0
-    for part in parts:
+        dirs = set()
+    total = 0
+    for d in sorted(dirs | {Path(p) for p in parts}):
         try:
-            files = list(os.scandir(part.path)) if part.is_dir(follow_symlinks=False) else []
+            files = list(os.scandir(d))
         except OSError:
             continue
         for f in files:
@@ -216,10 +217,11 @@ def lines_bytes(store_dir: Path, limit: int) -> int:
     return total
 
 
-def fit_threads(con: duckdb.DuckDBPyConnection, store_dir: Path) -> None:
-    """DuckDB's threads for the store as it is now: one for a small store (ONE_THREAD_BYTES), every
-    core otherwise. (A setting of the database, shared by its connections in this process.)"""
-    if lines_bytes(store_dir, ONE_THREAD_BYTES) <= ONE_THREAD_BYTES:
+def fit_threads(con: duckdb.DuckDBPyConnection, store_dir: Path, parts: tuple[Path, ...] = ()) -> None:
+    """DuckDB's threads for the store as it is now, with `parts` merged: one for a small store
+    (ONE_THREAD_BYTES), every core otherwise. (A setting of the database, shared by its connections
+    in this process.)"""
+    if lines_bytes(store_dir, ONE_THREAD_BYTES, parts) <= ONE_THREAD_BYTES:
         con.execute("SET threads = 1")
     else:
         con.execute("RESET threads")

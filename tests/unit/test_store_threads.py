@@ -60,13 +60,13 @@ def test_an_ingest_that_grows_the_store_past_the_limit_gives_it_every_core(tmp_p
     seen = []
     real = store.fit_threads
 
-    def spy(con, store_dir):
-        real(con, store_dir)
+    def spy(con, store_dir, parts=()):
+        real(con, store_dir, parts)
         seen.append(_threads(con))
     monkeypatch.setattr(store, "fit_threads", spy)
     ingest(files[1:], str(db), catalog)
     assert seen[0] == 1                        # opened at `first` bytes: one thread
-    assert seen[-1] == _default_threads()      # after the merge: every core
+    assert seen[-1] == _default_threads()      # the merge and what follows it: every core
     assert store.lines_bytes(db, 1 << 40) > first
 
 
@@ -79,3 +79,7 @@ def test_lines_bytes_counts_only_lines_files_and_stops_at_the_limit(tmp_path):
     assert store.lines_bytes(tmp_path, 1 << 20) == 150
     assert store.lines_bytes(tmp_path, 10) in (50, 100)       # stopped at the first file past 10
     assert store.lines_bytes(tmp_path / "nowhere", 10) == 0
+    elsewhere = tmp_path / "incoming" / "p2"           # a part about to be merged, outside the store
+    elsewhere.mkdir(parents=True)
+    (elsewhere / "event_lines-0.parquet").write_bytes(b"x" * 7)
+    assert store.lines_bytes(tmp_path, 1 << 20, (elsewhere, part)) == 157   # (a part counted once)
