@@ -121,25 +121,11 @@ def echoes_oracle_sql(table: str = "echoes_oracle") -> str:
 
 # ---------------------------------------------------------------- a sample bundle, aligned
 
-BUNDLE_ANSWERS = {"truth.json", "expected_verdict.json", "README.md"}
-
-
-def aligned_bundle(name: str, tmp_dir: Path, catalog):
-    """A store of sample_logs/NAME (its answers left out, paths as the tests give them: relative to
-    sample_logs) in tmp_dir, opened, its kind catalogue loaded and aligned (clock.align): what
-    diagnose reads before its detectors."""
+def aligned(db: Path):
+    """A connection to the store `db` (a sample incident's: sample_diagnosis), its kind catalogue loaded
+    and aligned (clock.align): what diagnose reads before its detectors. Read-only: its own temp tables."""
     from ranktrace.correlate.clock import align
     from ranktrace.correlate.util import ensure_kind_catalog
-    from ranktrace.ingest.pipeline import ingest
-    b = REPO / "sample_logs" / name
-    files = sorted(str(p.relative_to(b.parent)) for p in b.rglob("*") if p.is_file() and p.name not in BUNDLE_ANSWERS)
-    db = str(tmp_dir / "s.duckdb")
-    cwd = os.getcwd()
-    os.chdir(b.parent)
-    try:
-        ingest(files, db, catalog)
-    finally:
-        os.chdir(cwd)
     c = store_connect(db)
     ensure_kind_catalog(c)
     align(c)

@@ -16,7 +16,7 @@ from ranktrace.ingest.pipeline import ingest
 from ranktrace.resources import data_dir
 from ranktrace.store import connect as store_connect
 
-from rt_testlib import aligned_bundle
+from rt_testlib import REPO, aligned
 
 BUNDLES = ["demo_sigkill_4node", "k8s_controlplane_etcd_slow", "k8s_gang_partial_restart",
            "k8s_volcano_stranded_gpus", "slurm_node_failure_topology", "slurm_torchrun_sigkill_skew",
@@ -101,8 +101,8 @@ FROM_GROUPS = {
 
 
 @pytest.fixture(scope="module", params=BUNDLES)
-def con(request, tmp_path_factory, catalog):
-    c = aligned_bundle(request.param, tmp_path_factory.mktemp(request.param), catalog)
+def con(request, sample_diagnosis):
+    c = aligned(sample_diagnosis(REPO / "sample_logs" / request.param)[0])
     yield c
     c.close()
 

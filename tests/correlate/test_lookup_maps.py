@@ -12,7 +12,7 @@ import pytest
 from ranktrace.correlate import identity
 from ranktrace.correlate.identity import LinkMaps, _lookup, _maps, lookup, pci
 
-from rt_testlib import aligned_bundle
+from rt_testlib import REPO, aligned
 
 BUNDLES = ["demo_sigkill_4node", "k8s_gang_partial_restart", "slurm_torchrun_sigkill_skew", "slurm_oom_cgroup",
            "k8s_volcano_stranded_gpus"]
@@ -61,8 +61,8 @@ class QueryOracle:
 
 
 @pytest.fixture(scope="module", params=BUNDLES)
-def con(request, tmp_path_factory, catalog):
-    c = aligned_bundle(request.param, tmp_path_factory.mktemp(request.param), catalog)
+def con(request, sample_diagnosis):
+    c = aligned(sample_diagnosis(REPO / "sample_logs" / request.param)[0])
     yield c
     c.close()
 
