@@ -147,9 +147,13 @@ def test_json_is_the_verdict_document_plus_sections(incident):
 
 @needs_bundles
 def test_report_is_deterministic(incident):
+    # The report again on a fresh connection; from a diagnosis made again for every third bundle (the
+    # others: the run's, as test_stored_groups compares a fresh diagnosis with it on every third bundle too)
+    bundle = incident["bundle"]
     con = open_ro(incident["db"])
     try:
-        doc = build_report(con, verdict_of(con, incident["bundle"]))
+        again = verdict_of(con, bundle) if BUNDLES.index(bundle) % 3 == 1 else incident["verdict"]
+        doc = build_report(con, again)
     finally:
         con.close()
     assert render(doc, "md") == incident["md"]
