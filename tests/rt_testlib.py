@@ -151,6 +151,19 @@ def sample_files(bundle: Path) -> list[str]:
                   if f.is_file() and f.name not in SAMPLE_NOT_LOGS and not f.name.startswith("."))
 
 
+def ingest_sample(bundle: Path, db: Path, catalog) -> Path:
+    """A store of the bundle's log files (sample_files), ingested as a user in its parent directory does:
+    the store's paths do not depend on where the checkout is."""
+    from ranktrace.ingest.pipeline import ingest
+    cwd = os.getcwd()
+    os.chdir(bundle.parent)
+    try:
+        ingest(sample_files(bundle), str(db), catalog, warn=lambda m: None)
+    finally:
+        os.chdir(cwd)
+    return db
+
+
 def diagnosed_sample(bundle: Path, root: Path, catalog) -> tuple[Path, dict]:
     """(store, diagnosis) of a sample incident, made by whichever process of the run asks first (the
     others wait on its lock, then read what it left): the report, export and verdict tests read the
@@ -159,7 +172,6 @@ def diagnosed_sample(bundle: Path, root: Path, catalog) -> tuple[Path, dict]:
     import pickle
 
     from ranktrace.correlate import diagnose
-    from ranktrace.ingest.pipeline import ingest
     out = root / "sample-diagnoses" / bundle.name
     out.parent.mkdir(parents=True, exist_ok=True)
     db, doc = out / "store", out / "diagnosis.pickle"
@@ -168,12 +180,7 @@ def diagnosed_sample(bundle: Path, root: Path, catalog) -> tuple[Path, dict]:
         if not doc.exists():
             shutil.rmtree(out, ignore_errors=True)   # (a process that died half-way)
             out.mkdir()
-            cwd = os.getcwd()
-            os.chdir(bundle.parent)
-            try:
-                ingest(sample_files(bundle), str(db), catalog, warn=lambda m: None)
-            finally:
-                os.chdir(cwd)
+            ingest_sample(bundle, db, catalog)
             con = store_connect(db)
             try:
                 made = diagnose(con)

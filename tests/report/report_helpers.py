@@ -17,11 +17,12 @@ from pathlib import Path
 
 import pytest
 
+from rt_testlib import SAMPLE_NOT_LOGS as NOT_LOGS, ingest_sample as make_store  # noqa: F401
+
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE_LOGS = Path(os.environ.get("RANKTRACE_SAMPLE_LOGS", ROOT / "sample_logs"))
 SHAPES = Path(os.environ.get("RANKTRACE_SHAPES", ROOT.parent / "shared" / "real_log_shapes"))
 GOLDEN = Path(__file__).with_name("golden")
-from rt_testlib import SAMPLE_NOT_LOGS as NOT_LOGS, sample_files as log_files  # noqa: E402,F401
 
 
 def sample_bundles() -> list[Path]:
@@ -40,13 +41,6 @@ def chdir(path: Path):
         yield
     finally:
         os.chdir(old)
-
-
-def make_store(bundle: Path, db: Path, catalog) -> Path:
-    from ranktrace.ingest.pipeline import ingest
-    with chdir(bundle.parent):
-        ingest(log_files(bundle), str(db), catalog, warn=lambda m: None)
-    return db
 
 
 def open_ro(db: Path):
