@@ -99,10 +99,6 @@ def no_failure_verdict(con, empty: dict, n_events: int) -> tuple[dict, list[dict
                          "COMPLETED, exit code 0 or Succeeded): the logs may stop before the job ended")
         missing.append("the end of the job: the launcher's or scheduler's final lines (torchrun agent, sacct/"
                        "scontrol state, kubectl describe) or every rank's last lines")
-        # no line reads like a failure, yet the paste may be one machine's: the one host the whole text
-        # names (naming.text_names: every line's identity and every host word agree), as above
-        from .naming import text_names
-        text_names(con, v, missing)
         return v, [], missing
     hosts = rank_hosts(con)
     ended = {r["host"] for r in ends if r["host"]}
