@@ -15,10 +15,9 @@ from ranktrace.correlate import diagnose
 from ranktrace.correlate.identity import GROUPS_TABLE, build_base, forget_groups, groups_stamp
 from ranktrace.ingest.pipeline import ingest
 
-from rt_testlib import halved_copy
 
 from .fixtures import generated_run
-from rt_testlib import sample_files as _files
+from rt_testlib import halved_copy, sample_files as _files
 from .test_sample_bundles import BUNDLES
 from ranktrace.store import connect as store_connect
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from report_helpers import SHAPES, make_store
+from report_helpers import SHAPES
+from rt_testlib import ingest_sample
 
 
 @pytest.fixture(scope="session")
@@ -20,7 +21,7 @@ def shapes_store(tmp_path_factory, catalog):
     if not SHAPES.is_dir() or not any(SHAPES.glob("*.log")):
         pytest.skip(f"{SHAPES} not present")
     d = tmp_path_factory.mktemp("shapes")
-    return make_store(SHAPES, d / "shapes.duckdb", catalog)
+    return ingest_sample(SHAPES, d / "shapes.duckdb", catalog)
 
 
 @pytest.fixture(scope="session")

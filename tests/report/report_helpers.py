@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from rt_testlib import SAMPLE_NOT_LOGS as NOT_LOGS, ingest_sample as make_store  # noqa: F401
+from rt_testlib import SAMPLE_NOT_LOGS as NOT_LOGS
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE_LOGS = Path(os.environ.get("RANKTRACE_SAMPLE_LOGS", ROOT / "sample_logs"))

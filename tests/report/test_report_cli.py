@@ -11,7 +11,8 @@ import pytest
 from ranktrace.cli import main
 from ranktrace.report.verdict import have_diagnose
 
-from report_helpers import SHAPES, assert_self_contained, chdir, copy_bundle, make_store, open_ro, sample_bundles
+from report_helpers import SHAPES, assert_self_contained, chdir, copy_bundle, open_ro, sample_bundles
+from rt_testlib import ingest_sample
 
 BUNDLES = sample_bundles()
 
@@ -177,7 +178,7 @@ def planted(tmp_path_factory, catalog):
     else:
         pytest.skip("no real logs to plant into (sample_logs/ and real_log_shapes absent)")
     _plant(bundle)
-    db = make_store(bundle, root / "planted.duckdb", catalog)
+    db = ingest_sample(bundle, root / "planted.duckdb", catalog)
     con = open_ro(db)
     try:
         hosts = sorted(r[0] for r in con.execute("SELECT DISTINCT host FROM events WHERE host IS NOT NULL").fetchall())
